@@ -1,0 +1,8 @@
+/** @type {import('jest').Config} */
+module.exports = {
+  testEnvironment: 'node',
+  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', isolatedModules: true }] },
+  testMatch: ['<rootDir>/*/test/**/*.test.ts'],
+  moduleFileExtensions: ['ts', 'js', 'json'],
+  testTimeout: 60000,
+};

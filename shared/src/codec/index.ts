@@ -1,0 +1,3 @@
+export * from './types';
+export { uncodedCodec } from './uncoded';
+export { rlncCodec } from './rlnc';

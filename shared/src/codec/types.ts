@@ -1,0 +1,35 @@
+import { Layout } from '../layout';
+import { Mode } from '../wire';
+
+/** What a decoder made of one packet. */
+export type AddResult = 'innovative' | 'redundant' | 'invalid';
+
+/**
+ * Encodes packets of one object. `key` identifies which packet of the unit: ignored by uncoded,
+ * the coefficient seed for rlnc (and the block id for fountain codes).
+ */
+export interface UnitEncoder {
+  readonly mode: Mode;
+  /** Writes the payload of (unit, key) into out[0 .. layout.payloadLength(unit)). */
+  encodeInto(unit: number, key: number, out: Uint8Array): void;
+  free(): void;
+}
+
+/** Collects packets of one object and reports progress in degrees of freedom. */
+export interface UnitDecoder {
+  readonly mode: Mode;
+  add(unit: number, key: number, payload: Uint8Array): AddResult;
+  rank(unit: number): number;
+  isComplete(unit: number): boolean;
+  /** The reassembled object; only valid once every unit is complete. */
+  readObject(): Uint8Array;
+  free(): void;
+}
+
+/** The plug-in point for codecs (the WebAssembly codecs implement the same interface). */
+export interface Codec {
+  readonly mode: Mode;
+  readonly name: string;
+  createEncoder(object: Uint8Array, layout: Layout): UnitEncoder;
+  createDecoder(layout: Layout): UnitDecoder;
+}

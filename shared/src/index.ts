@@ -1,0 +1,25 @@
+export * from './limits';
+export * from './errors';
+export * from './wire';
+export * from './layout';
+export * from './gf256';
+export * from './coefficients';
+export * from './random';
+export * from './partition';
+export * from './codec';
+export { Sender, DEFAULT_SENDER_CONFIG } from './sender/sender';
+export type { SenderConfig, SenderOptions, SenderStatus, SenderStats } from './sender/sender';
+export { createScheduler, DEFAULT_SCHEDULER, schedulerSupports } from './sender/schedulers';
+export type { Scheduler, ScheduleView } from './sender/schedulers';
+export { RttEstimator } from './sender/rtt';
+export { Receiver, DEFAULT_RECEIVER_CONFIG } from './receiver/receiver';
+export type {
+  ReceiverConfig,
+  ReceiverOptions,
+  ReceiverStatus,
+  ReceiverStats,
+  SourceStats,
+  SourceState,
+  OutgoingDatagram,
+} from './receiver/receiver';
+export { RateEstimator } from './receiver/rate-estimator';

@@ -1,0 +1,53 @@
+/**
+ * Delivery-rate estimate of one source from packet trains (RCDP, thesis 3.4.2): consecutive data
+ * sequence numbers are grouped in trains of `trainLength`; a train that arrived at least half
+ * complete gives one sample (bytes after the first packet / first-to-last arrival time), and the
+ * estimate is the median of the last `medianWindow` samples (k = 5 keeps outliers under 1%).
+ */
+export class RateEstimator {
+  private train = -1;
+  private firstAt = 0;
+  private lastAt = 0;
+  private count = 0;
+  private bytesAfterFirst = 0;
+  private readonly samples: number[] = [];
+  private estimate = 0;
+
+  constructor(
+    private readonly trainLength = 16,
+    private readonly medianWindow = 5,
+  ) {}
+
+  /** Record a data packet: its sequence number, size and arrival time (ms). */
+  onPacket(seq: number, bytes: number, now: number): void {
+    const train = Math.floor(seq / this.trainLength);
+    if (train < this.train) return; // a straggler of a closed train
+    if (train > this.train) {
+      this.closeTrain();
+      this.train = train;
+      this.firstAt = now;
+      this.lastAt = now;
+      this.count = 1;
+      this.bytesAfterFirst = 0;
+      return;
+    }
+    this.lastAt = now;
+    this.count++;
+    this.bytesAfterFirst += bytes;
+  }
+
+  private closeTrain(): void {
+    if (this.train < 0 || this.count * 2 < this.trainLength) return;
+    const span = this.lastAt - this.firstAt;
+    if (span <= 0) return;
+    this.samples.push((this.bytesAfterFirst * 1000) / span);
+    if (this.samples.length > this.medianWindow) this.samples.shift();
+    const sorted = [...this.samples].sort((a, b) => a - b);
+    this.estimate = sorted[sorted.length >> 1];
+  }
+
+  /** Bytes per second; 0 until the first train has closed. */
+  get bytesPerSecond(): number {
+    return this.estimate;
+  }
+}

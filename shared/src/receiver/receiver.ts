@@ -1,0 +1,619 @@
+/**
+ * MUTP receiver: one object downloaded from N sources at once (the client side). Sans-IO: the
+ * caller feeds datagrams per source with the time, pulls datagrams to send (requests, feedback,
+ * stops) and calls handleTimeout at nextDeadline(). It owns the transfer: it knows every source
+ * and its rate, paces them apart (weights) and caps what they keep in flight near the end.
+ */
+import { sha256 } from '@noble/hashes/sha256';
+import { Codec, UnitDecoder } from '../codec/types';
+import { TransferError, TransferErrorCode } from '../errors';
+import { Layout } from '../layout';
+import { MAX_FEEDBACK_GENERATIONS, MAX_OBJECT_BYTES, MAX_SOURCES, UNLIMITED_IN_FLIGHT } from '../limits';
+import {
+  decode,
+  encodeFeedbackRlnc,
+  encodeFeedbackUncoded,
+  encodeRequest,
+  encodeStop,
+  FeedbackCommon,
+  MessageType,
+  MetaMessage,
+  Mode,
+  NO_SEQ,
+  SchedulerName,
+  StopReason,
+  StopReasonCode,
+} from '../wire';
+import { DEFAULT_SCHEDULER, schedulerSupports } from '../sender/schedulers';
+import { RateEstimator } from './rate-estimator';
+
+export interface ReceiverConfig {
+  /** Feedback to each source at least this often, so a lost one is soon covered by the next. */
+  feedbackIntervalMs: number;
+  /** ... and after this many data packets from it. */
+  ackEveryPackets: number;
+  requestRetryMs: number;
+  maxRequestRetryMs: number;
+  /** The download fails when no degree of freedom arrives for this long. */
+  stallTimeoutMs: number;
+  maxObjectBytes: number;
+  trainLength: number;
+  medianWindow: number;
+  /** A source silent this long (after it had sent data) gets no share of the work. */
+  inactiveAfterMs: number;
+  /** Levels of the quantised weights; coarse, so ownership changes rarely. */
+  weightLevels: number;
+  /**
+   * Weights are republished only when a source's share moves by more than this fraction of
+   * itself: every change hands some in-flight slots to another owner, who then sends them again.
+   */
+  weightHysteresis: number;
+  /**
+   * Cap each source's packets in flight at its share of what the window still misses. On by
+   * default with the partitioned schedulers; off with the paper's ones (random, rarest), so they
+   * run the protocol as published.
+   */
+  inFlightCaps?: boolean;
+  /** Extra in-flight allowance per source beyond its share. */
+  capSlackPackets: number;
+  capLossMargin: number;
+}
+
+export const DEFAULT_RECEIVER_CONFIG: ReceiverConfig = {
+  feedbackIntervalMs: 20,
+  ackEveryPackets: 8,
+  requestRetryMs: 200,
+  maxRequestRetryMs: 2000,
+  stallTimeoutMs: 15000,
+  maxObjectBytes: 256 * 1024 * 1024,
+  trainLength: 16,
+  medianWindow: 5,
+  inactiveAfterMs: 500,
+  weightLevels: 32,
+  weightHysteresis: 0.25,
+  capSlackPackets: 2,
+  capLossMargin: 0.05,
+};
+
+export interface ReceiverOptions {
+  transferId: number;
+  url: string;
+  mode: Mode;
+  scheduler?: SchedulerName;
+  sourceCount: number;
+  /** Strict moving window in packets (paper's w). */
+  window: number;
+  generationSize: number;
+  symbolSize: number;
+  codec: Codec;
+  now: number;
+  config?: Partial<ReceiverConfig>;
+}
+
+export type ReceiverStatus = 'active' | 'complete' | 'failed';
+export type SourceState = 'connecting' | 'active' | 'failed' | 'dropped';
+
+export interface SourceStats {
+  state: SourceState;
+  /** Data packets received (all, useful or not). */
+  received: number;
+  /** Data packets that increased the client's DoF. */
+  useful: number;
+  redundant: number;
+  beforeMeta: number;
+  afterComplete: number;
+  invalid: number;
+  malformed: number;
+  bytes: number;
+  rateBps: number;
+  error?: string;
+}
+
+export interface ReceiverStats {
+  startedAt: number;
+  completedAt?: number;
+  dof: number;
+  totalDof: number;
+  objectLength?: number;
+  feedbackSent: number;
+  requestsSent: number;
+  sources: SourceStats[];
+}
+
+interface Source {
+  stats: SourceStats;
+  heard: boolean;
+  metaOk: boolean;
+  requestDueAt: number;
+  requestBackoff: number;
+  largestSeq: number;
+  largestSeqAt: number;
+  /** Bit i = seq largestSeq - 1 - i received. */
+  ackBits: number;
+  lastArrivalAt: number;
+  sinceFeedback: number;
+  feedbackDue: boolean;
+  lastFeedbackAt: number;
+  stopDue: StopReasonCode | -1;
+  lastStopAt: number;
+  rate: RateEstimator;
+}
+
+export interface OutgoingDatagram {
+  source: number;
+  bytes: Uint8Array;
+}
+
+export class Receiver {
+  readonly transferId: number;
+  status: ReceiverStatus = 'active';
+  error?: TransferError;
+  private readonly config: ReceiverConfig;
+  private readonly sources: Source[];
+  private readonly opts: ReceiverOptions;
+  private readonly scheduler: SchedulerName;
+  private meta?: MetaMessage;
+  private layout?: Layout;
+  private decoder?: UnitDecoder;
+  private windowUnits = 0;
+  private wMin = 0;
+  private dof = 0;
+  private object?: Uint8Array;
+  private lastProgressAt: number;
+  private readonly startedAt: number;
+  private completedAt?: number;
+  private feedbackSent = 0;
+  private requestsSent = 0;
+  private pollCursor = 0;
+  private publishedWeights?: Uint8Array;
+
+  constructor(opts: ReceiverOptions) {
+    if (!Number.isInteger(opts.sourceCount) || opts.sourceCount < 1 || opts.sourceCount > MAX_SOURCES) {
+      throw new RangeError(`sourceCount must be in [1, ${MAX_SOURCES}]`);
+    }
+    this.scheduler = opts.scheduler ?? DEFAULT_SCHEDULER[opts.mode];
+    if (!schedulerSupports(opts.mode, this.scheduler)) {
+      throw new RangeError(`scheduler ${this.scheduler} does not support mode ${opts.mode}`);
+    }
+    if (opts.codec.mode !== opts.mode) throw new RangeError(`codec ${opts.codec.name} is not for mode ${opts.mode}`);
+    this.opts = opts;
+    this.transferId = opts.transferId >>> 0;
+    this.config = { ...DEFAULT_RECEIVER_CONFIG, ...opts.config };
+    this.config.maxObjectBytes = Math.min(this.config.maxObjectBytes, MAX_OBJECT_BYTES);
+    this.config.inFlightCaps ??= this.scheduler === 'partitioned';
+    this.startedAt = opts.now;
+    this.lastProgressAt = opts.now;
+    this.sources = Array.from({ length: opts.sourceCount }, () => ({
+      stats: {
+        state: 'connecting',
+        received: 0,
+        useful: 0,
+        redundant: 0,
+        beforeMeta: 0,
+        afterComplete: 0,
+        invalid: 0,
+        malformed: 0,
+        bytes: 0,
+        rateBps: 0,
+      },
+      heard: false,
+      metaOk: false,
+      requestDueAt: opts.now,
+      requestBackoff: this.config.requestRetryMs,
+      largestSeq: -1,
+      largestSeqAt: 0,
+      ackBits: 0,
+      lastArrivalAt: 0,
+      sinceFeedback: 0,
+      feedbackDue: false,
+      lastFeedbackAt: opts.now,
+      stopDue: -1,
+      lastStopAt: -Infinity,
+      rate: new RateEstimator(this.config.trainLength, this.config.medianWindow),
+    }));
+  }
+
+  // ------------------------------------------------------------------ input
+
+  handleDatagram(sourceIndex: number, bytes: Uint8Array, now: number): void {
+    const source = this.sources[sourceIndex];
+    if (!source) return;
+    const decoded = decode(bytes);
+    if (!decoded.ok || decoded.value.transferId !== this.transferId) {
+      source.stats.malformed++;
+      return;
+    }
+    if (source.stats.state === 'failed' || source.stats.state === 'dropped') return;
+    const m = decoded.value;
+    switch (m.type) {
+      case MessageType.Meta:
+        this.onMeta(sourceIndex, m, now);
+        break;
+      case MessageType.DataUncoded:
+        this.onData(source, m.seq, m.index, 0, m.payload, bytes.length, now, this.opts.mode === 'uncoded');
+        break;
+      case MessageType.DataRlnc:
+        this.onData(source, m.seq, m.generation, m.seed, m.payload, bytes.length, now, this.opts.mode === 'rlnc');
+        break;
+      case MessageType.Error:
+        this.markSource(source, 'failed', `source error ${m.code}: ${m.message}`);
+        break;
+      default:
+        source.stats.malformed++;
+    }
+  }
+
+  private hear(source: Source): void {
+    source.heard = true;
+    if (source.stats.state === 'connecting') source.stats.state = 'active';
+  }
+
+  private onMeta(sourceIndex: number, m: MetaMessage, now: number): void {
+    const source = this.sources[sourceIndex];
+    const o = this.opts;
+    this.hear(source);
+    if (m.mode !== o.mode || m.symbolSize !== o.symbolSize || m.generationSize !== o.generationSize) {
+      this.dropSource(source, 'metadata does not match the request');
+      return;
+    }
+    if (!this.meta) {
+      if (m.objectLength > this.config.maxObjectBytes) {
+        this.fail(
+          'object-too-large',
+          `object of ${m.objectLength} bytes exceeds the limit of ${this.config.maxObjectBytes}`,
+        );
+        return;
+      }
+      this.meta = { ...m, digest: m.digest.slice() };
+      this.layout = new Layout(o.mode, m.objectLength, o.symbolSize, o.generationSize);
+      this.decoder = o.codec.createDecoder(this.layout);
+      this.windowUnits = this.layout.windowUnits(o.window);
+      this.lastProgressAt = now;
+    } else if (m.objectLength !== this.meta.objectLength || !bytesEqual(m.digest, this.meta.digest)) {
+      this.dropSource(source, 'reported a different length or digest than the other sources');
+      return;
+    }
+    if (!source.metaOk) {
+      source.metaOk = true;
+      source.feedbackDue = true;
+    }
+    if (this.status === 'active' && this.layout && this.dof === this.layout.totalDof) this.finish(now);
+  }
+
+  private onData(
+    source: Source,
+    seq: number,
+    unit: number,
+    key: number,
+    payload: Uint8Array,
+    bytes: number,
+    now: number,
+    modeMatches: boolean,
+  ): void {
+    this.hear(source);
+    const s = source.stats;
+    s.received++;
+    s.bytes += bytes;
+    source.lastArrivalAt = now;
+    source.rate.onPacket(seq, bytes, now);
+    s.rateBps = source.rate.bytesPerSecond;
+    recordSeq(source, seq, now);
+    if (++source.sinceFeedback >= this.config.ackEveryPackets) source.feedbackDue = true;
+    if (this.status !== 'active') {
+      s.afterComplete++;
+      // Tell a source that missed the STOP, but not once per packet.
+      if (this.status === 'complete' && now - source.lastStopAt >= this.config.feedbackIntervalMs)
+        source.stopDue = StopReason.Complete;
+      return;
+    }
+    if (!modeMatches) {
+      s.invalid++;
+      return;
+    }
+    if (!this.decoder || !this.layout) {
+      s.beforeMeta++;
+      return;
+    }
+    const result = this.decoder.add(unit, key, payload);
+    if (result === 'invalid') {
+      s.invalid++;
+      return;
+    }
+    if (result === 'redundant') {
+      s.redundant++;
+      return;
+    }
+    s.useful++;
+    this.dof++;
+    this.lastProgressAt = now;
+    if (this.decoder.isComplete(unit)) {
+      // A finished generation must reach every source soon, or they keep sending into it.
+      if (this.layout.mode !== 'uncoded') for (const other of this.sources) other.feedbackDue = true;
+      while (this.wMin < this.layout.unitCount && this.decoder.isComplete(this.wMin)) this.wMin++;
+    }
+    if (this.dof === this.layout.totalDof) this.finish(now);
+  }
+
+  private finish(now: number): void {
+    const { decoder, meta } = this;
+    if (!decoder || !meta) return;
+    const object = decoder.readObject();
+    if (object.length !== meta.objectLength) {
+      this.fail('length-mismatch', `reassembled ${object.length} bytes, expected ${meta.objectLength}`);
+      return;
+    }
+    if (!bytesEqual(sha256(object), meta.digest)) {
+      this.fail('digest-mismatch', 'SHA-256 of the reassembled object differs from the digest the sources reported');
+      return;
+    }
+    this.object = object;
+    this.status = 'complete';
+    this.completedAt = now;
+    decoder.free();
+    for (const source of this.sources) if (source.heard && isLive(source)) source.stopDue = StopReason.Complete;
+  }
+
+  private fail(code: TransferErrorCode, message: string): void {
+    if (this.status !== 'active') return;
+    this.status = 'failed';
+    this.error = new TransferError(code, message);
+    this.decoder?.free();
+    for (const source of this.sources) if (source.heard && isLive(source)) source.stopDue = StopReason.Cancelled;
+  }
+
+  private markSource(source: Source, state: 'failed' | 'dropped', reason: string): void {
+    source.stats.state = state;
+    source.stats.error = reason;
+    if (this.status === 'active' && this.sources.every((s) => !isLive(s))) {
+      const reasons = this.sources.map((s, i) => `#${i}: ${s.stats.error ?? s.stats.state}`).join('; ');
+      this.fail('all-sources-failed', `no source can serve the object (${reasons})`);
+    }
+  }
+
+  private dropSource(source: Source, reason: string): void {
+    source.stopDue = StopReason.BadSource;
+    this.markSource(source, 'dropped', reason);
+  }
+
+  /** Give up on the download. */
+  cancel(): void {
+    this.fail('cancelled', 'cancelled by the caller');
+  }
+
+  // ------------------------------------------------------------------ output
+
+  pollDatagram(now: number): OutgoingDatagram | null {
+    const n = this.sources.length;
+    for (let k = 0; k < n; k++) {
+      const index = (this.pollCursor + k) % n;
+      const bytes = this.datagramFor(index, now);
+      if (bytes) {
+        this.pollCursor = (index + 1) % n;
+        return { source: index, bytes };
+      }
+    }
+    return null;
+  }
+
+  private datagramFor(index: number, now: number): Uint8Array | null {
+    const source = this.sources[index];
+    if (source.stopDue !== -1) {
+      const reason = source.stopDue;
+      source.stopDue = -1;
+      source.lastStopAt = now;
+      return encodeStop({ transferId: this.transferId, reason });
+    }
+    if (this.status !== 'active' || !isLive(source)) return null;
+    if (!source.heard) {
+      if (now < source.requestDueAt) return null;
+      source.requestDueAt = now + source.requestBackoff;
+      source.requestBackoff = Math.min(source.requestBackoff * 2, this.config.maxRequestRetryMs);
+      this.requestsSent++;
+      return this.request(index);
+    }
+    if (!source.feedbackDue && now < source.lastFeedbackAt + this.config.feedbackIntervalMs) return null;
+    source.feedbackDue = false;
+    source.sinceFeedback = 0;
+    source.lastFeedbackAt = now;
+    this.feedbackSent++;
+    return this.feedback(index, now);
+  }
+
+  private request(index: number): Uint8Array {
+    const o = this.opts;
+    return encodeRequest({
+      transferId: this.transferId,
+      mode: o.mode,
+      scheduler: this.scheduler,
+      sourceIndex: index,
+      sourceCount: this.sources.length,
+      window: o.window,
+      generationSize: o.generationSize,
+      symbolSize: o.symbolSize,
+      url: o.url,
+    });
+  }
+
+  private feedback(index: number, now: number): Uint8Array {
+    const source = this.sources[index];
+    const weights = this.weights(now);
+    const common: FeedbackCommon = {
+      transferId: this.transferId,
+      metaKnown: source.metaOk,
+      complete: false,
+      largestSeq: source.largestSeq < 0 ? NO_SEQ : source.largestSeq,
+      ackDelay: source.largestSeq < 0 ? 0 : (now - source.largestSeqAt) * 10,
+      ackBits: source.ackBits,
+      rateBps: source.rate.bytesPerSecond,
+      inFlightCap: UNLIMITED_IN_FLIGHT,
+      weights,
+      wMin: this.wMin,
+    };
+    const layout = this.layout;
+    const decoder = this.decoder;
+    if (!layout || !decoder) {
+      const none = new Uint8Array(0);
+      return this.opts.mode === 'uncoded'
+        ? encodeFeedbackUncoded({ ...common, bitmap: none, bitCount: 0 })
+        : encodeFeedbackRlnc({ ...common, ranks: none });
+    }
+    const count = Math.min(this.windowUnits, layout.unitCount - this.wMin);
+    let windowMissing = 0;
+    // Beyond MAX_FEEDBACK_GENERATIONS the sources keep their last view; such windows are unusual.
+    const reported = Math.min(count, MAX_FEEDBACK_GENERATIONS);
+    if (this.opts.mode === 'uncoded') {
+      const bitmap = new Uint8Array((count + 7) >> 3);
+      for (let i = 0; i < count; i++) {
+        if (decoder.isComplete(this.wMin + i)) bitmap[i >> 3] |= 1 << (i & 7);
+        else windowMissing++;
+      }
+      common.inFlightCap = this.inFlightCap(source, weights, index, windowMissing);
+      return encodeFeedbackUncoded({ ...common, bitmap, bitCount: count });
+    }
+    const ranks = new Uint8Array(reported);
+    for (let i = 0; i < count; i++) {
+      const rank = decoder.rank(this.wMin + i);
+      if (i < reported) ranks[i] = rank;
+      windowMissing += layout.unitSize(this.wMin + i) - rank;
+    }
+    common.inFlightCap = this.inFlightCap(source, weights, index, windowMissing);
+    return encodeFeedbackRlnc({ ...common, ranks });
+  }
+
+  /**
+   * Each source's share of the work, quantised to `weightLevels`: proportional to its measured
+   * rate; sources without an estimate yet count as average; silent or failed sources get none.
+   */
+  private weights(now: number): Uint8Array {
+    const n = this.sources.length;
+    const rates = new Array<number>(n).fill(0);
+    let known = 0;
+    let knownSum = 0;
+    for (let i = 0; i < n; i++) {
+      const s = this.sources[i];
+      if (!isLive(s)) continue;
+      const silent = s.stats.received > 0 && now - s.lastArrivalAt > this.config.inactiveAfterMs;
+      if (silent) continue;
+      const rate = s.rate.bytesPerSecond;
+      rates[i] = rate > 0 ? rate : -1;
+      if (rate > 0) {
+        known++;
+        knownSum += rate;
+      }
+    }
+    const average = known > 0 ? knownSum / known : 1;
+    let total = 0;
+    for (let i = 0; i < n; i++) {
+      if (rates[i] < 0) rates[i] = average;
+      total += rates[i];
+    }
+    const weights = new Uint8Array(n);
+    if (total === 0) return weights; // all zero = equal shares (see Partition)
+    const levels = this.config.weightLevels;
+    for (let i = 0; i < n; i++) if (rates[i] > 0) weights[i] = Math.max(1, Math.round((levels * rates[i]) / total));
+    if (!this.publishedWeights || this.weightsMoved(this.publishedWeights, weights)) this.publishedWeights = weights;
+    return this.publishedWeights;
+  }
+
+  private weightsMoved(published: Uint8Array, next: Uint8Array): boolean {
+    for (let i = 0; i < next.length; i++) {
+      const a = published[i];
+      const b = next[i];
+      if ((a === 0) !== (b === 0)) return true; // a source died or came back
+      if (Math.abs(a - b) > Math.max(1, this.config.weightHysteresis * a)) return true;
+    }
+    return false;
+  }
+
+  /**
+   * What the sources have in flight beyond what the window still misses is the main waste of
+   * multi-source coding: it arrives after a generation or the object is complete. Only the client
+   * knows every source's share, so it caps each source's packets in flight at its share of the
+   * DoF the window misses (plus loss and a little slack). Near the end of the object this shrinks
+   * with what is left, so the sources stop together.
+   */
+  private inFlightCap(source: Source, weights: Uint8Array, index: number, windowMissing: number): number {
+    if (!this.config.inFlightCaps) return UNLIMITED_IN_FLIGHT;
+    let total = 0;
+    for (const w of weights) total += w;
+    const share = total === 0 ? 1 / weights.length : weights[index] / total;
+    const sent = source.largestSeq + 1;
+    const loss = sent > 0 ? Math.max(0, 1 - source.stats.received / sent) : 0;
+    const cap = Math.ceil(windowMissing * share * (1 + loss + this.config.capLossMargin)) + this.config.capSlackPackets;
+    return Math.min(cap, UNLIMITED_IN_FLIGHT - 1);
+  }
+
+  // ------------------------------------------------------------------ timers
+
+  nextDeadline(): number | null {
+    if (this.status !== 'active') return null;
+    let deadline = this.lastProgressAt + this.config.stallTimeoutMs;
+    for (const s of this.sources) {
+      if (!isLive(s)) continue;
+      deadline = Math.min(deadline, s.heard ? s.lastFeedbackAt + this.config.feedbackIntervalMs : s.requestDueAt);
+    }
+    return deadline;
+  }
+
+  handleTimeout(now: number): void {
+    if (this.status !== 'active') return;
+    if (now - this.lastProgressAt >= this.config.stallTimeoutMs) {
+      this.fail(
+        'stalled',
+        `no progress for ${this.config.stallTimeoutMs} ms (${this.dof} of ${this.layout?.totalDof ?? '?'} DoF)`,
+      );
+    }
+  }
+
+  // ------------------------------------------------------------------ results
+
+  /** The verified object, once status is 'complete'. */
+  takeObject(): Uint8Array {
+    if (!this.object) throw new Error(`transfer is ${this.status}, no object`);
+    return this.object;
+  }
+
+  get objectLength(): number | undefined {
+    return this.meta?.objectLength;
+  }
+
+  stats(): ReceiverStats {
+    return {
+      startedAt: this.startedAt,
+      completedAt: this.completedAt,
+      dof: this.dof,
+      totalDof: this.layout?.totalDof ?? 0,
+      objectLength: this.meta?.objectLength,
+      feedbackSent: this.feedbackSent,
+      requestsSent: this.requestsSent,
+      sources: this.sources.map((s) => ({ ...s.stats })),
+    };
+  }
+}
+
+/** Tracks the largest data seq from a source and which of the 32 before it arrived. */
+function recordSeq(source: Source, seq: number, now: number): void {
+  const largest = source.largestSeq;
+  if (largest < 0 || seq > largest) {
+    const shift = largest < 0 ? 64 : seq - largest;
+    if (shift > 32) source.ackBits = 0;
+    else if (shift === 32) source.ackBits = 0x80000000;
+    else source.ackBits = ((source.ackBits << shift) | (1 << (shift - 1))) >>> 0;
+    source.largestSeq = seq;
+    source.largestSeqAt = now;
+    return;
+  }
+  const back = largest - 1 - seq;
+  if (back >= 0 && back < 32) source.ackBits = (source.ackBits | (1 << back)) >>> 0;
+}
+
+function isLive(s: Source): boolean {
+  return s.stats.state === 'connecting' || s.stats.state === 'active';
+}
+
+function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a[i] ^ b[i];
+  return diff === 0;
+}

@@ -1,0 +1,133 @@
+/**
+ * Packet schedulers: which unit the next datagram carries, decided only when the transport can
+ * take one (late binding). Each sees the source's own view: the client's last feedback plus what
+ * this source has in transit. None may choose a unit outside [windowStart, windowEnd).
+ */
+import { Partition } from '../partition';
+import { Random, randomBelow } from '../random';
+import { Mode, SchedulerName } from '../wire';
+
+export interface ScheduleView {
+  readonly windowStart: number;
+  readonly windowEnd: number;
+  readonly sourceIndex: number;
+  readonly partition: Partition;
+  readonly generationSize: number;
+  /** DoF the client has of unit u (uncoded: 0 or 1). */
+  rank(unit: number): number;
+  /** DoF unit u holds (uncoded: 1). */
+  unitSize(unit: number): number;
+  /** This source's packets of unit u still in transit. */
+  inTransit(unit: number): number;
+  /** This source's packets of unit u the client acknowledged. */
+  deliveredOwn(unit: number): number;
+  /**
+   * Unit u has been in this source's window long enough (about two RTTs) that its owners should
+   * have delivered it: helping with it now covers a slow or dead source, not a busy one.
+   */
+  overdue(unit: number): boolean;
+}
+
+export interface Scheduler {
+  readonly name: SchedulerName;
+  /** The unit to send next, or -1 if nothing in the window is worth sending now. */
+  pick(view: ScheduleView): number;
+}
+
+/** The paper's uncoded scheduler: uniform among sendable packets (without replacement). */
+class RandomScheduler implements Scheduler {
+  readonly name = 'random' as const;
+  private readonly sendable: number[] = [];
+
+  constructor(private readonly random: Random) {}
+
+  pick(v: ScheduleView): number {
+    const sendable = this.sendable;
+    sendable.length = 0;
+    for (let u = v.windowStart; u < v.windowEnd; u++) if (v.rank(u) === 0 && v.inTransit(u) === 0) sendable.push(u);
+    return sendable.length === 0 ? -1 : sendable[randomBelow(this.random, sendable.length)];
+  }
+}
+
+/**
+ * Default uncoded scheduler. Own packets (see Partition) go first, lowest index first, so the
+ * window advances at the speed of every source. With none left, the source helps only with
+ * overdue packets, oldest first: what its owner should have delivered by now.
+ */
+class PartitionedUncodedScheduler implements Scheduler {
+  readonly name = 'partitioned' as const;
+
+  pick(v: ScheduleView): number {
+    const own = v.sourceIndex;
+    for (let u = v.windowStart; u < v.windowEnd; u++) {
+      if (v.rank(u) === 0 && v.inTransit(u) === 0 && v.partition.owner(u) === own) return u;
+    }
+    for (let u = v.windowStart; u < v.windowEnd && v.overdue(u); u++) {
+      if (v.rank(u) === 0 && v.inTransit(u) === 0) return u;
+    }
+    return -1;
+  }
+}
+
+/** The paper's coded scheduler: the generation with least received DoF + own packets in transit. */
+class RarestScheduler implements Scheduler {
+  readonly name = 'rarest' as const;
+
+  pick(v: ScheduleView): number {
+    let best = -1;
+    let bestScore = Infinity;
+    for (let u = v.windowStart; u < v.windowEnd; u++) {
+      const rank = v.rank(u);
+      const transit = v.inTransit(u);
+      if (rank + transit >= v.unitSize(u)) continue;
+      if (rank + transit < bestScore) {
+        bestScore = rank + transit;
+        best = u;
+      }
+    }
+    return best;
+  }
+}
+
+/**
+ * Default coded scheduler. Each generation's missing DoF are slots owned by sources in proportion
+ * to their weights. It works lowest generation first: all sources
+ * finish the oldest generation together, so the window slides continuously instead of every
+ * generation in it completing at once (what rarest-first does), and no source pours into a
+ * generation more than its share. With nothing of its own left it helps only overdue
+ * generations, oldest first.
+ */
+class PartitionedCodedScheduler implements Scheduler {
+  readonly name = 'partitioned' as const;
+
+  pick(v: ScheduleView): number {
+    const own = v.sourceIndex;
+    const g = v.generationSize;
+    for (let u = v.windowStart; u < v.windowEnd; u++) {
+      const transit = v.inTransit(u);
+      const size = v.unitSize(u);
+      if (v.rank(u) + transit >= size) continue;
+      // Ownership is over the whole generation, so it does not shift as others deliver.
+      const budget = transit + v.deliveredOwn(u);
+      let owned = 0;
+      for (let t = 0; t < size && owned <= budget; t++) if (v.partition.owner(u * g + t) === own) owned++;
+      if (owned > budget) return u;
+    }
+    for (let u = v.windowStart; u < v.windowEnd && v.overdue(u); u++) {
+      if (v.rank(u) + v.inTransit(u) < v.unitSize(u)) return u;
+    }
+    return -1;
+  }
+}
+
+export const DEFAULT_SCHEDULER: Record<Mode, SchedulerName> = { uncoded: 'partitioned', rlnc: 'partitioned' };
+
+export function schedulerSupports(mode: Mode, name: SchedulerName): boolean {
+  return mode === 'uncoded' ? name === 'random' || name === 'partitioned' : name === 'rarest' || name === 'partitioned';
+}
+
+export function createScheduler(mode: Mode, name: SchedulerName, random: Random): Scheduler {
+  if (!schedulerSupports(mode, name)) throw new RangeError(`scheduler ${name} does not support mode ${mode}`);
+  if (mode === 'uncoded') return name === 'random' ? new RandomScheduler(random) : new PartitionedUncodedScheduler();
+  return name === 'rarest' ? new RarestScheduler() : new PartitionedCodedScheduler();
+}

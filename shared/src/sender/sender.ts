@@ -1,0 +1,392 @@
+/**
+ * MUTP sender: one transfer of one object from this source (proxy) to one client. Sans-IO: the
+ * caller feeds received datagrams and the time, pulls datagrams when its channel can take one,
+ * and calls handleTimeout at nextDeadline().
+ */
+import { Codec, UnitEncoder } from '../codec/types';
+import { TransferError } from '../errors';
+import { Layout } from '../layout';
+import { UNLIMITED_IN_FLIGHT } from '../limits';
+import { Partition } from '../partition';
+import { Random } from '../random';
+import {
+  DATA_RLNC_HEADER_BYTES,
+  DATA_UNCODED_HEADER_BYTES,
+  decode,
+  encodeMeta,
+  FeedbackMessage,
+  MessageType,
+  NO_SEQ,
+  RequestMessage,
+  StopReason,
+  writeDataRlncHeader,
+  writeDataUncodedHeader,
+} from '../wire';
+import { RttEstimator } from './rtt';
+import { createScheduler, Scheduler, ScheduleView } from './schedulers';
+
+export interface SenderConfig {
+  /** RTT assumed before the first sample. */
+  initialRttMs: number;
+  /** Packets in flight before the client reports a rate. */
+  initialWindowPackets: number;
+  /** In-flight target = gain x reported rate x min RTT (plus headroom): the queue stays shallow. */
+  inFlightGain: number;
+  inFlightHeadroomPackets: number;
+  maxInFlightPackets: number;
+  /** Packets sent after one the client acknowledged before a missing one counts as lost. */
+  reorderThreshold: number;
+  /** Allowance for the receiver's feedback interval when timing out in-transit packets. */
+  ackDelaySlackMs: number;
+  /** The transfer ends when the client is silent this long. */
+  idleTimeoutMs: number;
+}
+
+export const DEFAULT_SENDER_CONFIG: SenderConfig = {
+  initialRttMs: 100,
+  initialWindowPackets: 16,
+  inFlightGain: 1.5,
+  inFlightHeadroomPackets: 4,
+  maxInFlightPackets: 4096,
+  reorderThreshold: 3,
+  ackDelaySlackMs: 25,
+  idleTimeoutMs: 5000,
+};
+
+export interface SenderOptions {
+  request: RequestMessage;
+  object: Uint8Array;
+  /** SHA-256 of the object, reported to the client in META. */
+  digest: Uint8Array;
+  codec: Codec;
+  random: Random;
+  now: number;
+  config?: Partial<SenderConfig>;
+}
+
+export type SenderStatus = 'active' | 'done' | 'failed';
+
+export interface SenderStats {
+  dataSent: number;
+  metaSent: number;
+  bytesSent: number;
+  expired: number;
+  feedbackReceived: number;
+  malformedReceived: number;
+}
+
+const RING = 8192; // > maxInFlightPackets, so live records never collide
+
+export class Sender implements ScheduleView {
+  readonly layout: Layout;
+  readonly transferId: number;
+  readonly sourceIndex: number;
+  readonly generationSize: number;
+  status: SenderStatus = 'active';
+  error?: TransferError;
+  readonly stats: SenderStats = {
+    dataSent: 0,
+    metaSent: 0,
+    bytesSent: 0,
+    expired: 0,
+    feedbackReceived: 0,
+    malformedReceived: 0,
+  };
+  partition: Partition;
+  readonly rtt: RttEstimator;
+
+  private readonly config: SenderConfig;
+  private readonly encoder: UnitEncoder;
+  private readonly scheduler: Scheduler;
+  private readonly windowUnits: number;
+  private readonly meta: Uint8Array;
+  private readonly ranks: Uint8Array; // client's DoF per unit, as last reported
+  private readonly transit: Uint16Array; // own packets in transit per unit
+  private readonly enteredAt: Float64Array; // when each unit entered this source's window
+  private readonly delivered: Uint16Array; // own packets per unit the client acknowledged
+  private now: number;
+  private readonly ringUnit = new Int32Array(RING);
+  private readonly ringSentAt = new Float64Array(RING);
+  private readonly ringLive = new Uint8Array(RING);
+  private wMin = 0;
+  private nextSeq = 0;
+  private largestAcked = -1;
+  private oldestLive = 0; // every seq below is not live
+  private inFlight = 0;
+  private rateBps = 0;
+  private inFlightCap = UNLIMITED_IN_FLIGHT;
+  private newestFeedbackSeq = -1;
+  private metaAcked = false;
+  /** META goes out first and again each timeout until a feedback says the client has it. */
+  private metaPending = true;
+  private metaDueAt: number;
+  private lastHeardAt: number;
+
+  constructor(opts: SenderOptions) {
+    const r = opts.request;
+    this.config = { ...DEFAULT_SENDER_CONFIG, ...opts.config };
+    this.transferId = r.transferId;
+    this.sourceIndex = r.sourceIndex;
+    this.generationSize = r.generationSize;
+    this.layout = new Layout(r.mode, opts.object.length, r.symbolSize, r.generationSize);
+    this.windowUnits = this.layout.windowUnits(r.window);
+    this.encoder = opts.codec.createEncoder(opts.object, this.layout);
+    this.scheduler = createScheduler(r.mode, r.scheduler, opts.random);
+    this.random = opts.random;
+    this.partition = Partition.equal(r.sourceCount);
+    this.rtt = new RttEstimator(this.config.initialRttMs);
+    this.ranks = new Uint8Array(this.layout.unitCount);
+    this.transit = new Uint16Array(this.layout.unitCount);
+    this.enteredAt = new Float64Array(this.layout.unitCount);
+    this.delivered = new Uint16Array(this.layout.unitCount);
+    this.now = opts.now;
+    this.enteredAt.fill(opts.now, 0, Math.min(this.windowUnits, this.layout.unitCount));
+    this.meta = encodeMeta({
+      transferId: r.transferId,
+      objectLength: opts.object.length,
+      symbolSize: r.symbolSize,
+      generationSize: r.generationSize,
+      mode: r.mode,
+      digest: opts.digest,
+    });
+    this.metaDueAt = opts.now;
+    this.lastHeardAt = opts.now;
+  }
+
+  private readonly random: Random;
+
+  // ---- ScheduleView
+  get windowStart(): number {
+    return this.wMin;
+  }
+  get windowEnd(): number {
+    return Math.min(this.wMin + this.windowUnits, this.layout.unitCount);
+  }
+  rank(unit: number): number {
+    return this.ranks[unit];
+  }
+  unitSize(unit: number): number {
+    return this.layout.unitSize(unit);
+  }
+  inTransit(unit: number): number {
+    return this.transit[unit];
+  }
+  deliveredOwn(unit: number): number {
+    return this.delivered[unit];
+  }
+  overdue(unit: number): boolean {
+    return this.now - this.enteredAt[unit] > 2 * this.rtt.smoothed + this.config.ackDelaySlackMs;
+  }
+
+  get packetsInFlight(): number {
+    return this.inFlight;
+  }
+
+  /** Packets this source may have in flight now. */
+  get inFlightLimit(): number {
+    const c = this.config;
+    let limit = c.initialWindowPackets;
+    if (this.rateBps > 0) {
+      const bdpPackets = (this.rateBps * this.rtt.base) / 1000 / this.layout.symbolSize;
+      limit = Math.min(c.maxInFlightPackets, Math.ceil(c.inFlightGain * bdpPackets) + c.inFlightHeadroomPackets);
+    }
+    return this.inFlightCap === UNLIMITED_IN_FLIGHT ? limit : Math.min(limit, this.inFlightCap);
+  }
+
+  /** Feed a datagram from the client (feedback, stop, or a repeated request). */
+  handleDatagram(bytes: Uint8Array, now: number): void {
+    if (this.status !== 'active') return;
+    const decoded = decode(bytes);
+    if (!decoded.ok || decoded.value.transferId !== this.transferId) {
+      this.stats.malformedReceived++;
+      return;
+    }
+    const m = decoded.value;
+    this.lastHeardAt = now;
+    switch (m.type) {
+      case MessageType.FeedbackUncoded:
+      case MessageType.FeedbackRlnc:
+        this.onFeedback(m, now);
+        break;
+      case MessageType.Stop:
+        this.status = m.reason === StopReason.Complete ? 'done' : 'failed';
+        if (this.status === 'failed')
+          this.error = new TransferError('cancelled', `client stopped the transfer (reason ${m.reason})`);
+        this.encoder.free();
+        break;
+      case MessageType.Request:
+        // The client has not seen our META yet: repeat it at once.
+        if (!this.metaAcked) this.metaPending = true;
+        break;
+      default:
+        this.stats.malformedReceived++;
+    }
+  }
+
+  private onFeedback(m: FeedbackMessage, now: number): void {
+    const expected = this.layout.mode === 'uncoded' ? MessageType.FeedbackUncoded : MessageType.FeedbackRlnc;
+    if (m.type !== expected || m.weights.length <= this.sourceIndex) {
+      this.stats.malformedReceived++;
+      return;
+    }
+    this.stats.feedbackReceived++;
+    this.now = now;
+    if (m.metaKnown) this.metaAcked = true;
+    if (m.complete) {
+      this.status = 'done';
+      this.encoder.free();
+      return;
+    }
+    const seqKnown = m.largestSeq !== NO_SEQ && m.largestSeq < this.nextSeq && this.nextSeq - m.largestSeq <= RING;
+    // Feedback can arrive reordered: rate, cap and weights come from the newest one only.
+    const newest = !seqKnown ? this.newestFeedbackSeq < 0 : m.largestSeq >= this.newestFeedbackSeq;
+    if (seqKnown && m.largestSeq > this.largestAcked) {
+      const slot = m.largestSeq & (RING - 1);
+      this.rtt.addSample(now - this.ringSentAt[slot] - m.ackDelay / 10);
+      this.largestAcked = m.largestSeq;
+    }
+    if (newest) {
+      if (seqKnown) this.newestFeedbackSeq = m.largestSeq;
+      if (m.rateBps > 0) this.rateBps = m.rateBps;
+      this.inFlightCap = m.inFlightCap;
+      this.partition = new Partition(m.weights);
+    }
+    this.applyProgress(m);
+    if (seqKnown) this.retireAcknowledged(m.largestSeq, m.ackBits);
+  }
+
+  /** Client progress only grows: completed units below wMin, then the window's bitmap or ranks. */
+  private applyProgress(m: FeedbackMessage): void {
+    const { unitCount } = this.layout;
+    const wMin = Math.min(m.wMin, unitCount);
+    for (let u = this.wMin; u < wMin; u++) this.ranks[u] = this.layout.unitSize(u);
+    if (m.type === MessageType.FeedbackUncoded) {
+      for (let i = 0; i < m.bitCount && wMin + i < unitCount; i++) {
+        if (m.bitmap[i >> 3] & (1 << (i & 7))) this.ranks[wMin + i] = 1;
+      }
+    } else {
+      for (let i = 0; i < m.ranks.length && wMin + i < unitCount; i++) {
+        const u = wMin + i;
+        const rank = Math.min(m.ranks[i], this.layout.unitSize(u));
+        if (rank > this.ranks[u]) this.ranks[u] = rank;
+      }
+    }
+    const oldEnd = this.windowEnd;
+    while (this.wMin < unitCount && this.ranks[this.wMin] >= this.layout.unitSize(this.wMin)) this.wMin++;
+    this.enteredAt.fill(this.now, oldEnd, this.windowEnd);
+  }
+
+  /**
+   * Retire packets the feedback accounts for: delivered ones (largestSeq and the ackBits below it)
+   * at once; missing ones as lost once `reorderThreshold` later packets have arrived, or when they
+   * are older than the 32 packets ackBits covers.
+   */
+  private retireAcknowledged(largest: number, ackBits: number): void {
+    for (let seq = Math.max(this.oldestLive, largest - 32); seq <= largest; seq++) {
+      if (seq === largest || (ackBits >>> (largest - 1 - seq)) & 1) this.retire(seq, 'delivered');
+    }
+    const lostUpTo = largest - this.config.reorderThreshold;
+    for (let seq = this.oldestLive; seq <= lostUpTo; seq++) this.retire(seq, 'lost');
+    while (this.oldestLive < this.nextSeq && !this.ringLive[this.oldestLive & (RING - 1)]) this.oldestLive++;
+  }
+
+  private retire(seq: number, outcome: 'delivered' | 'lost' | 'expired'): void {
+    const slot = seq & (RING - 1);
+    if (!this.ringLive[slot]) return;
+    this.ringLive[slot] = 0;
+    const unit = this.ringUnit[slot];
+    this.transit[unit]--;
+    this.inFlight--;
+    if (outcome === 'delivered') this.delivered[unit]++;
+    else if (outcome === 'expired') this.stats.expired++;
+  }
+
+  private expireStale(now: number): void {
+    const timeout = this.rtt.timeout(this.config.ackDelaySlackMs);
+    while (this.oldestLive < this.nextSeq) {
+      const slot = this.oldestLive & (RING - 1);
+      // Same expression as nextDeadline(), so a timeout at that deadline always expires the packet.
+      if (this.ringLive[slot] && this.ringSentAt[slot] + timeout > now) break;
+      this.retire(this.oldestLive++, 'expired');
+    }
+  }
+
+  /**
+   * The next datagram to send, or null if there is nothing to send now. Call only when the
+   * transport can take a datagram, so the choice uses the freshest feedback.
+   */
+  pollDatagram(now: number): Uint8Array | null {
+    if (this.status !== 'active') return null;
+    if (this.metaPending && !this.metaAcked) {
+      this.metaPending = false;
+      this.metaDueAt = now + this.rtt.timeout(this.config.ackDelaySlackMs);
+      this.stats.metaSent++;
+      return this.meta;
+    }
+    this.now = now;
+    this.expireStale(now);
+    if (this.inFlight >= this.inFlightLimit) return null;
+    const unit = this.scheduler.pick(this);
+    if (unit < 0) return null;
+    return this.buildData(unit, now);
+  }
+
+  private buildData(unit: number, now: number): Uint8Array {
+    const seq = this.nextSeq++;
+    const payloadLength = this.layout.payloadLength(unit);
+    let datagram: Uint8Array;
+    if (this.layout.mode === 'uncoded') {
+      datagram = new Uint8Array(DATA_UNCODED_HEADER_BYTES + payloadLength);
+      writeDataUncodedHeader(datagram, this.transferId, seq, unit);
+      this.encoder.encodeInto(unit, 0, datagram.subarray(DATA_UNCODED_HEADER_BYTES));
+    } else {
+      const seed = this.random();
+      datagram = new Uint8Array(DATA_RLNC_HEADER_BYTES + payloadLength);
+      writeDataRlncHeader(datagram, this.transferId, seq, unit, seed);
+      this.encoder.encodeInto(unit, seed, datagram.subarray(DATA_RLNC_HEADER_BYTES));
+    }
+    const slot = seq & (RING - 1);
+    this.ringUnit[slot] = unit;
+    this.ringSentAt[slot] = now;
+    this.ringLive[slot] = 1;
+    this.transit[unit]++;
+    this.inFlight++;
+    this.stats.dataSent++;
+    this.stats.bytesSent += datagram.length;
+    return datagram;
+  }
+
+  /** When handleTimeout should next be called, or null if never. Always later than the last handleTimeout. */
+  nextDeadline(): number | null {
+    if (this.status !== 'active') return null;
+    let deadline = this.lastHeardAt + this.config.idleTimeoutMs;
+    if (!this.metaAcked && !this.metaPending) deadline = Math.min(deadline, this.metaDueAt);
+    if (this.inFlight > 0) {
+      for (let seq = this.oldestLive; seq < this.nextSeq; seq++) {
+        const slot = seq & (RING - 1);
+        if (!this.ringLive[slot]) continue;
+        deadline = Math.min(deadline, this.ringSentAt[slot] + this.rtt.timeout(this.config.ackDelaySlackMs));
+        break;
+      }
+    }
+    return deadline;
+  }
+
+  handleTimeout(now: number): void {
+    if (this.status !== 'active') return;
+    if (now - this.lastHeardAt >= this.config.idleTimeoutMs) {
+      this.status = 'failed';
+      this.error = new TransferError('idle-timeout', `no word from the client for ${this.config.idleTimeoutMs} ms`);
+      this.encoder.free();
+      return;
+    }
+    if (!this.metaAcked && !this.metaPending && now >= this.metaDueAt) this.metaPending = true;
+    this.expireStale(now);
+  }
+
+  /** Abandon the transfer (e.g. the peer connection closed). */
+  close(): void {
+    if (this.status === 'active') this.status = 'done';
+    this.encoder.free();
+  }
+}

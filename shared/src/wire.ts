@@ -1,0 +1,579 @@
+/**
+ * MUTP wire format, version 1. Byte layouts are specified in docs/protocol.md; this file is the
+ * reference implementation. All integers are big-endian. Decoding never throws and never
+ * allocates more than the datagram it was given: fields are range-checked before use and
+ * payloads are views into the input.
+ */
+import { err, ok, Result, WireError } from './errors';
+import {
+  DIGEST_BYTES,
+  MAX_DATAGRAM_BYTES,
+  MAX_ERROR_MESSAGE_BYTES,
+  MAX_FEEDBACK_GENERATIONS,
+  MAX_GENERATION_SIZE,
+  MAX_OBJECT_BYTES,
+  MAX_SOURCES,
+  MAX_SYMBOL_SIZE,
+  MAX_URL_BYTES,
+  MAX_WINDOW,
+  MIN_SYMBOL_SIZE,
+  PROTOCOL_VERSION,
+} from './limits';
+
+export const MessageType = {
+  Request: 0x01,
+  Meta: 0x02,
+  DataUncoded: 0x03,
+  DataRlnc: 0x04,
+  FeedbackUncoded: 0x10,
+  FeedbackRlnc: 0x11,
+  Stop: 0x20,
+  Error: 0x21,
+} as const;
+
+export type Mode = 'uncoded' | 'rlnc';
+export const MODE_IDS: Record<Mode, number> = { uncoded: 0, rlnc: 1 };
+const MODES_BY_ID: readonly Mode[] = ['uncoded', 'rlnc'];
+
+export type SchedulerName = 'random' | 'rarest' | 'partitioned';
+export const SCHEDULER_IDS: Record<SchedulerName, number> = { random: 1, rarest: 2, partitioned: 3 };
+const SCHEDULERS_BY_ID: Record<number, SchedulerName> = { 1: 'random', 2: 'rarest', 3: 'partitioned' };
+
+export const StopReason = { Complete: 0, Cancelled: 1, BadSource: 2 } as const;
+export type StopReasonCode = (typeof StopReason)[keyof typeof StopReason];
+
+export const ErrorCode = {
+  OriginNotFound: 1,
+  OriginError: 2,
+  ObjectTooLarge: 3,
+  BadRequest: 4,
+  Overloaded: 5,
+  Internal: 6,
+  Unsupported: 7,
+} as const;
+
+export const HEADER_BYTES = 6;
+export const DATA_UNCODED_HEADER_BYTES = HEADER_BYTES + 8;
+export const DATA_RLNC_HEADER_BYTES = HEADER_BYTES + 12;
+export const NO_SEQ = 0xffffffff;
+
+export interface RequestMessage {
+  type: typeof MessageType.Request;
+  transferId: number;
+  mode: Mode;
+  scheduler: SchedulerName;
+  sourceIndex: number;
+  sourceCount: number;
+  window: number;
+  generationSize: number;
+  symbolSize: number;
+  url: string;
+}
+
+export interface MetaMessage {
+  type: typeof MessageType.Meta;
+  transferId: number;
+  objectLength: number;
+  symbolSize: number;
+  generationSize: number;
+  mode: Mode;
+  digest: Uint8Array;
+}
+
+export interface DataUncodedMessage {
+  type: typeof MessageType.DataUncoded;
+  transferId: number;
+  seq: number;
+  index: number;
+  payload: Uint8Array;
+}
+
+export interface DataRlncMessage {
+  type: typeof MessageType.DataRlnc;
+  transferId: number;
+  seq: number;
+  generation: number;
+  seed: number;
+  payload: Uint8Array;
+}
+
+/** Fields every feedback carries, whatever the mode. */
+export interface FeedbackCommon {
+  transferId: number;
+  metaKnown: boolean;
+  complete: boolean;
+  /** Highest data sequence number received from this source, or NO_SEQ. */
+  largestSeq: number;
+  /** Time between receiving largestSeq and sending this feedback, in 100 µs units. */
+  ackDelay: number;
+  /** Bit i set = data seq largestSeq - 1 - i was received: exact losses for the last 32 packets. */
+  ackBits: number;
+  /** Receiver's estimate of this source's delivery rate, bytes/s; 0 = no estimate yet. */
+  rateBps: number;
+  /**
+   * Most packets this source should have in flight (UNLIMITED_CREDIT = no cap). The client lowers
+   * it near the end so the sources together send little more than what is still missing.
+   */
+  inFlightCap: number;
+  /** Quantised share of every source (index = sourceIndex); drives the partitioned schedulers. */
+  weights: Uint8Array;
+  /** Lowest unit (packet or generation) not yet complete. */
+  wMin: number;
+}
+
+export interface FeedbackUncodedMessage extends FeedbackCommon {
+  type: typeof MessageType.FeedbackUncoded;
+  /** Bit i (LSB first in each byte) set = packet wMin + i received. */
+  bitmap: Uint8Array;
+  bitCount: number;
+}
+
+export interface FeedbackRlncMessage extends FeedbackCommon {
+  type: typeof MessageType.FeedbackRlnc;
+  /** ranks[i] = DoF received of generation wMin + i. */
+  ranks: Uint8Array;
+}
+
+export interface StopMessage {
+  type: typeof MessageType.Stop;
+  transferId: number;
+  reason: StopReasonCode;
+}
+
+export interface ErrorMessage {
+  type: typeof MessageType.Error;
+  transferId: number;
+  code: number;
+  message: string;
+}
+
+export type Message =
+  | RequestMessage
+  | MetaMessage
+  | DataUncodedMessage
+  | DataRlncMessage
+  | FeedbackUncodedMessage
+  | FeedbackRlncMessage
+  | StopMessage
+  | ErrorMessage;
+
+export type FeedbackMessage = FeedbackUncodedMessage | FeedbackRlncMessage;
+
+const utf8Encoder = new TextEncoder();
+const utf8Decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+function header(buf: Uint8Array, type: number, transferId: number): DataView {
+  assertU32('transferId', transferId);
+  if (buf.length > MAX_DATAGRAM_BYTES)
+    throw new RangeError(`message of ${buf.length} bytes exceeds ${MAX_DATAGRAM_BYTES}`);
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  buf[0] = PROTOCOL_VERSION;
+  buf[1] = type;
+  view.setUint32(2, transferId >>> 0);
+  return view;
+}
+
+function assertRange(name: string, value: number, min: number, max: number): void {
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new RangeError(`${name} must be an integer in [${min}, ${max}], got ${value}`);
+  }
+}
+
+function assertU32(name: string, value: number): void {
+  assertRange(name, value, 0, 0xffffffff);
+}
+
+function modeId(mode: Mode): number {
+  const id = MODE_IDS[mode];
+  if (id === undefined) throw new RangeError(`unknown mode ${String(mode)}`);
+  return id;
+}
+
+// ---------------------------------------------------------------- encoders
+// Encoders validate their arguments and throw RangeError: a caller passing a bad value is a bug
+// in our own code, not hostile input.
+
+export function encodeRequest(m: Omit<RequestMessage, 'type'>): Uint8Array {
+  const url = utf8Encoder.encode(m.url);
+  assertRange('url bytes', url.length, 0, MAX_URL_BYTES);
+  assertRange('sourceCount', m.sourceCount, 1, MAX_SOURCES);
+  assertRange('sourceIndex', m.sourceIndex, 0, m.sourceCount - 1);
+  assertRange('window', m.window, 1, MAX_WINDOW);
+  assertRange('generationSize', m.generationSize, 1, MAX_GENERATION_SIZE);
+  assertRange('symbolSize', m.symbolSize, MIN_SYMBOL_SIZE, MAX_SYMBOL_SIZE);
+  const buf = new Uint8Array(HEADER_BYTES + 11 + url.length);
+  const v = header(buf, MessageType.Request, m.transferId);
+  buf[6] = modeId(m.mode);
+  const scheduler = SCHEDULER_IDS[m.scheduler];
+  if (scheduler === undefined) throw new RangeError(`unknown scheduler ${String(m.scheduler)}`);
+  buf[7] = scheduler;
+  buf[8] = m.sourceIndex;
+  buf[9] = m.sourceCount;
+  v.setUint16(10, m.window);
+  buf[12] = m.generationSize;
+  v.setUint16(13, m.symbolSize);
+  v.setUint16(15, url.length);
+  buf.set(url, 17);
+  return buf;
+}
+
+export function encodeMeta(m: Omit<MetaMessage, 'type'>): Uint8Array {
+  assertRange('objectLength', m.objectLength, 0, MAX_OBJECT_BYTES);
+  assertRange('symbolSize', m.symbolSize, MIN_SYMBOL_SIZE, MAX_SYMBOL_SIZE);
+  assertRange('generationSize', m.generationSize, 1, MAX_GENERATION_SIZE);
+  if (m.digest.length !== DIGEST_BYTES) throw new RangeError('digest must be 32 bytes');
+  const buf = new Uint8Array(HEADER_BYTES + 8 + DIGEST_BYTES);
+  const v = header(buf, MessageType.Meta, m.transferId);
+  v.setUint32(6, m.objectLength);
+  v.setUint16(10, m.symbolSize);
+  buf[12] = m.generationSize;
+  buf[13] = modeId(m.mode);
+  buf.set(m.digest, 14);
+  return buf;
+}
+
+/** Writes a DATA_UNCODED header into buf[0..14); the caller writes the payload after it. */
+export function writeDataUncodedHeader(buf: Uint8Array, transferId: number, seq: number, index: number): void {
+  assertU32('seq', seq);
+  assertU32('index', index);
+  const v = header(buf, MessageType.DataUncoded, transferId);
+  v.setUint32(6, seq >>> 0);
+  v.setUint32(10, index >>> 0);
+}
+
+/** Writes a DATA_RLNC header into buf[0..18); the caller writes the payload after it. */
+export function writeDataRlncHeader(
+  buf: Uint8Array,
+  transferId: number,
+  seq: number,
+  generation: number,
+  seed: number,
+): void {
+  assertU32('seq', seq);
+  assertU32('generation', generation);
+  assertU32('seed', seed);
+  const v = header(buf, MessageType.DataRlnc, transferId);
+  v.setUint32(6, seq >>> 0);
+  v.setUint32(10, generation >>> 0);
+  v.setUint32(14, seed >>> 0);
+}
+
+export function encodeDataUncoded(m: Omit<DataUncodedMessage, 'type'>): Uint8Array {
+  assertRange('payload bytes', m.payload.length, 1, MAX_SYMBOL_SIZE);
+  const buf = new Uint8Array(DATA_UNCODED_HEADER_BYTES + m.payload.length);
+  writeDataUncodedHeader(buf, m.transferId, m.seq, m.index);
+  buf.set(m.payload, DATA_UNCODED_HEADER_BYTES);
+  return buf;
+}
+
+export function encodeDataRlnc(m: Omit<DataRlncMessage, 'type'>): Uint8Array {
+  assertRange('payload bytes', m.payload.length, 1, MAX_SYMBOL_SIZE);
+  const buf = new Uint8Array(DATA_RLNC_HEADER_BYTES + m.payload.length);
+  writeDataRlncHeader(buf, m.transferId, m.seq, m.generation, m.seed);
+  buf.set(m.payload, DATA_RLNC_HEADER_BYTES);
+  return buf;
+}
+
+const FEEDBACK_FIXED_BYTES = HEADER_BYTES + 20; // flags..sourceCount
+function encodeFeedbackCommon(buf: Uint8Array, type: number, m: FeedbackCommon, count: number): number {
+  const v = header(buf, type, m.transferId);
+  buf[6] = (m.metaKnown ? 1 : 0) | (m.complete ? 2 : 0);
+  v.setUint32(7, m.largestSeq >>> 0);
+  v.setUint16(11, Math.min(0xffff, Math.max(0, Math.round(m.ackDelay))));
+  v.setUint32(13, m.ackBits >>> 0);
+  v.setUint32(17, Math.min(0xffffffff, Math.max(0, Math.round(m.rateBps))));
+  v.setUint32(21, m.inFlightCap >>> 0);
+  buf[25] = m.weights.length;
+  buf.set(m.weights, 26);
+  let o = 26 + m.weights.length;
+  v.setUint32(o, m.wMin >>> 0);
+  v.setUint16(o + 4, count);
+  o += 6;
+  return o;
+}
+
+function checkFeedbackCommon(m: FeedbackCommon, count: number, maxCount: number): void {
+  assertRange('weights', m.weights.length, 1, MAX_SOURCES);
+  assertRange('unit count', count, 0, maxCount);
+  assertU32('largestSeq', m.largestSeq);
+  assertU32('ackBits', m.ackBits);
+  assertU32('inFlightCap', m.inFlightCap);
+  assertU32('wMin', m.wMin);
+}
+
+export function encodeFeedbackUncoded(m: Omit<FeedbackUncodedMessage, 'type'>): Uint8Array {
+  checkFeedbackCommon(m, m.bitCount, MAX_WINDOW);
+  const bitmapBytes = (m.bitCount + 7) >> 3;
+  if (m.bitmap.length < bitmapBytes) throw new RangeError('bitmap shorter than bitCount');
+  const buf = new Uint8Array(FEEDBACK_FIXED_BYTES + m.weights.length + 6 + bitmapBytes);
+  const o = encodeFeedbackCommon(buf, MessageType.FeedbackUncoded, m, m.bitCount);
+  buf.set(m.bitmap.subarray(0, bitmapBytes), o);
+  // Bits past bitCount in the last byte must be zero (canonical encoding).
+  if (m.bitCount & 7) buf[o + bitmapBytes - 1] &= (1 << (m.bitCount & 7)) - 1;
+  return buf;
+}
+
+export function encodeFeedbackRlnc(m: Omit<FeedbackRlncMessage, 'type'>): Uint8Array {
+  checkFeedbackCommon(m, m.ranks.length, MAX_FEEDBACK_GENERATIONS);
+  const buf = new Uint8Array(FEEDBACK_FIXED_BYTES + m.weights.length + 6 + m.ranks.length);
+  const o = encodeFeedbackCommon(buf, MessageType.FeedbackRlnc, m, m.ranks.length);
+  buf.set(m.ranks, o);
+  return buf;
+}
+
+export function encodeStop(m: Omit<StopMessage, 'type'>): Uint8Array {
+  assertRange('stop reason', m.reason, 0, StopReason.BadSource);
+  const buf = new Uint8Array(HEADER_BYTES + 1);
+  header(buf, MessageType.Stop, m.transferId);
+  buf[6] = m.reason;
+  return buf;
+}
+
+export function encodeError(m: Omit<ErrorMessage, 'type'>): Uint8Array {
+  let text = utf8Encoder.encode(m.message);
+  if (text.length > MAX_ERROR_MESSAGE_BYTES) {
+    // Truncate on a character boundary so the receiver's strict UTF-8 check still passes.
+    let end = MAX_ERROR_MESSAGE_BYTES;
+    while (end > 0 && (text[end] & 0xc0) === 0x80) end--;
+    text = text.subarray(0, end);
+  }
+  assertRange('code', m.code, 0, 0xffff);
+  const buf = new Uint8Array(HEADER_BYTES + 4 + text.length);
+  const v = header(buf, MessageType.Error, m.transferId);
+  v.setUint16(6, m.code);
+  v.setUint16(8, text.length);
+  buf.set(text, 10);
+  return buf;
+}
+
+export function encode(m: Message): Uint8Array {
+  switch (m.type) {
+    case MessageType.Request:
+      return encodeRequest(m);
+    case MessageType.Meta:
+      return encodeMeta(m);
+    case MessageType.DataUncoded:
+      return encodeDataUncoded(m);
+    case MessageType.DataRlnc:
+      return encodeDataRlnc(m);
+    case MessageType.FeedbackUncoded:
+      return encodeFeedbackUncoded(m);
+    case MessageType.FeedbackRlnc:
+      return encodeFeedbackRlnc(m);
+    case MessageType.Stop:
+      return encodeStop(m);
+    case MessageType.Error:
+      return encodeError(m);
+  }
+}
+
+// ---------------------------------------------------------------- decoder
+
+const fail = (code: WireError['code'], message: string) => err(new WireError(code, message));
+
+function need(buf: Uint8Array, bytes: number, what: string): WireError | null {
+  return buf.length < bytes ? new WireError('truncated', `${what}: need ${bytes} bytes, have ${buf.length}`) : null;
+}
+
+function exact(buf: Uint8Array, bytes: number, what: string): WireError | null {
+  if (buf.length < bytes) return new WireError('truncated', `${what}: need ${bytes} bytes, have ${buf.length}`);
+  if (buf.length > bytes)
+    return new WireError('trailing-bytes', `${what}: ${buf.length - bytes} bytes after the message`);
+  return null;
+}
+
+function checkRange(name: string, value: number, min: number, max: number): WireError | null {
+  return value < min || value > max ? new WireError('out-of-range', `${name} ${value} not in [${min}, ${max}]`) : null;
+}
+
+/** Decodes one datagram. Never throws; the payload fields are views into `buf`. */
+export function decode(buf: Uint8Array): Result<Message> {
+  if (!(buf instanceof Uint8Array)) return fail('truncated', 'not a byte array');
+  if (buf.length > MAX_DATAGRAM_BYTES)
+    return fail('too-large', `datagram of ${buf.length} bytes exceeds ${MAX_DATAGRAM_BYTES}`);
+  const short = need(buf, HEADER_BYTES, 'header');
+  if (short) return err(short);
+  if (buf[0] !== PROTOCOL_VERSION) return fail('unknown-version', `version ${buf[0]}, expected ${PROTOCOL_VERSION}`);
+  const v = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  const transferId = v.getUint32(2);
+  switch (buf[1]) {
+    case MessageType.Request:
+      return decodeRequest(buf, v, transferId);
+    case MessageType.Meta:
+      return decodeMeta(buf, v, transferId);
+    case MessageType.DataUncoded:
+      return decodeDataUncoded(buf, v, transferId);
+    case MessageType.DataRlnc:
+      return decodeDataRlnc(buf, v, transferId);
+    case MessageType.FeedbackUncoded:
+    case MessageType.FeedbackRlnc:
+      return decodeFeedback(buf, v, transferId);
+    case MessageType.Stop:
+      return decodeStop(buf, transferId);
+    case MessageType.Error:
+      return decodeErrorMessage(buf, v, transferId);
+    default:
+      return fail('unknown-type', `message type 0x${buf[1].toString(16).padStart(2, '0')}`);
+  }
+}
+
+function decodeRequest(buf: Uint8Array, v: DataView, transferId: number): Result<Message> {
+  const short = need(buf, 17, 'REQUEST');
+  if (short) return err(short);
+  const mode = MODES_BY_ID[buf[6]];
+  if (mode === undefined) return fail('out-of-range', `mode ${buf[6]}`);
+  const scheduler = SCHEDULERS_BY_ID[buf[7]];
+  if (scheduler === undefined) return fail('out-of-range', `scheduler ${buf[7]}`);
+  const sourceIndex = buf[8];
+  const sourceCount = buf[9];
+  const window = v.getUint16(10);
+  const generationSize = buf[12];
+  const symbolSize = v.getUint16(13);
+  const urlLength = v.getUint16(15);
+  const bad =
+    checkRange('sourceCount', sourceCount, 1, MAX_SOURCES) ??
+    checkRange('sourceIndex', sourceIndex, 0, sourceCount - 1) ??
+    checkRange('window', window, 1, MAX_WINDOW) ??
+    checkRange('generationSize', generationSize, 1, MAX_GENERATION_SIZE) ??
+    checkRange('symbolSize', symbolSize, MIN_SYMBOL_SIZE, MAX_SYMBOL_SIZE) ??
+    checkRange('url length', urlLength, 0, MAX_URL_BYTES) ??
+    exact(buf, 17 + urlLength, 'REQUEST');
+  if (bad) return err(bad);
+  let url: string;
+  try {
+    url = utf8Decoder.decode(buf.subarray(17, 17 + urlLength));
+  } catch {
+    return fail('out-of-range', 'url is not valid UTF-8');
+  }
+  return ok({
+    type: MessageType.Request,
+    transferId,
+    mode,
+    scheduler,
+    sourceIndex,
+    sourceCount,
+    window,
+    generationSize,
+    symbolSize,
+    url,
+  });
+}
+
+function decodeMeta(buf: Uint8Array, v: DataView, transferId: number): Result<Message> {
+  const short = exact(buf, HEADER_BYTES + 8 + DIGEST_BYTES, 'META');
+  if (short) return err(short);
+  const objectLength = v.getUint32(6);
+  const symbolSize = v.getUint16(10);
+  const generationSize = buf[12];
+  const mode = MODES_BY_ID[buf[13]];
+  const bad =
+    checkRange('objectLength', objectLength, 0, MAX_OBJECT_BYTES) ??
+    checkRange('symbolSize', symbolSize, MIN_SYMBOL_SIZE, MAX_SYMBOL_SIZE) ??
+    checkRange('generationSize', generationSize, 1, MAX_GENERATION_SIZE);
+  if (bad) return err(bad);
+  if (mode === undefined) return fail('out-of-range', `mode ${buf[13]}`);
+  return ok({
+    type: MessageType.Meta,
+    transferId,
+    objectLength,
+    symbolSize,
+    generationSize,
+    mode,
+    digest: buf.subarray(14, 14 + DIGEST_BYTES),
+  });
+}
+
+function decodeDataUncoded(buf: Uint8Array, v: DataView, transferId: number): Result<Message> {
+  const short = need(buf, DATA_UNCODED_HEADER_BYTES + 1, 'DATA_UNCODED');
+  if (short) return err(short);
+  const bad = checkRange('payload length', buf.length - DATA_UNCODED_HEADER_BYTES, 1, MAX_SYMBOL_SIZE);
+  if (bad) return err(bad);
+  return ok({
+    type: MessageType.DataUncoded,
+    transferId,
+    seq: v.getUint32(6),
+    index: v.getUint32(10),
+    payload: buf.subarray(DATA_UNCODED_HEADER_BYTES),
+  });
+}
+
+function decodeDataRlnc(buf: Uint8Array, v: DataView, transferId: number): Result<Message> {
+  const short = need(buf, DATA_RLNC_HEADER_BYTES + 1, 'DATA_RLNC');
+  if (short) return err(short);
+  return ok({
+    type: MessageType.DataRlnc,
+    transferId,
+    seq: v.getUint32(6),
+    generation: v.getUint32(10),
+    seed: v.getUint32(14),
+    payload: buf.subarray(DATA_RLNC_HEADER_BYTES),
+  });
+}
+
+function decodeFeedback(buf: Uint8Array, v: DataView, transferId: number): Result<Message> {
+  const short = need(buf, FEEDBACK_FIXED_BYTES, 'FEEDBACK');
+  if (short) return err(short);
+  const flags = buf[6];
+  if (flags & ~3) return fail('out-of-range', `feedback flags 0x${flags.toString(16)}`);
+  const sourceCount = buf[25];
+  const badCount = checkRange('feedback sourceCount', sourceCount, 1, MAX_SOURCES);
+  if (badCount) return err(badCount);
+  let o = 26 + sourceCount;
+  const shortUnits = need(buf, o + 6, 'FEEDBACK');
+  if (shortUnits) return err(shortUnits);
+  const weights = buf.subarray(26, 26 + sourceCount);
+  const wMin = v.getUint32(o);
+  const count = v.getUint16(o + 4);
+  o += 6;
+  const maxUnits = buf[1] === MessageType.FeedbackUncoded ? MAX_WINDOW : MAX_FEEDBACK_GENERATIONS;
+  const badUnits = checkRange('feedback unit count', count, 0, maxUnits);
+  if (badUnits) return err(badUnits);
+  const common: FeedbackCommon = {
+    transferId,
+    metaKnown: (flags & 1) !== 0,
+    complete: (flags & 2) !== 0,
+    largestSeq: v.getUint32(7),
+    ackDelay: v.getUint16(11),
+    ackBits: v.getUint32(13),
+    rateBps: v.getUint32(17),
+    inFlightCap: v.getUint32(21),
+    weights,
+    wMin,
+  };
+  if (buf[1] === MessageType.FeedbackUncoded) {
+    const bytes = (count + 7) >> 3;
+    const bad = exact(buf, o + bytes, 'FEEDBACK_UNCODED');
+    if (bad) return err(bad);
+    const bitmap = buf.subarray(o, o + bytes);
+    if (count & 7 && bitmap[bytes - 1] >> (count & 7)) return fail('out-of-range', 'bitmap bits set past bitCount');
+    return ok({ type: MessageType.FeedbackUncoded, ...common, bitmap, bitCount: count });
+  }
+  const bad = exact(buf, o + count, 'FEEDBACK_RLNC');
+  if (bad) return err(bad);
+  return ok({ type: MessageType.FeedbackRlnc, ...common, ranks: buf.subarray(o, o + count) });
+}
+
+function decodeStop(buf: Uint8Array, transferId: number): Result<Message> {
+  const short = exact(buf, HEADER_BYTES + 1, 'STOP');
+  if (short) return err(short);
+  const reason = buf[6];
+  if (reason > StopReason.BadSource) return fail('out-of-range', `stop reason ${reason}`);
+  return ok({ type: MessageType.Stop, transferId, reason: reason as StopReasonCode });
+}
+
+function decodeErrorMessage(buf: Uint8Array, v: DataView, transferId: number): Result<Message> {
+  const short = need(buf, HEADER_BYTES + 4, 'ERROR');
+  if (short) return err(short);
+  const code = v.getUint16(6);
+  const length = v.getUint16(8);
+  const bad =
+    checkRange('error message length', length, 0, MAX_ERROR_MESSAGE_BYTES) ?? exact(buf, 10 + length, 'ERROR');
+  if (bad) return err(bad);
+  let message: string;
+  try {
+    message = utf8Decoder.decode(buf.subarray(10, 10 + length));
+  } catch {
+    return fail('out-of-range', 'error message is not valid UTF-8');
+  }
+  return ok({ type: MessageType.Error, transferId, code, message });
+}

@@ -1,0 +1,257 @@
+/**
+ * Simulates one MUTP download with the real sans-IO core: N senders, one receiver, and between
+ * them per-source links. Model (see README "Simulator"):
+ * - source -> client: the proxy shapes its upload to its cap (serialisation at capKBps); it is
+ *   asked for a datagram only while its send buffer holds less than two datagrams (late binding);
+ *   then one-way delay rtt/2 + uniform jitter, Bernoulli loss, optional duplication;
+ * - client -> source: one-way delay + jitter, loss, duplication; no bandwidth limit;
+ * - the client's own downlink is not a bottleneck.
+ */
+import { sha256 } from '@noble/hashes/sha256';
+import {
+  Codec,
+  decode,
+  MessageType,
+  Random,
+  Receiver,
+  ReceiverConfig,
+  rlncCodec,
+  seededRandom,
+  Sender,
+  SenderConfig,
+  uncodedCodec,
+} from '@mutp/shared';
+import { EventQueue } from './event-queue';
+import { makeObject } from './object';
+import { idealMs, KB, Scenario, SimResult } from './scenario';
+
+const SEND_BUFFER_DATAGRAMS = 2;
+
+export interface MutpSimOptions {
+  senderConfig?: Partial<SenderConfig>;
+  receiverConfig?: Partial<ReceiverConfig>;
+  /** Called for every datagram a sender emits (tests use it to check the window rule). */
+  onSenderDatagram?: (source: number, sender: Sender, datagram: Uint8Array) => void;
+  /** Drop every feedback datagram for which this returns true (tests). */
+  dropFeedback?: (source: number, index: number) => boolean;
+  /** Reuse an object across runs (benchmarks); must be makeObject(objectBytes, seed). */
+  object?: Uint8Array;
+}
+
+export function codecFor(mode: 'uncoded' | 'rlnc'): Codec {
+  return mode === 'uncoded' ? uncodedCodec : rlncCodec;
+}
+
+interface SimSource {
+  index: number;
+  bytesPerMs: number;
+  sender?: Sender;
+  dead: boolean;
+  busyUntil: number;
+  bufferedDatagrams: number;
+  armedAt: number;
+  feedbackSeen: number;
+}
+
+export function simulateMutp(s: Scenario, options: MutpSimOptions = {}): SimResult {
+  if (s.mode === 'http') throw new RangeError('use simulateHttp for http');
+  const mode = s.mode;
+  const codec = codecFor(mode);
+  const object = options.object ?? makeObject(s.objectBytes, s.seed);
+  const digest = sha256(object);
+  const queue = new EventQueue();
+  const net: Random = seededRandom(s.seed * 7919 + 17);
+  const uniform = () => net() / 0x100000000;
+  const oneWay = s.rttMs / 2;
+  const reverseLoss = s.reverseLoss ?? s.loss;
+  const duplicate = s.duplicate ?? 0;
+  const maxSimMs = s.maxSimMs ?? 120_000;
+
+  const receiver = new Receiver({
+    transferId: (s.seed * 2654435761) >>> 0,
+    url: 'sim://object',
+    mode,
+    scheduler: s.scheduler,
+    sourceCount: s.capsKBps.length,
+    window: s.window,
+    generationSize: s.generationSize,
+    symbolSize: s.symbolSize,
+    codec,
+    now: 0,
+    config: options.receiverConfig,
+  });
+  let receiverArmedAt = Infinity;
+  let completedAt = -1;
+
+  const sources: SimSource[] = s.capsKBps.map((cap, index) => ({
+    index,
+    bytesPerMs: (cap * KB) / 1000,
+    dead: false,
+    busyUntil: 0,
+    bufferedDatagrams: 0,
+    armedAt: Infinity,
+    feedbackSeen: 0,
+  }));
+  for (const f of s.failures ?? []) {
+    queue.schedule(f.atMs, () => {
+      const src = sources[f.source];
+      if (src) src.dead = true;
+    });
+  }
+
+  /** Delivers `copies` of a datagram over a lossy, jittery path. */
+  function transmit(loss: number, base: number, deliver: (at: number) => void): void {
+    if (uniform() < loss) return;
+    deliver(base + oneWay + uniform() * s.jitterMs);
+    if (duplicate > 0 && uniform() < duplicate) deliver(base + oneWay + uniform() * s.jitterMs);
+  }
+
+  // ---- source side
+  function pumpSource(src: SimSource, now: number): void {
+    const sender = src.sender;
+    if (!sender || src.dead) return;
+    while (src.bufferedDatagrams < SEND_BUFFER_DATAGRAMS) {
+      const datagram = sender.pollDatagram(now);
+      if (!datagram) break;
+      options.onSenderDatagram?.(src.index, sender, datagram);
+      const start = Math.max(now, src.busyUntil);
+      const done = start + datagram.length / src.bytesPerMs;
+      src.busyUntil = done;
+      src.bufferedDatagrams++;
+      queue.schedule(done, () => {
+        src.bufferedDatagrams--;
+        transmit(s.loss, done, (at) => queue.schedule(at, () => clientReceive(src.index, datagram, at)));
+        pumpSource(src, done);
+      });
+    }
+    armSource(src);
+  }
+
+  function armSource(src: SimSource): void {
+    const deadline = src.sender?.nextDeadline();
+    if (deadline == null || deadline >= src.armedAt) return;
+    src.armedAt = deadline;
+    queue.schedule(deadline, () => {
+      if (src.armedAt === deadline) src.armedAt = Infinity;
+      if (!src.sender || src.dead) return;
+      const now = queue.now;
+      const due = src.sender.nextDeadline();
+      if (due != null && due <= now) src.sender.handleTimeout(now);
+      pumpSource(src, now);
+    });
+  }
+
+  function sourceReceive(src: SimSource, datagram: Uint8Array, now: number): void {
+    if (src.dead) return;
+    if (!src.sender) {
+      const m = decode(datagram);
+      if (!m.ok || m.value.type !== MessageType.Request) return;
+      src.sender = new Sender({
+        request: m.value,
+        object,
+        digest,
+        codec,
+        random: seededRandom((s.seed * 31 + src.index) * 1000003),
+        now,
+        config: options.senderConfig,
+      });
+    } else {
+      src.sender.handleDatagram(datagram, now);
+    }
+    pumpSource(src, now);
+  }
+
+  // ---- client side
+  function clientReceive(source: number, datagram: Uint8Array, now: number): void {
+    receiver.handleDatagram(source, datagram, now);
+    if (receiver.status !== 'active' && completedAt < 0) completedAt = now;
+    flushClient(now);
+  }
+
+  function flushClient(now: number): void {
+    for (let out = receiver.pollDatagram(now); out; out = receiver.pollDatagram(now)) {
+      const src = sources[out.source];
+      const bytes = out.bytes;
+      if (options.dropFeedback && bytes[1] !== MessageType.Request && bytes[1] !== MessageType.Stop) {
+        if (options.dropFeedback(src.index, src.feedbackSeen++)) continue;
+      }
+      transmit(reverseLoss, now, (at) => queue.schedule(at, () => sourceReceive(src, bytes, at)));
+    }
+    armClient();
+  }
+
+  function armClient(): void {
+    const deadline = receiver.nextDeadline();
+    if (deadline == null || deadline >= receiverArmedAt) return;
+    receiverArmedAt = deadline;
+    queue.schedule(deadline, () => {
+      if (receiverArmedAt === deadline) receiverArmedAt = Infinity;
+      const now = queue.now;
+      const due = receiver.nextDeadline();
+      if (due != null && due <= now) receiver.handleTimeout(now);
+      if (receiver.status !== 'active' && completedAt < 0) completedAt = now;
+      flushClient(now);
+    });
+  }
+
+  flushClient(0);
+  // Run past completion until the sources have heard STOP, to count what they sent in vain.
+  const sendersQuiet = () =>
+    completedAt >= 0 && sources.every((src) => !src.sender || src.dead || src.sender.status !== 'active');
+  queue.run(maxSimMs, () => sendersQuiet() || (completedAt >= 0 && queue.now > completedAt + 10_000));
+  if (completedAt < 0) {
+    receiver.cancel();
+    completedAt = queue.now;
+  }
+  return summarize(s, receiver, sources, completedAt, object);
+}
+
+function summarize(
+  s: Scenario,
+  receiver: Receiver,
+  sources: SimSource[],
+  completedAt: number,
+  object: Uint8Array,
+): SimResult {
+  const stats = receiver.stats();
+  const complete = receiver.status === 'complete';
+  let useful = 0;
+  let receivedBefore = 0;
+  let sent = 0;
+  for (let i = 0; i < sources.length; i++) {
+    const r = stats.sources[i];
+    useful += r.useful;
+    receivedBefore += r.received - r.afterComplete;
+    sent += sources[i].sender?.stats.dataSent ?? 0;
+  }
+  const totalDof = Math.ceil(s.objectBytes / s.symbolSize);
+  const byteExact = complete && equalBytes(receiver.takeObject(), object);
+  return {
+    scenario: s,
+    status: complete ? 'complete' : 'failed',
+    error: receiver.error?.message,
+    downloadMs: completedAt,
+    goodputBps: complete ? (s.objectBytes * 1000) / completedAt : 0,
+    efficiency: complete ? idealMs(s) / completedAt : 0,
+    normalizedGoodput: receivedBefore > 0 ? useful / receivedBefore : 0,
+    sentPerUseful: totalDof > 0 ? sent / totalDof : 1,
+    wastedAfterCompletion: Math.max(0, sent - receivedBefore),
+    byteExact,
+    sources: sources.map((src, i) => {
+      const r = stats.sources[i];
+      return {
+        capKBps: s.capsKBps[i],
+        sent: src.sender?.stats.dataSent ?? 0,
+        received: r.received - r.afterComplete,
+        useful: r.useful,
+        share: useful > 0 ? r.useful / useful : 0,
+      };
+    }),
+  };
+}
+
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
