@@ -1,3 +1,4 @@
+import { MAX_FEEDBACK_GENERATIONS } from './limits';
 import { Mode } from './wire';
 
 /**
@@ -31,9 +32,13 @@ export class Layout {
     return Math.min(this.symbolSize, this.objectLength - unit * this.symbolSize);
   }
 
-  /** Window in units for a window of `packets` packets (rlnc: whole generations, at least one). */
+  /**
+   * Window in units for a window of `packets` packets (rlnc: whole generations, at least one, and
+   * no more than one feedback can report).
+   */
   windowUnits(packets: number): number {
-    return this.mode === 'uncoded' ? packets : Math.max(1, Math.floor(packets / this.generationSize));
+    if (this.mode === 'uncoded') return packets;
+    return Math.min(MAX_FEEDBACK_GENERATIONS, Math.max(1, Math.floor(packets / this.generationSize)));
   }
 
   get totalDof(): number {

@@ -111,7 +111,7 @@ export interface FeedbackCommon {
   /** Receiver's estimate of this source's delivery rate, bytes/s; 0 = no estimate yet. */
   rateBps: number;
   /**
-   * Most packets this source should have in flight (UNLIMITED_CREDIT = no cap). The client lowers
+   * Most packets this source should have in flight (UNLIMITED_IN_FLIGHT = no cap). The client lowers
    * it near the end so the sources together send little more than what is still missing.
    */
   inFlightCap: number;
@@ -234,6 +234,7 @@ export function encodeMeta(m: Omit<MetaMessage, 'type'>): Uint8Array {
 
 /** Writes a DATA_UNCODED header into buf[0..14); the caller writes the payload after it. */
 export function writeDataUncodedHeader(buf: Uint8Array, transferId: number, seq: number, index: number): void {
+  assertRange('payload bytes', buf.length - DATA_UNCODED_HEADER_BYTES, 1, MAX_SYMBOL_SIZE);
   assertU32('seq', seq);
   assertU32('index', index);
   const v = header(buf, MessageType.DataUncoded, transferId);

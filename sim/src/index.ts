@@ -5,8 +5,8 @@ export { simulateHttp } from './http-model';
 export { makeObject } from './object';
 import { Scenario, SimResult } from './scenario';
 import { simulateHttp } from './http-model';
-import { simulateMutp } from './mutp-sim';
+import { MutpSimOptions, simulateMutp } from './mutp-sim';
 
-export function simulate(s: Scenario): SimResult {
-  return s.mode === 'http' ? simulateHttp(s) : simulateMutp(s);
+export function simulate(s: Scenario, options?: MutpSimOptions): SimResult {
+  return s.mode === 'http' ? simulateHttp(s) : simulateMutp(s, options);
 }

@@ -2,7 +2,10 @@
  * Delivery-rate estimate of one source from packet trains (RCDP, thesis 3.4.2): consecutive data
  * sequence numbers are grouped in trains of `trainLength`; a train that arrived at least half
  * complete gives one sample (bytes after the first packet / first-to-last arrival time), and the
- * estimate is the median of the last `medianWindow` samples (k = 5 keeps outliers under 1%).
+ * filtered value is the median of the last `medianWindow` samples (k = 5 keeps outliers under 1%).
+ * The estimate is the largest filtered value of the last `maxWindow` trains: a source that sent
+ * less than it could (its share was small, or the window was full) delivers trains with gaps and
+ * would otherwise be measured below its capacity, get a smaller share, and sink further.
  */
 export class RateEstimator {
   private train = -1;
@@ -11,11 +14,13 @@ export class RateEstimator {
   private count = 0;
   private bytesAfterFirst = 0;
   private readonly samples: number[] = [];
+  private readonly filtered: number[] = [];
   private estimate = 0;
 
   constructor(
     private readonly trainLength = 16,
     private readonly medianWindow = 5,
+    private readonly maxWindow = 10,
   ) {}
 
   /** Record a data packet: its sequence number, size and arrival time (ms). */
@@ -43,7 +48,9 @@ export class RateEstimator {
     this.samples.push((this.bytesAfterFirst * 1000) / span);
     if (this.samples.length > this.medianWindow) this.samples.shift();
     const sorted = [...this.samples].sort((a, b) => a - b);
-    this.estimate = sorted[sorted.length >> 1];
+    this.filtered.push(sorted[sorted.length >> 1]);
+    if (this.filtered.length > this.maxWindow) this.filtered.shift();
+    this.estimate = Math.max(...this.filtered);
   }
 
   /** Bytes per second; 0 until the first train has closed. */

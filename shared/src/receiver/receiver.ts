@@ -57,6 +57,11 @@ export interface ReceiverConfig {
   /** Extra in-flight allowance per source beyond its share. */
   capSlackPackets: number;
   capLossMargin: number;
+  /**
+   * A source may exceed its share of the window by this factor: room for its rate estimate to
+   * grow when the share underestimates it (a capped source measures only what it was allowed).
+   */
+  capHeadroom: number;
 }
 
 export const DEFAULT_RECEIVER_CONFIG: ReceiverConfig = {
@@ -73,6 +78,7 @@ export const DEFAULT_RECEIVER_CONFIG: ReceiverConfig = {
   weightHysteresis: 0.25,
   capSlackPackets: 2,
   capLossMargin: 0.05,
+  capHeadroom: 1.5,
 };
 
 export interface ReceiverOptions {
@@ -88,6 +94,8 @@ export interface ReceiverOptions {
   codec: Codec;
   now: number;
   config?: Partial<ReceiverConfig>;
+  /** SHA-256 used to verify the object; defaults to a portable one, Node hosts pass node:crypto's. */
+  sha256?: (data: Uint8Array) => Uint8Array;
 }
 
 export type ReceiverStatus = 'active' | 'complete' | 'failed';
@@ -166,6 +174,8 @@ export class Receiver {
   private requestsSent = 0;
   private pollCursor = 0;
   private publishedWeights?: Uint8Array;
+  /** When the first data packet from any source arrived. */
+  private firstDataAt = -1;
 
   constructor(opts: ReceiverOptions) {
     if (!Number.isInteger(opts.sourceCount) || opts.sourceCount < 1 || opts.sourceCount > MAX_SOURCES) {
@@ -291,6 +301,7 @@ export class Receiver {
     modeMatches: boolean,
   ): void {
     this.hear(source);
+    if (this.firstDataAt < 0) this.firstDataAt = now;
     const s = source.stats;
     s.received++;
     s.bytes += bytes;
@@ -342,7 +353,7 @@ export class Receiver {
       this.fail('length-mismatch', `reassembled ${object.length} bytes, expected ${meta.objectLength}`);
       return;
     }
-    if (!bytesEqual(sha256(object), meta.digest)) {
+    if (!bytesEqual((this.opts.sha256 ?? sha256)(object), meta.digest)) {
       this.fail('digest-mismatch', 'SHA-256 of the reassembled object differs from the digest the sources reported');
       return;
     }
@@ -492,7 +503,11 @@ export class Receiver {
     for (let i = 0; i < n; i++) {
       const s = this.sources[i];
       if (!isLive(s)) continue;
-      const silent = s.stats.received > 0 && now - s.lastArrivalAt > this.config.inactiveAfterMs;
+      // Silent: stopped sending, or never started while others have been sending for a while.
+      const silent =
+        s.stats.received > 0
+          ? now - s.lastArrivalAt > this.config.inactiveAfterMs
+          : this.firstDataAt >= 0 && now - this.firstDataAt > this.config.inactiveAfterMs;
       if (silent) continue;
       const rate = s.rate.bytesPerSecond;
       rates[i] = rate > 0 ? rate : -1;
@@ -520,7 +535,7 @@ export class Receiver {
       const a = published[i];
       const b = next[i];
       if ((a === 0) !== (b === 0)) return true; // a source died or came back
-      if (Math.abs(a - b) > Math.max(1, this.config.weightHysteresis * a)) return true;
+      if (Math.abs(a - b) > this.config.weightHysteresis * a) return true;
     }
     return false;
   }
@@ -539,7 +554,9 @@ export class Receiver {
     const share = total === 0 ? 1 / weights.length : weights[index] / total;
     const sent = source.largestSeq + 1;
     const loss = sent > 0 ? Math.max(0, 1 - source.stats.received / sent) : 0;
-    const cap = Math.ceil(windowMissing * share * (1 + loss + this.config.capLossMargin)) + this.config.capSlackPackets;
+    const c = this.config;
+    const cap =
+      Math.ceil(windowMissing * Math.min(1, share * c.capHeadroom) * (1 + loss + c.capLossMargin)) + c.capSlackPackets;
     return Math.min(cap, UNLIMITED_IN_FLIGHT - 1);
   }
 

@@ -21,6 +21,8 @@ export interface ScheduleView {
   inTransit(unit: number): number;
   /** This source's packets of unit u the client acknowledged. */
   deliveredOwn(unit: number): number;
+  /** Extra packets unit u should get beyond its size to ride out the measured loss (coded). */
+  redundancy(unit: number): number;
   /**
    * Unit u has been in this source's window long enough (about two RTTs) that its owners should
    * have delivered it: helping with it now covers a slow or dead source, not a busy one.
@@ -106,15 +108,18 @@ class PartitionedCodedScheduler implements Scheduler {
     for (let u = v.windowStart; u < v.windowEnd; u++) {
       const transit = v.inTransit(u);
       const size = v.unitSize(u);
-      if (v.rank(u) + transit >= size) continue;
+      if (v.rank(u) >= size) continue;
       // Ownership is over the whole generation, so it does not shift as others deliver.
+      // Redundant slots extend the generation; losses then need no round trip to repair.
+      const slots = size + v.redundancy(u);
       const budget = transit + v.deliveredOwn(u);
       let owned = 0;
-      for (let t = 0; t < size && owned <= budget; t++) if (v.partition.owner(u * g + t) === own) owned++;
+      for (let t = 0; t < slots && owned <= budget; t++) if (v.partition.owner(u * g + t) === own) owned++;
       if (owned > budget) return u;
     }
+    // One helping packet per overdue generation at a time: the owner may be repairing a loss.
     for (let u = v.windowStart; u < v.windowEnd && v.overdue(u); u++) {
-      if (v.rank(u) + v.inTransit(u) < v.unitSize(u)) return u;
+      if (v.inTransit(u) === 0 && v.rank(u) < v.unitSize(u)) return u;
     }
     return -1;
   }

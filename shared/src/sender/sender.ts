@@ -40,6 +40,13 @@ export interface SenderConfig {
   ackDelaySlackMs: number;
   /** The transfer ends when the client is silent this long. */
   idleTimeoutMs: number;
+  /** A unit in this source's window longer than this many RTTs (+ ack slack) is overdue. */
+  overdueRtts: number;
+  /**
+   * Coded mode sends each generation ceil(size x measured loss x this) packets beyond its size
+   * (spread over the owners), so losses are repaired without waiting a round trip.
+   */
+  redundancyFactor: number;
 }
 
 export const DEFAULT_SENDER_CONFIG: SenderConfig = {
@@ -51,6 +58,8 @@ export const DEFAULT_SENDER_CONFIG: SenderConfig = {
   reorderThreshold: 3,
   ackDelaySlackMs: 25,
   idleTimeoutMs: 5000,
+  overdueRtts: 2,
+  redundancyFactor: 1.5,
 };
 
 export interface SenderOptions {
@@ -73,6 +82,11 @@ export interface SenderStats {
   expired: number;
   feedbackReceived: number;
   malformedReceived: number;
+  /** Polls refused because the in-flight limit was reached (rate-based limit or the client's cap). */
+  blockedByInFlight: number;
+  /** Polls where the scheduler found nothing worth sending in the window. */
+  nothingToSend: number;
+  lost: number;
 }
 
 const RING = 8192; // > maxInFlightPackets, so live records never collide
@@ -91,6 +105,9 @@ export class Sender implements ScheduleView {
     expired: 0,
     feedbackReceived: 0,
     malformedReceived: 0,
+    blockedByInFlight: 0,
+    nothingToSend: 0,
+    lost: 0,
   };
   partition: Partition;
   readonly rtt: RttEstimator;
@@ -110,6 +127,8 @@ export class Sender implements ScheduleView {
   private readonly ringLive = new Uint8Array(RING);
   private wMin = 0;
   private nextSeq = 0;
+  private deliveredPackets = 0;
+  private lostPackets = 0;
   private largestAcked = -1;
   private oldestLive = 0; // every seq below is not live
   private inFlight = 0;
@@ -174,8 +193,14 @@ export class Sender implements ScheduleView {
   deliveredOwn(unit: number): number {
     return this.delivered[unit];
   }
+  redundancy(unit: number): number {
+    if (this.lostPackets === 0) return 0;
+    // A prior of 20 delivered packets keeps one early loss from looking like 50%.
+    const loss = this.lostPackets / (this.lostPackets + this.deliveredPackets + 20);
+    return Math.ceil(this.layout.unitSize(unit) * loss * this.config.redundancyFactor);
+  }
   overdue(unit: number): boolean {
-    return this.now - this.enteredAt[unit] > 2 * this.rtt.smoothed + this.config.ackDelaySlackMs;
+    return this.now - this.enteredAt[unit] > this.config.overdueRtts * this.rtt.smoothed + this.config.ackDelaySlackMs;
   }
 
   get packetsInFlight(): number {
@@ -187,7 +212,8 @@ export class Sender implements ScheduleView {
     const c = this.config;
     let limit = c.initialWindowPackets;
     if (this.rateBps > 0) {
-      const bdpPackets = (this.rateBps * this.rtt.base) / 1000 / this.layout.symbolSize;
+      // The client measures whole datagrams, so divide by the datagram size, not the symbol size.
+      const bdpPackets = (this.rateBps * this.rtt.base) / 1000 / (this.layout.symbolSize + DATA_RLNC_HEADER_BYTES);
       limit = Math.min(c.maxInFlightPackets, Math.ceil(c.inFlightGain * bdpPackets) + c.inFlightHeadroomPackets);
     }
     return this.inFlightCap === UNLIMITED_IN_FLIGHT ? limit : Math.min(limit, this.inFlightCap);
@@ -287,6 +313,12 @@ export class Sender implements ScheduleView {
     }
     const lostUpTo = largest - this.config.reorderThreshold;
     for (let seq = this.oldestLive; seq <= lostUpTo; seq++) this.retire(seq, 'lost');
+    // Time threshold (as QUIC): a missing packet sent well over an RTT ago is lost even when
+    // fewer than reorderThreshold packets followed it, as before a pause in sending.
+    const sentBefore = this.now - (9 / 8) * this.rtt.smoothed;
+    for (let seq = Math.max(this.oldestLive, lostUpTo + 1); seq < largest; seq++) {
+      if (this.ringSentAt[seq & (RING - 1)] <= sentBefore) this.retire(seq, 'lost');
+    }
     while (this.oldestLive < this.nextSeq && !this.ringLive[this.oldestLive & (RING - 1)]) this.oldestLive++;
   }
 
@@ -297,8 +329,14 @@ export class Sender implements ScheduleView {
     const unit = this.ringUnit[slot];
     this.transit[unit]--;
     this.inFlight--;
-    if (outcome === 'delivered') this.delivered[unit]++;
-    else if (outcome === 'expired') this.stats.expired++;
+    if (outcome === 'delivered') {
+      this.delivered[unit]++;
+      this.deliveredPackets++;
+    } else {
+      this.lostPackets++;
+      this.stats.lost++;
+      if (outcome === 'expired') this.stats.expired++;
+    }
   }
 
   private expireStale(now: number): void {
@@ -325,9 +363,15 @@ export class Sender implements ScheduleView {
     }
     this.now = now;
     this.expireStale(now);
-    if (this.inFlight >= this.inFlightLimit) return null;
+    if (this.inFlight >= this.inFlightLimit) {
+      this.stats.blockedByInFlight++;
+      return null;
+    }
     const unit = this.scheduler.pick(this);
-    if (unit < 0) return null;
+    if (unit < 0) {
+      this.stats.nothingToSend++;
+      return null;
+    }
     return this.buildData(unit, now);
   }
 

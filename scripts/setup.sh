@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs everything the project needs on a fresh machine of this kind (Debian, root, Node 20).
+# Idempotent and quick when already done: each step checks before it acts.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '[setup] %s\n' "$*"; }
+
+# System packages the current components need. Later components add theirs here
+# (emscripten for wasm/, chromium and ffmpeg for e2e/).
+APT_PACKAGES=(ca-certificates git)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ "${#missing[@]}" -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then echo "[setup] need root to install: ${missing[*]}" >&2; exit 1; fi
+  log "apt-get install ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! command -v node >/dev/null 2>&1; then
+  echo "[setup] Node.js >= 20 is required and not installed" >&2
+  exit 1
+fi
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+if [ "$node_major" -lt 20 ]; then
+  echo "[setup] Node.js >= 20 is required, found $(node -v)" >&2
+  exit 1
+fi
+
+# npm dependencies: reinstall only when the lockfile changed since the last install.
+stamp=node_modules/.setup-stamp
+want=$(sha256sum package-lock.json | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  log "npm ci"
+  npm ci --no-audit --no-fund --loglevel=error
+  echo "$want" >"$stamp"
+else
+  log "npm dependencies up to date"
+fi
+log "done"
