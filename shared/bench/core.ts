@@ -108,7 +108,7 @@ for (const [mode, codec, objectBytes] of [
     datagramsPerSecond: Math.round(run.datagrams / run.seconds),
     objectMBps: Math.round(objectMBps * 10) / 10,
     memcpyMBps: Math.round(baseline),
-    vsMemcpy: Math.round((objectMBps / baseline) * 1000) / 1000,
+    vsMemcpy: Number((objectMBps / baseline).toPrecision(3)),
     ...(mode === 'uncoded' ? { targetMBps: TARGET_UNCODED_MBPS, meetsTarget: objectMBps >= TARGET_UNCODED_MBPS } : {}),
   });
 }
