@@ -24,6 +24,13 @@ export const MAX_SOURCES = 32;
 export const MAX_URL_BYTES = MAX_DATAGRAM_BYTES - 17;
 /** Generations one FEEDBACK_RLNC reports (keeps it within one datagram). */
 export const MAX_FEEDBACK_GENERATIONS = 1024;
+/**
+ * Fountain mode cuts the object into source blocks of this many symbols (18 MiB at 1120-byte
+ * symbols, so a video segment is one block); each block is one fountain code (wirehair: 2..64000).
+ */
+export const FOUNTAIN_BLOCK_SYMBOLS = 16384;
+/** Source blocks one FEEDBACK_FOUNTAIN reports (2 bytes each, so it fits one datagram). */
+export const MAX_FEEDBACK_BLOCKS = 512;
 export const MAX_ERROR_MESSAGE_BYTES = 512;
 export const DIGEST_BYTES = 32;
 

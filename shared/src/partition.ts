@@ -24,6 +24,13 @@ export class Partition {
     this.bounds[this.bounds.length - 1] = 0x100000000;
   }
 
+  /** Fraction of all slots that source `index` owns. */
+  share(index: number): number {
+    const upper = this.bounds[index] ?? 0;
+    const lower = index > 0 ? this.bounds[index - 1] : 0;
+    return (upper - lower) / 0x100000000;
+  }
+
   owner(slot: number): number {
     const x = Math.imul(slot + 1, 0x9e3779b9) >>> 0;
     const bounds = this.bounds;

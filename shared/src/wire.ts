@@ -9,6 +9,7 @@ import {
   DIGEST_BYTES,
   MAX_DATAGRAM_BYTES,
   MAX_ERROR_MESSAGE_BYTES,
+  MAX_FEEDBACK_BLOCKS,
   MAX_FEEDBACK_GENERATIONS,
   MAX_GENERATION_SIZE,
   MAX_OBJECT_BYTES,
@@ -25,15 +26,17 @@ export const MessageType = {
   Meta: 0x02,
   DataUncoded: 0x03,
   DataRlnc: 0x04,
+  DataFountain: 0x05,
   FeedbackUncoded: 0x10,
   FeedbackRlnc: 0x11,
+  FeedbackFountain: 0x12,
   Stop: 0x20,
   Error: 0x21,
 } as const;
 
-export type Mode = 'uncoded' | 'rlnc';
-export const MODE_IDS: Record<Mode, number> = { uncoded: 0, rlnc: 1 };
-const MODES_BY_ID: readonly Mode[] = ['uncoded', 'rlnc'];
+export type Mode = 'uncoded' | 'rlnc' | 'fountain';
+export const MODE_IDS: Record<Mode, number> = { uncoded: 0, rlnc: 1, fountain: 2 };
+const MODES_BY_ID: readonly Mode[] = ['uncoded', 'rlnc', 'fountain'];
 
 export type SchedulerName = 'random' | 'rarest' | 'partitioned';
 export const SCHEDULER_IDS: Record<SchedulerName, number> = { random: 1, rarest: 2, partitioned: 3 };
@@ -55,6 +58,7 @@ export const ErrorCode = {
 export const HEADER_BYTES = 6;
 export const DATA_UNCODED_HEADER_BYTES = HEADER_BYTES + 8;
 export const DATA_RLNC_HEADER_BYTES = HEADER_BYTES + 12;
+export const DATA_FOUNTAIN_HEADER_BYTES = HEADER_BYTES + 12;
 export const NO_SEQ = 0xffffffff;
 
 export interface RequestMessage {
@@ -97,6 +101,17 @@ export interface DataRlncMessage {
   payload: Uint8Array;
 }
 
+export interface DataFountainMessage {
+  type: typeof MessageType.DataFountain;
+  transferId: number;
+  seq: number;
+  /** Source block of the object (a unit: FOUNTAIN_BLOCK_SYMBOLS symbols, the last one shorter). */
+  block: number;
+  /** Fountain block id within that source block: ids below its symbol count are systematic. */
+  blockId: number;
+  payload: Uint8Array;
+}
+
 /** Fields every feedback carries, whatever the mode. */
 export interface FeedbackCommon {
   transferId: number;
@@ -134,6 +149,15 @@ export interface FeedbackRlncMessage extends FeedbackCommon {
   ranks: Uint8Array;
 }
 
+export interface FeedbackFountainMessage extends FeedbackCommon {
+  type: typeof MessageType.FeedbackFountain;
+  /**
+   * missing[i] = blocks the client still needs for source block wMin + i: 0 once decoded, else at
+   * least 1 (a fountain decoder may need a few blocks beyond the symbol count).
+   */
+  missing: Uint16Array;
+}
+
 export interface StopMessage {
   type: typeof MessageType.Stop;
   transferId: number;
@@ -152,12 +176,14 @@ export type Message =
   | MetaMessage
   | DataUncodedMessage
   | DataRlncMessage
+  | DataFountainMessage
   | FeedbackUncodedMessage
   | FeedbackRlncMessage
+  | FeedbackFountainMessage
   | StopMessage
   | ErrorMessage;
 
-export type FeedbackMessage = FeedbackUncodedMessage | FeedbackRlncMessage;
+export type FeedbackMessage = FeedbackUncodedMessage | FeedbackRlncMessage | FeedbackFountainMessage;
 
 const utf8Encoder = new TextEncoder();
 const utf8Decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
@@ -259,6 +285,23 @@ export function writeDataRlncHeader(
   v.setUint32(14, seed >>> 0);
 }
 
+/** Writes a DATA_FOUNTAIN header into buf[0..18); the caller writes the payload after it. */
+export function writeDataFountainHeader(
+  buf: Uint8Array,
+  transferId: number,
+  seq: number,
+  block: number,
+  blockId: number,
+): void {
+  assertU32('seq', seq);
+  assertU32('block', block);
+  assertU32('blockId', blockId);
+  const v = header(buf, MessageType.DataFountain, transferId);
+  v.setUint32(6, seq >>> 0);
+  v.setUint32(10, block >>> 0);
+  v.setUint32(14, blockId >>> 0);
+}
+
 export function encodeDataUncoded(m: Omit<DataUncodedMessage, 'type'>): Uint8Array {
   assertRange('payload bytes', m.payload.length, 1, MAX_SYMBOL_SIZE);
   const buf = new Uint8Array(DATA_UNCODED_HEADER_BYTES + m.payload.length);
@@ -272,6 +315,14 @@ export function encodeDataRlnc(m: Omit<DataRlncMessage, 'type'>): Uint8Array {
   const buf = new Uint8Array(DATA_RLNC_HEADER_BYTES + m.payload.length);
   writeDataRlncHeader(buf, m.transferId, m.seq, m.generation, m.seed);
   buf.set(m.payload, DATA_RLNC_HEADER_BYTES);
+  return buf;
+}
+
+export function encodeDataFountain(m: Omit<DataFountainMessage, 'type'>): Uint8Array {
+  assertRange('payload bytes', m.payload.length, 1, MAX_SYMBOL_SIZE);
+  const buf = new Uint8Array(DATA_FOUNTAIN_HEADER_BYTES + m.payload.length);
+  writeDataFountainHeader(buf, m.transferId, m.seq, m.block, m.blockId);
+  buf.set(m.payload, DATA_FOUNTAIN_HEADER_BYTES);
   return buf;
 }
 
@@ -322,6 +373,15 @@ export function encodeFeedbackRlnc(m: Omit<FeedbackRlncMessage, 'type'>): Uint8A
   return buf;
 }
 
+export function encodeFeedbackFountain(m: Omit<FeedbackFountainMessage, 'type'>): Uint8Array {
+  checkFeedbackCommon(m, m.missing.length, MAX_FEEDBACK_BLOCKS);
+  const buf = new Uint8Array(FEEDBACK_FIXED_BYTES + m.weights.length + 6 + 2 * m.missing.length);
+  const o = encodeFeedbackCommon(buf, MessageType.FeedbackFountain, m, m.missing.length);
+  const v = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  for (let i = 0; i < m.missing.length; i++) v.setUint16(o + 2 * i, m.missing[i]);
+  return buf;
+}
+
 export function encodeStop(m: Omit<StopMessage, 'type'>): Uint8Array {
   assertRange('stop reason', m.reason, 0, StopReason.BadSource);
   const buf = new Uint8Array(HEADER_BYTES + 1);
@@ -357,10 +417,14 @@ export function encode(m: Message): Uint8Array {
       return encodeDataUncoded(m);
     case MessageType.DataRlnc:
       return encodeDataRlnc(m);
+    case MessageType.DataFountain:
+      return encodeDataFountain(m);
     case MessageType.FeedbackUncoded:
       return encodeFeedbackUncoded(m);
     case MessageType.FeedbackRlnc:
       return encodeFeedbackRlnc(m);
+    case MessageType.FeedbackFountain:
+      return encodeFeedbackFountain(m);
     case MessageType.Stop:
       return encodeStop(m);
     case MessageType.Error:
@@ -406,8 +470,11 @@ export function decode(buf: Uint8Array): Result<Message> {
       return decodeDataUncoded(buf, v, transferId);
     case MessageType.DataRlnc:
       return decodeDataRlnc(buf, v, transferId);
+    case MessageType.DataFountain:
+      return decodeDataFountain(buf, v, transferId);
     case MessageType.FeedbackUncoded:
     case MessageType.FeedbackRlnc:
+    case MessageType.FeedbackFountain:
       return decodeFeedback(buf, v, transferId);
     case MessageType.Stop:
       return decodeStop(buf, transferId);
@@ -511,6 +578,25 @@ function decodeDataRlnc(buf: Uint8Array, v: DataView, transferId: number): Resul
   });
 }
 
+function decodeDataFountain(buf: Uint8Array, v: DataView, transferId: number): Result<Message> {
+  const short = need(buf, DATA_FOUNTAIN_HEADER_BYTES + 1, 'DATA_FOUNTAIN');
+  if (short) return err(short);
+  return ok({
+    type: MessageType.DataFountain,
+    transferId,
+    seq: v.getUint32(6),
+    block: v.getUint32(10),
+    blockId: v.getUint32(14),
+    payload: buf.subarray(DATA_FOUNTAIN_HEADER_BYTES),
+  });
+}
+
+const MAX_FEEDBACK_UNITS: Record<number, number> = {
+  [MessageType.FeedbackUncoded]: MAX_WINDOW,
+  [MessageType.FeedbackRlnc]: MAX_FEEDBACK_GENERATIONS,
+  [MessageType.FeedbackFountain]: MAX_FEEDBACK_BLOCKS,
+};
+
 function decodeFeedback(buf: Uint8Array, v: DataView, transferId: number): Result<Message> {
   const short = need(buf, FEEDBACK_FIXED_BYTES, 'FEEDBACK');
   if (short) return err(short);
@@ -526,8 +612,7 @@ function decodeFeedback(buf: Uint8Array, v: DataView, transferId: number): Resul
   const wMin = v.getUint32(o);
   const count = v.getUint16(o + 4);
   o += 6;
-  const maxUnits = buf[1] === MessageType.FeedbackUncoded ? MAX_WINDOW : MAX_FEEDBACK_GENERATIONS;
-  const badUnits = checkRange('feedback unit count', count, 0, maxUnits);
+  const badUnits = checkRange('feedback unit count', count, 0, MAX_FEEDBACK_UNITS[buf[1]]);
   if (badUnits) return err(badUnits);
   const common: FeedbackCommon = {
     transferId,
@@ -548,6 +633,14 @@ function decodeFeedback(buf: Uint8Array, v: DataView, transferId: number): Resul
     const bitmap = buf.subarray(o, o + bytes);
     if (count & 7 && bitmap[bytes - 1] >> (count & 7)) return fail('out-of-range', 'bitmap bits set past bitCount');
     return ok({ type: MessageType.FeedbackUncoded, ...common, bitmap, bitCount: count });
+  }
+  if (buf[1] === MessageType.FeedbackFountain) {
+    const bad = exact(buf, o + 2 * count, 'FEEDBACK_FOUNTAIN');
+    if (bad) return err(bad);
+    // Bounded by the datagram size checked above, so this allocation is at most MAX_FEEDBACK_BLOCKS.
+    const missing = new Uint16Array(count);
+    for (let i = 0; i < count; i++) missing[i] = v.getUint16(o + 2 * i);
+    return ok({ type: MessageType.FeedbackFountain, ...common, missing });
   }
   const bad = exact(buf, o + count, 'FEEDBACK_RLNC');
   if (bad) return err(bad);

@@ -25,6 +25,8 @@ class FakeView implements ScheduleView {
   /** Units below this index are overdue. */
   overdueBelow = -Infinity;
   redundancyPerUnit = 0;
+  /** Loss allowance as a fraction of the packets asked for. */
+  lossFraction = 0;
   readonly ranks = new Map<number, number>();
   readonly transit = new Map<number, number>();
   readonly delivered = new Map<number, number>();
@@ -58,6 +60,9 @@ class FakeView implements ScheduleView {
     this.touch(u);
     return this.redundancyPerUnit;
   }
+  lossAllowance(packets: number): number {
+    return Math.ceil(packets * this.lossFraction);
+  }
   overdue(u: number): boolean {
     this.touch(u);
     return u < this.overdueBelow;
@@ -89,6 +94,9 @@ describe('createScheduler', () => {
     ['rlnc', 'rarest', true],
     ['rlnc', 'partitioned', true],
     ['rlnc', 'random', false],
+    ['fountain', 'partitioned', true],
+    ['fountain', 'rarest', false],
+    ['fountain', 'random', false],
   ];
 
   test.each(combos)('%s + %s supported: %s', (mode, name, supported) => {
@@ -106,7 +114,7 @@ describe('createScheduler', () => {
   });
 
   test('the defaults are supported by their mode', () => {
-    for (const mode of ['uncoded', 'rlnc'] as const)
+    for (const mode of ['uncoded', 'rlnc', 'fountain'] as const)
       expect(schedulerSupports(mode, DEFAULT_SCHEDULER[mode])).toBe(true);
   });
 });
@@ -397,7 +405,60 @@ describe('partitioned scheduler (rlnc)', () => {
 
 // ------------------------------------------------------------------ Partition
 
+describe('fountain scheduler', () => {
+  const partition = new Partition([1, 3]); // source 0 owns a quarter, source 1 three quarters
+  function view(init: Partial<FakeView> = {}): FakeView {
+    return new FakeView({ windowStart: 0, windowEnd: 2, defaultSize: 100, partition, ...init });
+  }
+  const scheduler = createScheduler('fountain', 'partitioned', noRandom);
+
+  test('keeps in flight at most its share of what the lowest block still misses', () => {
+    const v = view({ sourceIndex: 0 });
+    v.ranks.set(0, 60); // 40 missing: source 0 may have ceil(0.25 * 40) = 10 in flight
+    v.transit.set(0, 9);
+    expect(pick(scheduler, v)).toBe(0);
+    v.transit.set(0, 10);
+    expect(pick(scheduler, v)).toBe(1); // block 0 covered: on to the next block in the window
+    v.transit.set(1, 25);
+    expect(pick(scheduler, v)).toBe(-1);
+    const fast = view({ sourceIndex: 1 });
+    fast.ranks.set(0, 60);
+    fast.transit.set(0, 29);
+    expect(pick(scheduler, fast)).toBe(0); // ceil(0.75 * 40) = 30
+  });
+
+  test('the loss allowance raises the quota', () => {
+    const v = view({ sourceIndex: 0, lossFraction: 0.1, windowEnd: 1 });
+    v.ranks.set(0, 60);
+    v.transit.set(0, 10);
+    expect(pick(scheduler, v)).toBe(0); // 10 + ceil(10 * 0.1) = 11
+    v.transit.set(0, 11);
+    expect(pick(scheduler, v)).toBe(-1);
+  });
+
+  test('a decoded block is skipped; with its quota met a source helps one packet at a time when overdue', () => {
+    const v = view({ sourceIndex: 0 });
+    v.ranks.set(0, 100);
+    v.ranks.set(1, 99);
+    v.transit.set(1, 1);
+    expect(pick(scheduler, v)).toBe(-1);
+    const zero = view({ sourceIndex: 0, partition: new Partition([0, 1]), overdueBelow: 1 });
+    expect(pick(scheduler, zero)).toBe(0);
+    zero.transit.set(0, 1);
+    expect(pick(scheduler, zero)).toBe(-1);
+  });
+});
+
 describe('Partition', () => {
+  test('share() is the fraction of slots a source owns, and the shares sum to 1', () => {
+    const p = new Partition([1, 3, 0, 4]);
+    expect(p.share(0)).toBeCloseTo(1 / 8, 9);
+    expect(p.share(1)).toBeCloseTo(3 / 8, 9);
+    expect(p.share(2)).toBe(0);
+    expect(p.share(3)).toBeCloseTo(4 / 8, 9);
+    expect(Partition.equal(3).share(2)).toBeCloseTo(1 / 3, 9);
+  });
+
   /** Reference owner from docs/protocol.md §9.3. */
   function refOwner(weights: number[], slot: number): number {
     let total = weights.reduce((a, b) => a + b, 0);

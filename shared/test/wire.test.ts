@@ -69,13 +69,16 @@ function toHex(bytes: Uint8Array): string {
 /** A decoded message as the vectors write it: byte fields as lowercase hex. */
 function toJson(m: Message): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(m)) out[k] = v instanceof Uint8Array ? toHex(v) : v;
+  for (const [k, v] of Object.entries(m)) {
+    out[k] = v instanceof Uint8Array ? toHex(v) : v instanceof Uint16Array ? Array.from(v) : v;
+  }
   return out;
 }
 
 function fromJson(o: Record<string, unknown>): Message {
   const m: Record<string, unknown> = { ...o };
   for (const k of BYTE_FIELDS) if (typeof m[k] === 'string') m[k] = fromHex(m[k] as string);
+  if (Array.isArray(m.missing)) m.missing = Uint16Array.from(m.missing as number[]);
   return m as unknown as Message;
 }
 
@@ -541,7 +544,7 @@ describe('encoders throw RangeError on out-of-range arguments', () => {
     ['transferId -1', { transferId: -1 }],
     ['transferId 2^32', { transferId: 2 ** 32 }],
     ['transferId 0.5', { transferId: 0.5 }],
-    ['unknown mode', { mode: 'fountain' as RequestMessage['mode'] }],
+    ['unknown mode', { mode: 'raptorq' as RequestMessage['mode'] }],
     ['unknown scheduler', { scheduler: 'fastest' as RequestMessage['scheduler'] }],
   ])('REQUEST: %s', (_name, patch) => {
     expect(() => encodeRequest({ ...request, ...patch })).toThrow(RangeError);
@@ -556,7 +559,7 @@ describe('encoders throw RangeError on out-of-range arguments', () => {
     ['generationSize 256', { generationSize: 256 }],
     ['digest of 31 bytes', { digest: new Uint8Array(31) }],
     ['digest of 33 bytes', { digest: new Uint8Array(33) }],
-    ['unknown mode', { mode: 'fountain' as 'rlnc' }],
+    ['unknown mode', { mode: 'raptorq' as 'rlnc' }],
     ['transferId 2^32', { transferId: 2 ** 32 }],
   ])('META: %s', (_name, patch) => {
     expect(() => encodeMeta({ ...meta, ...patch })).toThrow(RangeError);

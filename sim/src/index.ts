@@ -1,6 +1,6 @@
 export * from './scenario';
 export { simulateMutp, codecFor } from './mutp-sim';
-export type { MutpSimOptions } from './mutp-sim';
+export type { MutpSimOptions, CodecSet } from './mutp-sim';
 export { simulateHttp } from './http-model';
 export { makeObject } from './object';
 import { Scenario, SimResult } from './scenario';

@@ -12,6 +12,7 @@ import {
   Codec,
   decode,
   MessageType,
+  Mode,
   Random,
   Receiver,
   ReceiverConfig,
@@ -36,10 +37,17 @@ export interface MutpSimOptions {
   dropFeedback?: (source: number, index: number) => boolean;
   /** Reuse an object across runs (benchmarks); must be makeObject(objectBytes, seed). */
   object?: Uint8Array;
+  /** Codecs by mode (the WebAssembly ones); uncoded and rlnc default to the TypeScript ones. */
+  codecs?: CodecSet;
 }
 
-export function codecFor(mode: 'uncoded' | 'rlnc'): Codec {
-  return mode === 'uncoded' ? uncodedCodec : rlncCodec;
+export type CodecSet = Partial<Record<Mode, Codec>>;
+
+export function codecFor(mode: Mode, codecs: CodecSet = {}): Codec {
+  const codec = codecs[mode] ?? (mode === 'uncoded' ? uncodedCodec : mode === 'rlnc' ? rlncCodec : undefined);
+  if (!codec)
+    throw new Error(`mode ${mode} needs a codec from @mutp/wasm (loadNodeCodecs()), pass it in options.codecs`);
+  return codec;
 }
 
 interface SimSource {
@@ -56,7 +64,7 @@ interface SimSource {
 export function simulateMutp(s: Scenario, options: MutpSimOptions = {}): SimResult {
   if (s.mode === 'http') throw new RangeError('use simulateHttp for http');
   const mode = s.mode;
-  const codec = codecFor(mode);
+  const codec = codecFor(mode, options.codecs);
   const object = options.object ?? makeObject(s.objectBytes, s.seed);
   const digest = sha256(object);
   const queue = new EventQueue();

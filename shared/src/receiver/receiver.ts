@@ -8,9 +8,10 @@ import { sha256 } from '@noble/hashes/sha256';
 import { Codec, UnitDecoder } from '../codec/types';
 import { TransferError, TransferErrorCode } from '../errors';
 import { Layout } from '../layout';
-import { MAX_FEEDBACK_GENERATIONS, MAX_OBJECT_BYTES, MAX_SOURCES, UNLIMITED_IN_FLIGHT } from '../limits';
+import { MAX_OBJECT_BYTES, MAX_SOURCES, UNLIMITED_IN_FLIGHT } from '../limits';
 import {
   decode,
+  encodeFeedbackFountain,
   encodeFeedbackRlnc,
   encodeFeedbackUncoded,
   encodeRequest,
@@ -245,6 +246,9 @@ export class Receiver {
       case MessageType.DataRlnc:
         this.onData(source, m.seq, m.generation, m.seed, m.payload, bytes.length, now, this.opts.mode === 'rlnc');
         break;
+      case MessageType.DataFountain:
+        this.onData(source, m.seq, m.block, m.blockId, m.payload, bytes.length, now, this.opts.mode === 'fountain');
+        break;
       case MessageType.Error:
         this.markSource(source, 'failed', `source error ${m.code}: ${m.message}`);
         break;
@@ -287,7 +291,12 @@ export class Receiver {
       source.metaOk = true;
       source.feedbackDue = true;
     }
-    if (this.status === 'active' && this.layout && this.dof === this.layout.totalDof) this.finish(now);
+    if (this.status === 'active' && this.allUnitsComplete) this.finish(now);
+  }
+
+  /** Every unit decoded (a fountain block may take a few packets beyond its symbol count). */
+  private get allUnitsComplete(): boolean {
+    return this.layout !== undefined && this.wMin === this.layout.unitCount;
   }
 
   private onData(
@@ -342,7 +351,7 @@ export class Receiver {
       if (this.layout.mode !== 'uncoded') for (const other of this.sources) other.feedbackDue = true;
       while (this.wMin < this.layout.unitCount && this.decoder.isComplete(this.wMin)) this.wMin++;
     }
-    if (this.dof === this.layout.totalDof) this.finish(now);
+    if (this.allUnitsComplete) this.finish(now);
   }
 
   private finish(now: number): void {
@@ -463,15 +472,14 @@ export class Receiver {
     const layout = this.layout;
     const decoder = this.decoder;
     if (!layout || !decoder) {
-      const none = new Uint8Array(0);
-      return this.opts.mode === 'uncoded'
-        ? encodeFeedbackUncoded({ ...common, bitmap: none, bitCount: 0 })
-        : encodeFeedbackRlnc({ ...common, ranks: none });
+      if (this.opts.mode === 'uncoded')
+        return encodeFeedbackUncoded({ ...common, bitmap: new Uint8Array(0), bitCount: 0 });
+      if (this.opts.mode === 'rlnc') return encodeFeedbackRlnc({ ...common, ranks: new Uint8Array(0) });
+      return encodeFeedbackFountain({ ...common, missing: new Uint16Array(0) });
     }
+    // windowUnits never exceeds what one feedback of the mode can report (Layout.windowUnits).
     const count = Math.min(this.windowUnits, layout.unitCount - this.wMin);
     let windowMissing = 0;
-    // Beyond MAX_FEEDBACK_GENERATIONS the sources keep their last view; such windows are unusual.
-    const reported = Math.min(count, MAX_FEEDBACK_GENERATIONS);
     if (this.opts.mode === 'uncoded') {
       const bitmap = new Uint8Array((count + 7) >> 3);
       for (let i = 0; i < count; i++) {
@@ -481,11 +489,21 @@ export class Receiver {
       common.inFlightCap = this.inFlightCap(source, weights, index, windowMissing);
       return encodeFeedbackUncoded({ ...common, bitmap, bitCount: count });
     }
-    const ranks = new Uint8Array(reported);
+    if (this.opts.mode === 'fountain') {
+      const missing = new Uint16Array(count);
+      for (let i = 0; i < count; i++) {
+        const u = this.wMin + i;
+        // A fountain decoder may need a block or two beyond the symbol count: never report 0 early.
+        missing[i] = decoder.isComplete(u) ? 0 : Math.max(1, layout.unitSize(u) - decoder.rank(u));
+        windowMissing += missing[i];
+      }
+      common.inFlightCap = this.inFlightCap(source, weights, index, windowMissing);
+      return encodeFeedbackFountain({ ...common, missing });
+    }
+    const ranks = new Uint8Array(count);
     for (let i = 0; i < count; i++) {
-      const rank = decoder.rank(this.wMin + i);
-      if (i < reported) ranks[i] = rank;
-      windowMissing += layout.unitSize(this.wMin + i) - rank;
+      ranks[i] = decoder.rank(this.wMin + i);
+      windowMissing += layout.unitSize(this.wMin + i) - ranks[i];
     }
     common.inFlightCap = this.inFlightCap(source, weights, index, windowMissing);
     return encodeFeedbackRlnc({ ...common, ranks });

@@ -23,6 +23,8 @@ export interface ScheduleView {
   deliveredOwn(unit: number): number;
   /** Extra packets unit u should get beyond its size to ride out the measured loss (coded). */
   redundancy(unit: number): number;
+  /** Extra packets to ride out the measured loss when `packets` must arrive. */
+  lossAllowance(packets: number): number;
   /**
    * Unit u has been in this source's window long enough (about two RTTs) that its owners should
    * have delivered it: helping with it now covers a slow or dead source, not a busy one.
@@ -125,14 +127,50 @@ class PartitionedCodedScheduler implements Scheduler {
   }
 }
 
-export const DEFAULT_SCHEDULER: Record<Mode, SchedulerName> = { uncoded: 'partitioned', rlnc: 'partitioned' };
+/**
+ * Fountain scheduler. Sources never collide on block ids (each has its own id sequence, see
+ * Sender), and any blocks the client lacks are useful, so the only waste left is sending more than
+ * it still needs. A source keeps in flight at most its weighted share of what a source block
+ * still misses, plus the loss allowance, lowest block first; with that met it helps only with an
+ * overdue block, one packet at a time.
+ */
+class FountainScheduler implements Scheduler {
+  readonly name = 'partitioned' as const;
+
+  pick(v: ScheduleView): number {
+    const share = v.partition.share(v.sourceIndex);
+    for (let u = v.windowStart; u < v.windowEnd; u++) {
+      const missing = v.unitSize(u) - v.rank(u);
+      if (missing <= 0) continue;
+      const quota = Math.ceil(share * missing) + v.lossAllowance(Math.ceil(share * missing));
+      if (v.inTransit(u) < quota) return u;
+    }
+    for (let u = v.windowStart; u < v.windowEnd && v.overdue(u); u++) {
+      if (v.inTransit(u) === 0 && v.rank(u) < v.unitSize(u)) return u;
+    }
+    return -1;
+  }
+}
+
+export const DEFAULT_SCHEDULER: Record<Mode, SchedulerName> = {
+  uncoded: 'partitioned',
+  rlnc: 'partitioned',
+  fountain: 'partitioned',
+};
+
+const SUPPORTED: Record<Mode, readonly SchedulerName[]> = {
+  uncoded: ['random', 'partitioned'],
+  rlnc: ['rarest', 'partitioned'],
+  fountain: ['partitioned'],
+};
 
 export function schedulerSupports(mode: Mode, name: SchedulerName): boolean {
-  return mode === 'uncoded' ? name === 'random' || name === 'partitioned' : name === 'rarest' || name === 'partitioned';
+  return SUPPORTED[mode]?.includes(name) ?? false;
 }
 
 export function createScheduler(mode: Mode, name: SchedulerName, random: Random): Scheduler {
   if (!schedulerSupports(mode, name)) throw new RangeError(`scheduler ${name} does not support mode ${mode}`);
   if (mode === 'uncoded') return name === 'random' ? new RandomScheduler(random) : new PartitionedUncodedScheduler();
+  if (mode === 'fountain') return new FountainScheduler();
   return name === 'rarest' ? new RarestScheduler() : new PartitionedCodedScheduler();
 }

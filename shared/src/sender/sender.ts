@@ -10,6 +10,7 @@ import { UNLIMITED_IN_FLIGHT } from '../limits';
 import { Partition } from '../partition';
 import { Random } from '../random';
 import {
+  DATA_FOUNTAIN_HEADER_BYTES,
   DATA_RLNC_HEADER_BYTES,
   DATA_UNCODED_HEADER_BYTES,
   decode,
@@ -19,6 +20,7 @@ import {
   NO_SEQ,
   RequestMessage,
   StopReason,
+  writeDataFountainHeader,
   writeDataRlncHeader,
   writeDataUncodedHeader,
 } from '../wire';
@@ -89,12 +91,19 @@ export interface SenderStats {
   lost: number;
 }
 
+const FEEDBACK_TYPE = {
+  uncoded: MessageType.FeedbackUncoded,
+  rlnc: MessageType.FeedbackRlnc,
+  fountain: MessageType.FeedbackFountain,
+} as const;
+
 const RING = 8192; // > maxInFlightPackets, so live records never collide
 
 export class Sender implements ScheduleView {
   readonly layout: Layout;
   readonly transferId: number;
   readonly sourceIndex: number;
+  readonly sourceCount: number;
   readonly generationSize: number;
   status: SenderStatus = 'active';
   error?: TransferError;
@@ -117,7 +126,9 @@ export class Sender implements ScheduleView {
   private readonly scheduler: Scheduler;
   private readonly windowUnits: number;
   private readonly meta: Uint8Array;
-  private readonly ranks: Uint8Array; // client's DoF per unit, as last reported
+  private readonly ranks: Uint16Array; // client's DoF per unit, as last reported
+  /** Fountain: how many block ids this source has used per source block (see buildData). */
+  private readonly blockIdsUsed: Uint32Array;
   private readonly transit: Uint16Array; // own packets in transit per unit
   private readonly enteredAt: Float64Array; // when each unit entered this source's window
   private readonly delivered: Uint16Array; // own packets per unit the client acknowledged
@@ -146,6 +157,7 @@ export class Sender implements ScheduleView {
     this.config = { ...DEFAULT_SENDER_CONFIG, ...opts.config };
     this.transferId = r.transferId;
     this.sourceIndex = r.sourceIndex;
+    this.sourceCount = r.sourceCount;
     this.generationSize = r.generationSize;
     this.layout = new Layout(r.mode, opts.object.length, r.symbolSize, r.generationSize);
     this.windowUnits = this.layout.windowUnits(r.window);
@@ -154,7 +166,8 @@ export class Sender implements ScheduleView {
     this.random = opts.random;
     this.partition = Partition.equal(r.sourceCount);
     this.rtt = new RttEstimator(this.config.initialRttMs);
-    this.ranks = new Uint8Array(this.layout.unitCount);
+    this.ranks = new Uint16Array(this.layout.unitCount);
+    this.blockIdsUsed = new Uint32Array(r.mode === 'fountain' ? this.layout.unitCount : 0);
     this.transit = new Uint16Array(this.layout.unitCount);
     this.enteredAt = new Float64Array(this.layout.unitCount);
     this.delivered = new Uint16Array(this.layout.unitCount);
@@ -194,10 +207,13 @@ export class Sender implements ScheduleView {
     return this.delivered[unit];
   }
   redundancy(unit: number): number {
+    return this.lossAllowance(this.layout.unitSize(unit));
+  }
+  lossAllowance(packets: number): number {
     if (this.lostPackets === 0) return 0;
     // A prior of 20 delivered packets keeps one early loss from looking like 50%.
     const loss = this.lostPackets / (this.lostPackets + this.deliveredPackets + 20);
-    return Math.ceil(this.layout.unitSize(unit) * loss * this.config.redundancyFactor);
+    return Math.ceil(packets * loss * this.config.redundancyFactor);
   }
   overdue(unit: number): boolean {
     return this.now - this.enteredAt[unit] > this.config.overdueRtts * this.rtt.smoothed + this.config.ackDelaySlackMs;
@@ -232,6 +248,7 @@ export class Sender implements ScheduleView {
     switch (m.type) {
       case MessageType.FeedbackUncoded:
       case MessageType.FeedbackRlnc:
+      case MessageType.FeedbackFountain:
         this.onFeedback(m, now);
         break;
       case MessageType.Stop:
@@ -250,8 +267,7 @@ export class Sender implements ScheduleView {
   }
 
   private onFeedback(m: FeedbackMessage, now: number): void {
-    const expected = this.layout.mode === 'uncoded' ? MessageType.FeedbackUncoded : MessageType.FeedbackRlnc;
-    if (m.type !== expected || m.weights.length <= this.sourceIndex) {
+    if (m.type !== FEEDBACK_TYPE[this.layout.mode] || m.weights.length <= this.sourceIndex) {
       this.stats.malformedReceived++;
       return;
     }
@@ -290,10 +306,18 @@ export class Sender implements ScheduleView {
       for (let i = 0; i < m.bitCount && wMin + i < unitCount; i++) {
         if (m.bitmap[i >> 3] & (1 << (i & 7))) this.ranks[wMin + i] = 1;
       }
-    } else {
+    } else if (m.type === MessageType.FeedbackRlnc) {
       for (let i = 0; i < m.ranks.length && wMin + i < unitCount; i++) {
         const u = wMin + i;
         const rank = Math.min(m.ranks[i], this.layout.unitSize(u));
+        if (rank > this.ranks[u]) this.ranks[u] = rank;
+      }
+    } else {
+      // Fountain: what the client still needs. A block is done only when it says 0 (it may need
+      // a few blocks beyond the symbol count), so rank = size - missing stays below size till then.
+      for (let i = 0; i < m.missing.length && wMin + i < unitCount; i++) {
+        const u = wMin + i;
+        const rank = Math.max(0, this.layout.unitSize(u) - m.missing[i]);
         if (rank > this.ranks[u]) this.ranks[u] = rank;
       }
     }
@@ -383,11 +407,18 @@ export class Sender implements ScheduleView {
       datagram = new Uint8Array(DATA_UNCODED_HEADER_BYTES + payloadLength);
       writeDataUncodedHeader(datagram, this.transferId, seq, unit);
       this.encoder.encodeInto(unit, 0, datagram.subarray(DATA_UNCODED_HEADER_BYTES));
-    } else {
+    } else if (this.layout.mode === 'rlnc') {
       const seed = this.random();
       datagram = new Uint8Array(DATA_RLNC_HEADER_BYTES + payloadLength);
       writeDataRlncHeader(datagram, this.transferId, seq, unit, seed);
       this.encoder.encodeInto(unit, seed, datagram.subarray(DATA_RLNC_HEADER_BYTES));
+    } else {
+      // Source i of N uses block ids i, i + N, i + 2N, ...: the sources never send the same block,
+      // and together they start with the systematic ids (the cheapest to decode).
+      const blockId = this.sourceIndex + this.sourceCount * this.blockIdsUsed[unit]++;
+      datagram = new Uint8Array(DATA_FOUNTAIN_HEADER_BYTES + payloadLength);
+      writeDataFountainHeader(datagram, this.transferId, seq, unit, blockId);
+      this.encoder.encodeInto(unit, blockId, datagram.subarray(DATA_FOUNTAIN_HEADER_BYTES));
     }
     const slot = seq & (RING - 1);
     this.ringUnit[slot] = unit;
