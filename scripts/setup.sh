@@ -6,9 +6,9 @@ cd "$(dirname "$0")/.."
 
 log() { printf '[setup] %s\n' "$*"; }
 
-# System packages the current components need. Later components add theirs here
-# (emscripten for wasm/, chromium and ffmpeg for e2e/).
-APT_PACKAGES=(ca-certificates git)
+# System packages: emscripten and a C toolchain build wasm/, chromium runs the in-browser codec
+# benchmark and the end-to-end tests.
+APT_PACKAGES=(ca-certificates git build-essential emscripten chromium)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ "${#missing[@]}" -gt 0 ]; then
@@ -38,4 +38,17 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
 else
   log "npm dependencies up to date"
 fi
+# Rust with the emscripten target builds the wirehair module (wasm/wirehair).
+[ -d "$HOME/.cargo/bin" ] && export PATH="$HOME/.cargo/bin:$PATH"
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "[setup] Rust (rustup, cargo) is required and not installed" >&2
+  exit 1
+fi
+if ! rustup target list --installed | grep -qx wasm32-unknown-emscripten; then
+  log "rustup target add wasm32-unknown-emscripten"
+  rustup target add wasm32-unknown-emscripten
+fi
+
+# WebAssembly and native codec builds; each step skips itself when its outputs are current.
+bash wasm/build.sh
 log "done"

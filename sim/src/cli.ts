@@ -4,6 +4,7 @@
  */
 import { Command, Option } from 'commander';
 import { DEFAULT_SCHEDULER, SchedulerName } from '@mutp/shared';
+import { loadNodeCodecs } from '@mutp/wasm/node';
 import { aggregate, median } from './grid';
 import { simulate } from './index';
 import { PAPER_DEFAULTS, Scenario, SimMode, SimResult } from './scenario';
@@ -18,7 +19,9 @@ function parseNumber(v: string): number {
 const program = new Command()
   .name('sim')
   .description('Simulate one multi-source download (deterministic, seeded) with the real protocol core.')
-  .addOption(new Option('--mode <mode>', 'download mode').choices(['http', 'uncoded', 'rlnc']).default('rlnc'))
+  .addOption(
+    new Option('--mode <mode>', 'download mode').choices(['http', 'uncoded', 'rlnc', 'fountain']).default('rlnc'),
+  )
   .addOption(
     new Option('--scheduler <name>', 'sender scheduler (default: the mode default)').choices([
       'random',
@@ -47,6 +50,7 @@ const program = new Command()
   ])
   .option('--seed <n>', 'first seed', parseNumber, 1)
   .option('--seeds <n>', 'number of seeds to run', parseNumber, 1)
+  .option('--ts-codec', 'rlnc with the pure-TypeScript reference codec instead of WebAssembly (slow)')
   .option('--json', 'print the result as JSON on the last line of stdout')
   .parse();
 
@@ -64,46 +68,55 @@ function fail(message: string): never {
   throw new Error(message); // program.error exits; this satisfies the type checker
 }
 
-const results = Array.from({ length: o.seeds as number }, (_, i): SimResult => {
-  const scenario: Scenario = {
-    mode,
-    scheduler: o.scheduler as SchedulerName | undefined,
-    capsKBps: o.caps,
-    objectBytes: o.bytes,
-    rttMs: o.rtt,
-    jitterMs: o.jitter,
-    loss: o.loss,
-    reverseLoss: o.reverseLoss,
-    duplicate: o.duplicate,
-    window: o.window,
-    generationSize: o.generation,
-    symbolSize: o.symbol,
-    seed: o.seed + i,
-    failures,
-  };
-  try {
-    return simulate(scenario);
-  } catch (e) {
-    return fail(`invalid scenario: ${e instanceof Error ? e.message : String(e)}`);
-  }
-});
+async function main(): Promise<void> {
+  const wasm = await loadNodeCodecs();
+  const codecs = o.tsCodec ? { fountain: wasm.fountain } : wasm;
+  const results = Array.from({ length: o.seeds as number }, (_, i): SimResult => {
+    const scenario: Scenario = {
+      mode,
+      scheduler: o.scheduler as SchedulerName | undefined,
+      capsKBps: o.caps,
+      objectBytes: o.bytes,
+      rttMs: o.rtt,
+      jitterMs: o.jitter,
+      loss: o.loss,
+      reverseLoss: o.reverseLoss,
+      duplicate: o.duplicate,
+      window: o.window,
+      generationSize: o.generation,
+      symbolSize: o.symbol,
+      seed: o.seed + i,
+      failures,
+    };
+    try {
+      return simulate(scenario, { codecs });
+    } catch (e) {
+      return fail(`invalid scenario: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  });
 
-for (const r of results) {
-  const scheduler = mode === 'http' ? '' : ` (${r.scenario.scheduler ?? DEFAULT_SCHEDULER[mode]})`;
-  console.log(
-    `seed ${r.scenario.seed} ${mode}${scheduler}: ${r.status}${r.error ? ` (${r.error})` : ''} in ${r.downloadMs.toFixed(1)} ms, ` +
-      `goodput ${(r.goodputBps / 1e6).toFixed(2)} MB/s, efficiency ${r.efficiency.toFixed(3)}, ` +
-      `normalized goodput ${r.normalizedGoodput.toFixed(3)}, sent/useful ${r.sentPerUseful.toFixed(3)}, byte-exact ${r.byteExact}`,
-  );
-  console.log(
-    `  per source: ${r.sources.map((s, i) => `#${i} ${s.capKBps} KB/s sent ${s.sent} useful ${s.useful} (${(s.share * 100).toFixed(0)}%)`).join('; ')}`,
-  );
+  for (const r of results) {
+    const scheduler = mode === 'http' ? '' : ` (${r.scenario.scheduler ?? DEFAULT_SCHEDULER[mode]})`;
+    console.log(
+      `seed ${r.scenario.seed} ${mode}${scheduler}: ${r.status}${r.error ? ` (${r.error})` : ''} in ${r.downloadMs.toFixed(1)} ms, ` +
+        `goodput ${(r.goodputBps / 1e6).toFixed(2)} MB/s, efficiency ${r.efficiency.toFixed(3)}, ` +
+        `normalized goodput ${r.normalizedGoodput.toFixed(3)}, sent/useful ${r.sentPerUseful.toFixed(3)}, byte-exact ${r.byteExact}`,
+    );
+    console.log(
+      `  per source: ${r.sources.map((s, i) => `#${i} ${s.capKBps} KB/s sent ${s.sent} useful ${s.useful} (${(s.share * 100).toFixed(0)}%)`).join('; ')}`,
+    );
+  }
+  if (results.length > 1) {
+    const row = aggregate({ mode, scheduler: o.scheduler }, results);
+    console.log(
+      `median over ${results.length} seeds: ${median(results.map((r) => r.downloadMs)).toFixed(1)} ms, efficiency ${row.efficiency}, normalized goodput ${row.normalizedGoodput}`,
+    );
+  }
+  if (o.json) console.log(JSON.stringify(results.length === 1 ? results[0] : results));
+  process.exitCode = results.every((r) => r.status === 'complete') ? 0 : 1;
 }
-if (results.length > 1) {
-  const row = aggregate({ mode, scheduler: o.scheduler }, results);
-  console.log(
-    `median over ${results.length} seeds: ${median(results.map((r) => r.downloadMs)).toFixed(1)} ms, efficiency ${row.efficiency}, normalized goodput ${row.normalizedGoodput}`,
-  );
-}
-if (o.json) console.log(JSON.stringify(results.length === 1 ? results[0] : results));
-process.exitCode = results.every((r) => r.status === 'complete') ? 0 : 1;
+
+main().catch((e: unknown) => {
+  console.error(e instanceof Error ? e.message : e);
+  process.exit(2);
+});

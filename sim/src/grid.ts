@@ -7,13 +7,17 @@ export interface Variant {
   scheduler?: SchedulerName;
 }
 
-/** http, both uncoded schedulers, both coded schedulers; the paper's are 'random' and 'rarest'. */
+/**
+ * http, both uncoded schedulers, both coded schedulers (the paper's are 'random' and 'rarest'),
+ * and the fountain mode.
+ */
 export const VARIANTS: Variant[] = [
   { mode: 'http' },
   { mode: 'uncoded', scheduler: 'random' },
   { mode: 'uncoded', scheduler: 'partitioned' },
   { mode: 'rlnc', scheduler: 'rarest' },
   { mode: 'rlnc', scheduler: 'partitioned' },
+  { mode: 'fountain', scheduler: 'partitioned' },
 ];
 
 /** 'uniform': every source at 896 KB/s; 'mixed': half at 896 and half at 1792 KB/s. */

@@ -12,6 +12,11 @@ export interface UnitEncoder {
   readonly mode: Mode;
   /** Writes the payload of (unit, key) into out[0 .. layout.payloadLength(unit)). */
   encodeInto(unit: number, key: number, out: Uint8Array): void;
+  /**
+   * Fountain codes: whether block id `key` of `unit` can be encoded. A sender numbering block ids
+   * upwards skips the ones that cannot (wirehair cannot use a few, see docs/protocol.md §8.4).
+   */
+  usableKey?(unit: number, key: number): boolean;
   free(): void;
 }
 

@@ -415,7 +415,9 @@ export class Sender implements ScheduleView {
     } else {
       // Source i of N uses block ids i, i + N, i + 2N, ...: the sources never send the same block,
       // and together they start with the systematic ids (the cheapest to decode).
-      const blockId = this.sourceIndex + this.sourceCount * this.blockIdsUsed[unit]++;
+      let blockId = this.sourceIndex + this.sourceCount * this.blockIdsUsed[unit]++;
+      while (this.encoder.usableKey && !this.encoder.usableKey(unit, blockId))
+        blockId = this.sourceIndex + this.sourceCount * this.blockIdsUsed[unit]++;
       datagram = new Uint8Array(DATA_FOUNTAIN_HEADER_BYTES + payloadLength);
       writeDataFountainHeader(datagram, this.transferId, seq, unit, blockId);
       this.encoder.encodeInto(unit, blockId, datagram.subarray(DATA_FOUNTAIN_HEADER_BYTES));

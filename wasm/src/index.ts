@@ -1,0 +1,8 @@
+/**
+ * The WebAssembly coding cores behind the protocol core's Codec interface. Browser-safe: nothing
+ * here touches the file system; Node hosts load the modules with `@mutp/wasm/node`.
+ */
+export * from './simd';
+export * from './rlnc';
+export * from './wirehair';
+export { fountainCodec } from './fountain';
