@@ -23,3 +23,4 @@ export type {
   OutgoingDatagram,
 } from './receiver/receiver';
 export { RateEstimator } from './receiver/rate-estimator';
+export * from './signalling';

@@ -1,0 +1,181 @@
+/**
+ * Signalling between origo, proxies and clients: JSON text messages over WebSocket, one message
+ * per frame, every field validated (zod) on receipt. Paths: `/v1/proxy` for proxies,
+ * `/v1/client` for clients. Documented in docs/signalling.md.
+ *
+ * Flow: a proxy registers with the shared secret and beats; a client asks for N proxies, then
+ * opens one RTCPeerConnection per proxy with its offer relayed by origo (the proxy answers), ICE
+ * candidates trickle both ways through origo, and the client reports a record per download.
+ */
+import { z } from 'zod';
+
+export const SIGNALLING_VERSION = 1;
+/** Largest signalling frame either side accepts (an SDP offer is a few KB). */
+export const MAX_SIGNAL_BYTES = 64 * 1024;
+
+const id = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[A-Za-z0-9_.:-]+$/);
+const mode = z.enum(['uncoded', 'rlnc', 'fountain']);
+const downloadMode = z.enum(['http', 'uncoded', 'rlnc', 'fountain']);
+const count = z.number().int().min(0).max(1_000_000);
+const rate = z.number().finite().min(0).max(1e12);
+
+export const sessionDescription = z.object({
+  type: z.enum(['offer', 'answer']),
+  sdp: z
+    .string()
+    .min(1)
+    .max(32 * 1024),
+});
+export const iceCandidate = z.object({
+  candidate: z.string().max(1024),
+  mid: z.string().max(64),
+});
+
+/** A `signal` message carries the SDP or one ICE candidate of one client–proxy connection. */
+const signalFields = {
+  type: z.literal('signal'),
+  connectionId: id,
+  description: sessionDescription.optional(),
+  candidate: iceCandidate.optional(),
+};
+const exactlyOne = [
+  (m: { description?: unknown; candidate?: unknown }) => (m.description === undefined) !== (m.candidate === undefined),
+  { message: 'a signal carries exactly one of description and candidate' },
+] as const;
+
+// ------------------------------------------------------------------ proxy <-> origo
+
+export const proxyToOrigo = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('register'),
+    version: z.literal(SIGNALLING_VERSION),
+    secret: z.string().min(1).max(256),
+    /** Stable identity across reconnects; origo assigns one when absent. */
+    proxyId: id.optional(),
+    name: z.string().min(1).max(128),
+    /** Base URL of the proxy's HTTP endpoint (Parallel HTTP baseline, health). */
+    httpUrl: z.url().max(512),
+    /** Upload capacity in bytes/s (the configured limit; 0 = unknown). */
+    capacityBps: rate,
+    maxTransfers: z.number().int().min(1).max(100_000),
+    modes: z.array(mode).min(1).max(3),
+  }),
+  z.object({
+    type: z.literal('heartbeat'),
+    activeTransfers: count,
+    uploadBps: rate,
+    capacityBps: rate,
+  }),
+  /** The proxy's answer or candidates for a client connection. */
+  z.object(signalFields).refine(...exactlyOne),
+  /** The proxy refuses or lost a client connection. */
+  z.object({ type: z.literal('connection-closed'), connectionId: id, reason: z.string().max(256) }),
+]);
+
+export const origoToProxy = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('registered'), proxyId: id, heartbeatIntervalMs: z.number().int().min(100) }),
+  z.object({ ...signalFields, clientId: id }).refine(...exactlyOne),
+  z.object({ type: z.literal('connection-closed'), connectionId: id, reason: z.string().max(256) }),
+  z.object({ type: z.literal('error'), code: z.string().max(64), message: z.string().max(512) }),
+]);
+
+// ------------------------------------------------------------------ client <-> origo
+
+export const proxyInfo = z.object({
+  proxyId: id,
+  name: z.string().max(128),
+  httpUrl: z.url().max(512),
+  capacityBps: rate,
+});
+
+export const downloadRecord = z.object({
+  url: z.string().min(1).max(4096),
+  mode: downloadMode,
+  scheduler: z.string().max(32).optional(),
+  sources: z.number().int().min(1).max(32),
+  bytes: count.or(
+    z
+      .number()
+      .int()
+      .min(0)
+      .max(2 ** 31),
+  ),
+  durationMs: z.number().finite().min(0).max(3_600_000),
+  goodputBps: rate,
+  normalizedGoodput: z.number().min(0).max(1),
+  status: z.enum(['complete', 'failed']),
+  error: z.string().max(512).optional(),
+  proxies: z
+    .array(
+      z.object({
+        proxyId: id,
+        received: count,
+        useful: count,
+        share: z.number().min(0).max(1),
+      }),
+    )
+    .max(32),
+});
+
+export const clientToOrigo = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('hello'), version: z.literal(SIGNALLING_VERSION) }),
+  z.object({
+    type: z.literal('request-proxies'),
+    requestId: id,
+    count: z.number().int().min(1).max(32),
+    mode: mode.optional(),
+    exclude: z.array(id).max(256).default([]),
+  }),
+  z.object({ ...signalFields, proxyId: id }).refine(...exactlyOne),
+  z.object({ type: z.literal('connection-closed'), connectionId: id, reason: z.string().max(256) }),
+  z.object({ type: z.literal('record'), record: downloadRecord }),
+]);
+
+export const origoToClient = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('welcome'), clientId: id }),
+  z.object({ type: z.literal('proxies'), requestId: id, proxies: z.array(proxyInfo).max(32) }),
+  z.object(signalFields).refine(...exactlyOne),
+  z.object({ type: z.literal('connection-closed'), connectionId: id, reason: z.string().max(256) }),
+  z.object({
+    type: z.literal('error'),
+    code: z.string().max(64),
+    message: z.string().max(512),
+    requestId: id.optional(),
+  }),
+]);
+
+export type ProxyToOrigo = z.infer<typeof proxyToOrigo>;
+export type OrigoToProxy = z.infer<typeof origoToProxy>;
+export type ClientToOrigo = z.input<typeof clientToOrigo>;
+export type OrigoToClient = z.infer<typeof origoToClient>;
+export type ProxyInfo = z.infer<typeof proxyInfo>;
+export type DownloadRecord = z.infer<typeof downloadRecord>;
+export type SessionDescription = z.infer<typeof sessionDescription>;
+export type IceCandidate = z.infer<typeof iceCandidate>;
+
+export type SignalResult<T> = { ok: true; value: T } | { ok: false; error: string };
+
+/**
+ * Parses one signalling frame: size, JSON and schema. Never throws; the error names the first
+ * problem so a log line says what was wrong.
+ */
+export function parseSignal<T>(schema: z.ZodType<T>, frame: string | Uint8Array): SignalResult<T> {
+  const length = typeof frame === 'string' ? frame.length : frame.byteLength;
+  if (length > MAX_SIGNAL_BYTES) return { ok: false, error: `frame of ${length} bytes exceeds ${MAX_SIGNAL_BYTES}` };
+  let json: unknown;
+  try {
+    json = JSON.parse(typeof frame === 'string' ? frame : new TextDecoder().decode(frame));
+  } catch {
+    return { ok: false, error: 'frame is not JSON' };
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return { ok: false, error: `${issue.path.join('.') || 'message'}: ${issue.message}` };
+  }
+  return { ok: true, value: parsed.data };
+}
