@@ -48,16 +48,23 @@ const toHex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).pad
 
 const MASK32 = 0xffffffffn;
 
-/** xorshift32 (13, 17, 5) in BigInt arithmetic; state 0 is replaced by 0x9E3779B9. */
+/** MurmurHash3's 32-bit finaliser in BigInt arithmetic. */
+function fmix32(x: bigint): bigint {
+  let z = x & MASK32;
+  z ^= z >> 16n;
+  z = (z * 0x85ebca6bn) & MASK32;
+  z ^= z >> 13n;
+  z = (z * 0xc2b2ae35n) & MASK32;
+  z ^= z >> 16n;
+  return z;
+}
+
+/** fmix32 over seed + k * 0x9E3779B9 (k = 1, 2, ...), four coefficients per output, low byte first. */
 function referenceCoefficients(seed: number, count: number): Uint8Array {
-  let s = BigInt(seed) & MASK32;
-  if (s === 0n) s = 0x9e3779b9n;
   const out = new Uint8Array(count);
   for (let i = 0; i < count; i++) {
-    s ^= (s << 13n) & MASK32;
-    s ^= s >> 17n;
-    s ^= (s << 5n) & MASK32;
-    out[i] = Number(s >> 24n);
+    const z = fmix32(BigInt(seed) + BigInt(Math.floor(i / 4) + 1) * 0x9e3779b9n);
+    out[i] = Number((z >> BigInt(8 * (i % 4))) & 0xffn);
   }
   return out;
 }
@@ -72,6 +79,12 @@ function peasantMul(a: number, b: number): number {
     b >>= 1;
   }
   return product;
+}
+
+/** Multiplicative inverse by search (the reference needs no tables). */
+function gfInverse(a: number): number {
+  for (let b = 1; b < 256; b++) if (peasantMul(a, b) === 1) return b;
+  throw new Error(`${a} has no inverse`);
 }
 
 /** The coded payload of one generation, straight from the definition. */
@@ -108,9 +121,10 @@ function referenceOwner(weights: number[], slot: number): number {
 // ------------------------------------------------------------------ tests
 
 describe('reference code sanity (external known answers)', () => {
-  it("xorshift32: Marsaglia's seed 2463534242 gives 723471715 first", () => {
-    // G. Marsaglia, "Xorshift RNGs" (2003): the 13/17/5 generator's example output.
-    expect(toHex(referenceCoefficients(2463534242, 1))).toBe((723471715 >>> 24).toString(16));
+  it('fmix32 is MurmurHash3_x86_32 of the empty string (known answers for seeds 1 and 0xffffffff)', () => {
+    // MurmurHash3_x86_32("", seed) = fmix32(seed): 0x514E28B7 and 0x81F16F39 are its published answers.
+    expect(fmix32(1n)).toBe(0x514e28b7n);
+    expect(fmix32(0xffffffffn)).toBe(0x81f16f39n);
   });
 
   it('GF(2^8)/0x11D: 2 generates the field and 2 * 0x8E = 1', () => {
@@ -147,8 +161,30 @@ describe('coefficient generator', () => {
     expect(short.subarray(10).every((b) => b === 0xee)).toBe(true);
   });
 
-  it('seeds 0 and 0x9E3779B9 give the same coefficients', () => {
-    expect(toHex(referenceCoefficients(0, 16))).toBe(toHex(referenceCoefficients(0x9e3779b9, 16)));
+  it('seeded coefficient vectors reach full rank for every generation size (the generator is not GF(2)-linear)', () => {
+    // A GF(2)-linear generator gives at most rank 32 over all 2^32 seeds; check g = 33, 64, 255.
+    for (const g of [33, 64, 255]) {
+      const rows: Uint8Array[] = [];
+      let seed = 1;
+      while (rows.length < g && seed < g + 8) {
+        const v = referenceCoefficients(seed++, g);
+        for (const r of rows) {
+          const p = r.findIndex((x) => x !== 0);
+          const c = v[p];
+          if (c !== 0) for (let j = 0; j < g; j++) v[j] ^= peasantMul(c, r[j]);
+        }
+        const p = v.findIndex((x) => x !== 0);
+        if (p < 0) continue;
+        const inv = gfInverse(v[p]);
+        for (let j = 0; j < g; j++) v[j] = peasantMul(v[j], inv);
+        for (const r of rows) {
+          const c = r[p];
+          if (c !== 0) for (let j = 0; j < g; j++) r[j] ^= peasantMul(c, v[j]);
+        }
+        rows.push(v);
+      }
+      expect(`g = ${g}: rank ${rows.length} from ${seed - 1} seeds`).toBe(`g = ${g}: rank ${g} from ${seed - 1} seeds`);
+    }
   });
 });
 

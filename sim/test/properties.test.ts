@@ -306,12 +306,10 @@ describe('MUTP transfers in the simulator (properties)', () => {
   });
 });
 
-describe('known bugs (demonstrated; see the comments)', () => {
-  // BUG (shared/src/coefficients.ts, docs/protocol.md §8.2): the xorshift32 coefficient generator
-  // is linear over GF(2) in the seed, so every coefficient vector lies in a space of rank <= 32
-  // over GF(2^8). An rlnc transfer with generationSize > 32 (allowed up to 255 by REQUEST/META)
-  // can never complete a generation: every generation stops at rank 32 and the transfer stalls.
-  test.failing('BUG: an rlnc transfer with generations of 48 symbols completes', () => {
+describe('generations beyond 32 symbols', () => {
+  // A GF(2)-linear coefficient generator capped every generation at rank 32; this transfer
+  // stalled with the xorshift32 generator of the first protocol draft (docs/protocol.md §8.2).
+  test('an rlnc transfer with generations of 48 symbols completes', () => {
     const s: Scenario = {
       mode: 'rlnc',
       scheduler: 'rarest',
@@ -326,7 +324,7 @@ describe('known bugs (demonstrated; see the comments)', () => {
       seed: 5,
       maxSimMs: 10_000,
     };
-    // A short stall timeout keeps the demonstration cheap; the outcome does not depend on it.
+    // A short stall timeout keeps a regression cheap; the outcome does not depend on it.
     const r = simulateMutp(s, { receiverConfig: { stallTimeoutMs: 1000 } });
     checkComplete(s, r, 'g = 48');
   });

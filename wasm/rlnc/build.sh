@@ -24,8 +24,8 @@ SOURCES=(src/alloc.c src/status.c src/layout.c src/coefficients.c src/encoder.c 
 FUNCTIONS=(mutp_abi_version mutp_rlnc_simd mutp_rlnc_last_error
   mutp_alloc mutp_free mutp_allocated_bytes mutp_live_allocations
   mutp_gf256_muladd mutp_gf256_mul mutp_rlnc_coefficients
-  mutp_rlnc_encoder_new mutp_rlnc_encode mutp_rlnc_encode_coefs mutp_rlnc_encoder_free
-  mutp_rlnc_decoder_new mutp_rlnc_decoder_add mutp_rlnc_decoder_add_coefs mutp_rlnc_decoder_rank
+  mutp_rlnc_encoder_new mutp_rlnc_encode mutp_rlnc_encoder_free
+  mutp_rlnc_decoder_new mutp_rlnc_decoder_add mutp_rlnc_decoder_rank
   mutp_rlnc_decoder_complete mutp_rlnc_decoder_object mutp_rlnc_decoder_free
   malloc free)
 exports=$(printf '_%s,' "${FUNCTIONS[@]}")

@@ -12,12 +12,6 @@
  * `RlncWasmError` with code 'freed'; a second `free()` is a no-op. Views into wasm memory
  * (`objectView`, `WasmRegion.bytes`) are valid until the next call into the module that may grow
  * memory (a decoder `add`, any allocation) or until free; the other methods return copies.
- *
- * Coefficient generator limit (normative xorshift32, see wasm/rlnc/include/mutp_rlnc.h): the
- * generator is linear over GF(2), so seeded packets give a generation at most 32 degrees of
- * freedom. Generations of up to 32 symbols decode; larger ones stall at rank 32, exactly as with
- * the TypeScript reference. `encodeCoefficientsInto` / `addCoefficients` take explicit
- * coefficient vectors and decode any generation size.
  */
 import { AddResult, Codec, Layout, UnitDecoder, UnitEncoder } from '@mutp/shared';
 import { simdSupported } from './simd';
@@ -120,11 +114,9 @@ export interface RlncExports {
   mutp_rlnc_coefficients(seed: number, out: number, count: number): void;
   mutp_rlnc_encoder_new(object: number, objectLen: number, symbolSize: number, generationSize: number): number;
   mutp_rlnc_encode(enc: number, generation: number, seed: number, out: number): number;
-  mutp_rlnc_encode_coefs(enc: number, generation: number, coefs: number, out: number): number;
   mutp_rlnc_encoder_free(enc: number): void;
   mutp_rlnc_decoder_new(objectLen: number, symbolSize: number, generationSize: number): number;
   mutp_rlnc_decoder_add(dec: number, generation: number, seed: number, payload: number, len: number): number;
-  mutp_rlnc_decoder_add_coefs(dec: number, generation: number, coefs: number, payload: number, len: number): number;
   mutp_rlnc_decoder_rank(dec: number, generation: number): number;
   mutp_rlnc_decoder_complete(dec: number): number;
   mutp_rlnc_decoder_object(dec: number): number;
@@ -144,11 +136,9 @@ const REQUIRED_EXPORTS: (keyof RlncExports)[] = [
   'mutp_rlnc_coefficients',
   'mutp_rlnc_encoder_new',
   'mutp_rlnc_encode',
-  'mutp_rlnc_encode_coefs',
   'mutp_rlnc_encoder_free',
   'mutp_rlnc_decoder_new',
   'mutp_rlnc_decoder_add',
-  'mutp_rlnc_decoder_add_coefs',
   'mutp_rlnc_decoder_rank',
   'mutp_rlnc_decoder_complete',
   'mutp_rlnc_decoder_object',
@@ -347,7 +337,7 @@ export class WasmRlncEncoder implements UnitEncoder {
   readonly mode = 'rlnc' as const;
   private handle = 0;
   private objectPtr = 0;
-  /** symbolSize bytes of output, then up to 255 bytes of coefficients. */
+  /** symbolSize bytes: the packet, copied out after each encode. */
   private scratch = 0;
 
   constructor(
@@ -363,7 +353,7 @@ export class WasmRlncEncoder implements UnitEncoder {
     try {
       this.objectPtr = module.alloc(object.length);
       module.heap().set(object, this.objectPtr);
-      this.scratch = module.alloc(layout.symbolSize + RLNC_MAX_GENERATION_SIZE);
+      this.scratch = module.alloc(layout.symbolSize);
       this.handle =
         abi.mutp_rlnc_encoder_new(this.objectPtr, object.length, layout.symbolSize, layout.generationSize) >>> 0;
       if (this.handle === 0) throw statusError(abi.mutp_rlnc_last_error(), 'mutp_rlnc_encoder_new');
@@ -376,41 +366,19 @@ export class WasmRlncEncoder implements UnitEncoder {
   /** Writes the payload of (generation, seed), symbolSize bytes, into out. */
   encodeInto(generation: number, seed: number, out: Uint8Array): void {
     this.live();
-    this.checkOut(generation, out);
-    const status = this.module.abi.mutp_rlnc_encode(this.handle, generation, seed >>> 0, this.scratch);
-    this.finish(status, out);
-  }
-
-  /** Like encodeInto with explicit coefficients (unitSize(generation) bytes) instead of a seed. */
-  encodeCoefficientsInto(generation: number, coefficients: Uint8Array, out: Uint8Array): void {
-    this.live();
-    this.checkOut(generation, out);
-    const size = this.layout.unitSize(generation);
-    if (coefficients.length !== size) {
-      throw new RlncWasmError('bad-length', `${coefficients.length} coefficients for a generation of ${size}`);
-    }
-    const coefPtr = this.scratch + this.layout.symbolSize;
-    this.module.heap().set(coefficients, coefPtr);
-    const status = this.module.abi.mutp_rlnc_encode_coefs(this.handle, generation, coefPtr, this.scratch);
-    this.finish(status, out);
-  }
-
-  free(): void {
-    this.release();
-  }
-
-  private checkOut(generation: number, out: Uint8Array): void {
     if (!validUnit(this.layout, generation)) {
       throw new RlncWasmError('out-of-range', `generation ${generation} of ${this.layout.unitCount}`);
     }
     if (out.length < this.layout.symbolSize) {
       throw new RlncWasmError('bad-length', `output of ${out.length} bytes for symbols of ${this.layout.symbolSize}`);
     }
-  }
-
-  private finish(status: number, out: Uint8Array): void {
+    const status = this.module.abi.mutp_rlnc_encode(this.handle, generation, seed >>> 0, this.scratch);
     if (status < 0) throw statusError(status, 'mutp_rlnc_encode');
     out.set(this.module.heap().subarray(this.scratch, this.scratch + this.layout.symbolSize));
+  }
+
+  free(): void {
+    this.release();
   }
 
   private live(): void {
@@ -430,7 +398,7 @@ export class WasmRlncEncoder implements UnitEncoder {
 export class WasmRlncDecoder implements UnitDecoder {
   readonly mode = 'rlnc' as const;
   private handle = 0;
-  /** symbolSize bytes of payload, then up to 255 bytes of coefficients. */
+  /** symbolSize bytes: the payload of the packet being added. */
   private scratch = 0;
 
   constructor(
@@ -440,7 +408,7 @@ export class WasmRlncDecoder implements UnitDecoder {
     checkLayout(layout);
     const abi = module.abi;
     try {
-      this.scratch = module.alloc(layout.symbolSize + RLNC_MAX_GENERATION_SIZE);
+      this.scratch = module.alloc(layout.symbolSize);
       this.handle = abi.mutp_rlnc_decoder_new(layout.objectLength, layout.symbolSize, layout.generationSize) >>> 0;
       if (this.handle === 0) throw statusError(abi.mutp_rlnc_last_error(), 'mutp_rlnc_decoder_new');
     } catch (e) {
@@ -456,19 +424,6 @@ export class WasmRlncDecoder implements UnitDecoder {
     this.module.heap().set(payload, this.scratch);
     const abi = this.module.abi;
     return this.result(abi.mutp_rlnc_decoder_add(this.handle, generation, seed >>> 0, this.scratch, payload.length));
-  }
-
-  /** Like add with explicit coefficients (unitSize(generation) bytes) instead of a seed. */
-  addCoefficients(generation: number, coefficients: Uint8Array, payload: Uint8Array): AddResult {
-    this.live();
-    if (!validUnit(this.layout, generation) || payload.length !== this.layout.symbolSize) return 'invalid';
-    if (coefficients.length !== this.layout.unitSize(generation)) return 'invalid';
-    const coefPtr = this.scratch + this.layout.symbolSize;
-    const heap = this.module.heap();
-    heap.set(payload, this.scratch);
-    heap.set(coefficients, coefPtr);
-    const abi = this.module.abi;
-    return this.result(abi.mutp_rlnc_decoder_add_coefs(this.handle, generation, coefPtr, this.scratch, payload.length));
   }
 
   rank(generation: number): number {

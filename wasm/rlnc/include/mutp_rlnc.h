@@ -9,21 +9,17 @@
  *
  * Normative coding rules (they match the pure-TypeScript reference in shared/src byte for byte):
  *  - GF(2^8) with polynomial x^8 + x^4 + x^3 + x^2 + 1 (0x11D), generator 2.
- *  - Coefficients from a 32-bit seed: xorshift32 with shifts 13, 17, 5; state = seed, or
- *    0x9E3779B9 when seed is 0; each coefficient is the top byte of the next state.
+ *  - Coefficients from a 32-bit seed (docs/protocol.md §8.2), all arithmetic mod 2^32:
+ *      fmix32(z): z ^= z >> 16; z *= 0x85EBCA6B; z ^= z >> 13; z *= 0xC2B2AE35; z ^= z >> 16
+ *      coef[i] = (fmix32(seed + (i / 4 + 1) * 0x9E3779B9) >> (8 * (i % 4))) & 0xFF
+ *    (MurmurHash3's 32-bit finaliser over a Weyl sequence, four coefficients per output, low byte
+ *    first). Every seed, 0 included, is an ordinary seed. The generator is not linear over GF(2),
+ *    so seeded packets reach full rank for every generation size, like random vectors.
  *  - Layout: the object is cut into symbols of symbol_size bytes (the last one zero-padded) and
  *    the symbols into generations of generation_size symbols (the last one may be short:
  *    unit_size(g) = min(G, symbol_count - g * G)).
  *  - The packet for (generation g, seed) is sum_k coef[k] * symbol[g * G + k], k < unit_size(g);
  *    a coded payload is always exactly symbol_size bytes.
- *
- * Note on the coefficient generator: xorshift32 and the top-byte output are linear over GF(2),
- * so coef(s1 ^ s2) = coef(s1) ^ coef(s2) for non-zero seeds. All coefficient vectors of one
- * generation therefore lie in the GF(2^8)-span of the 32 vectors of the single-bit seeds: seeded
- * packets can never give a generation more than 32 degrees of freedom. Generations of up to 32
- * symbols decode (the 32 basis vectors are independent for every g <= 32, checked by the tests);
- * larger generations stall at rank 32 with this generator. The *_coefs entry points take explicit
- * coefficient vectors and decode any generation size.
  *
  * Memory: every allocation made by this library (objects, decoders, buffers from mutp_alloc) is
  * counted; mutp_allocated_bytes() and mutp_live_allocations() let tests check for leaks.
@@ -114,10 +110,6 @@ MUTP_API mutp_rlnc_encoder *mutp_rlnc_encoder_new(const uint8_t *object, uint32_
 /* Writes the symbol_size bytes of packet (generation, seed) to out, which must not overlap the
  * object. Returns MUTP_RLNC_OK, MUTP_RLNC_ERR_RANGE or MUTP_RLNC_ERR_PARAM (NULL pointers). */
 MUTP_API int32_t mutp_rlnc_encode(mutp_rlnc_encoder *enc, uint32_t generation, uint32_t seed, uint8_t *out);
-/* Like mutp_rlnc_encode with explicit coefficients coefs[0 .. unit_size(generation)) instead of a
- * seed (tests, benchmarks, other coefficient generators; see the note on the generator below). */
-MUTP_API int32_t mutp_rlnc_encode_coefs(mutp_rlnc_encoder *enc, uint32_t generation, const uint8_t *coefs,
-                                        uint8_t *out);
 /* NULL is a no-op. */
 MUTP_API void mutp_rlnc_encoder_free(mutp_rlnc_encoder *enc);
 
@@ -135,9 +127,6 @@ MUTP_API mutp_rlnc_decoder *mutp_rlnc_decoder_new(uint32_t object_len, uint32_t 
  * reduction of its coefficient vector only; its payload is not touched. */
 MUTP_API int32_t mutp_rlnc_decoder_add(mutp_rlnc_decoder *dec, uint32_t generation, uint32_t seed,
                                        const uint8_t *payload, uint32_t payload_len);
-/* Like mutp_rlnc_decoder_add with explicit coefficients coefs[0 .. unit_size(generation)). */
-MUTP_API int32_t mutp_rlnc_decoder_add_coefs(mutp_rlnc_decoder *dec, uint32_t generation, const uint8_t *coefs,
-                                             const uint8_t *payload, uint32_t payload_len);
 /* Degrees of freedom received for a generation (0 .. unit_size), or MUTP_RLNC_ERR_RANGE /
  * MUTP_RLNC_ERR_PARAM. */
 MUTP_API int32_t mutp_rlnc_decoder_rank(const mutp_rlnc_decoder *dec, uint32_t generation);

@@ -63,9 +63,8 @@ mutp_rlnc_decoder *mutp_rlnc_decoder_new(uint32_t object_len, uint32_t symbol_si
   return dec;
 }
 
-/* Adds a packet whose coefficients are given (seed >= 0: from the seed; else coefs[0 .. n)). */
-static int32_t add_packet(mutp_rlnc_decoder *dec, uint32_t generation, int64_t seed, const uint8_t *coefs,
-                          const uint8_t *payload, uint32_t payload_len) {
+int32_t mutp_rlnc_decoder_add(mutp_rlnc_decoder *dec, uint32_t generation, uint32_t seed, const uint8_t *payload,
+                              uint32_t payload_len) {
   if (!dec || !payload) return MUTP_RLNC_ERR_PARAM;
   const mutp_layout *l = &dec->layout;
   if (generation >= l->generation_count) return MUTP_RLNC_ERR_RANGE;
@@ -87,10 +86,7 @@ static int32_t add_packet(mutp_rlnc_decoder *dec, uint32_t generation, int64_t s
   uint8_t *v = dec->v;
 
   /* 1. Reduce the coefficient vector; the multipliers are its entries at the pivot columns. */
-  if (seed >= 0)
-    mutp_rlnc_coefficients((uint32_t)seed, v, (uint32_t)n);
-  else
-    memcpy(v, coefs, n);
+  mutp_rlnc_coefficients(seed, v, (uint32_t)n);
   size_t k = 0;
   for (size_t t = 0; t < r; t++) {
     uint8_t col = pivots[t];
@@ -141,17 +137,6 @@ static int32_t add_packet(mutp_rlnc_decoder *dec, uint32_t generation, int64_t s
     dec->complete++;
   }
   return MUTP_RLNC_INNOVATIVE;
-}
-
-int32_t mutp_rlnc_decoder_add(mutp_rlnc_decoder *dec, uint32_t generation, uint32_t seed, const uint8_t *payload,
-                              uint32_t payload_len) {
-  return add_packet(dec, generation, seed, NULL, payload, payload_len);
-}
-
-int32_t mutp_rlnc_decoder_add_coefs(mutp_rlnc_decoder *dec, uint32_t generation, const uint8_t *coefs,
-                                    const uint8_t *payload, uint32_t payload_len) {
-  if (!coefs) return MUTP_RLNC_ERR_PARAM;
-  return add_packet(dec, generation, -1, coefs, payload, payload_len);
 }
 
 int32_t mutp_rlnc_decoder_rank(const mutp_rlnc_decoder *dec, uint32_t generation) {

@@ -42,10 +42,12 @@ mutp_rlnc_encoder *mutp_rlnc_encoder_new(const uint8_t *object, uint32_t object_
   return enc;
 }
 
-/* The packet with coefficients enc->raw[0 .. unit_size). */
-static int32_t encode_raw(mutp_rlnc_encoder *enc, uint32_t generation, uint8_t *out) {
+int32_t mutp_rlnc_encode(mutp_rlnc_encoder *enc, uint32_t generation, uint32_t seed, uint8_t *out) {
+  if (!enc || !out) return MUTP_RLNC_ERR_PARAM;
   const mutp_layout *l = &enc->layout;
+  if (generation >= l->generation_count) return MUTP_RLNC_ERR_RANGE;
   uint32_t size = mutp_layout_unit_size(l, generation);
+  mutp_rlnc_coefficients(seed, enc->raw, size);
   uint32_t first = generation * l->generation_size;
   size_t s = l->symbol_size;
   size_t k = 0;
@@ -57,20 +59,6 @@ static int32_t encode_raw(mutp_rlnc_encoder *enc, uint32_t generation, uint8_t *
   }
   mutp_gf256_active()->lincomb(out, enc->src, enc->coef, k, s, 0);
   return MUTP_RLNC_OK;
-}
-
-int32_t mutp_rlnc_encode(mutp_rlnc_encoder *enc, uint32_t generation, uint32_t seed, uint8_t *out) {
-  if (!enc || !out) return MUTP_RLNC_ERR_PARAM;
-  if (generation >= enc->layout.generation_count) return MUTP_RLNC_ERR_RANGE;
-  mutp_rlnc_coefficients(seed, enc->raw, mutp_layout_unit_size(&enc->layout, generation));
-  return encode_raw(enc, generation, out);
-}
-
-int32_t mutp_rlnc_encode_coefs(mutp_rlnc_encoder *enc, uint32_t generation, const uint8_t *coefs, uint8_t *out) {
-  if (!enc || !out || !coefs) return MUTP_RLNC_ERR_PARAM;
-  if (generation >= enc->layout.generation_count) return MUTP_RLNC_ERR_RANGE;
-  memcpy(enc->raw, coefs, mutp_layout_unit_size(&enc->layout, generation));
-  return encode_raw(enc, generation, out);
 }
 
 void mutp_rlnc_encoder_free(mutp_rlnc_encoder *enc) {

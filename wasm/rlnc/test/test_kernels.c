@@ -35,12 +35,17 @@ static void test_coefficients(void) {
     uint32_t seed;
     const char *hex;
   } v[] = {
-      {0, "51e07b01e6f9bafca8b51af96d470c430e760ef584a57902b331d150f9fbac83"},
-      {2654435769u, "51e07b01e6f9bafc"},
-      {1, "00049d128e2c251977ad9e59b40405c935c613ff8ee352d9025d91133da503cb"},
-      {305419896u, "87154881702989c5d33a694efc358cf6cdeee7402dea29cf"},
-      {4294967295u, "00fc74f17a986510b265e4df70b69a1e"},
-      {2463534242u, "2b947b77"},
+      {0, "0e2fca92f3e3d63ccc7d141bbf1d084cab8179489d8c40db8f1bbc78e57230d8"},
+      {1, "6bf9a0969083bc1264991e97e7c7ad79d88d1c59c98765cda216edf8600bc35a"},
+      {305419896u, "ea607604dcb37260a9cedc4922e8c13bb95ddbab310f8904"},
+      {3735928559u, "9790ced3ed7c11624108c8f2714188a4b0b8b3b7ef86fbbd"},
+      {4294967295u, "03b5de36b6b92ffcb5c1942934e1066a"},
+      {2463534242u, "224a44ee"},
+      /* Known answers of fmix32 (MurmurHash3_x86_32 of "" with seeds 1 and 0xFFFFFFFF):
+       * seed + 1 * 0x9E3779B9 = 1 resp. 0xFFFFFFFF, so the first 4 coefficients are
+       * fmix32(1) = 0x514E28B7 resp. fmix32(0xFFFFFFFF) = 0x81F16F39, low byte first. */
+      {0x61C88648u, "b7284e51"},
+      {0x61C88646u, "396ff181"},
   };
   for (size_t t = 0; t < sizeof v / sizeof v[0]; t++) {
     uint8_t out[32];
@@ -50,6 +55,19 @@ static void test_coefficients(void) {
     for (uint32_t i = 0; i < count; i++) snprintf(hex + 2 * i, 3, "%02x", out[i]);
     CHECK(strcmp(hex, v[t].hex) == 0, "seed %u: %s", v[t].seed, hex);
   }
+  /* A prefix of a longer run is the shorter run; seed + 0x9E3779B9 is the same Weyl sequence one
+   * output (4 coefficients) further on; count 0 and NULL write nothing. */
+  uint8_t a[255 + 4], b[255];
+  memset(a, 0xEE, sizeof a);
+  mutp_rlnc_coefficients(12345u, a, 255 + 4);
+  mutp_rlnc_coefficients(12345u + 0x9E3779B9u, b, 255);
+  CHECK(memcmp(a + 4, b, 255) == 0, "seed + 0x9E3779B9 is not the sequence shifted by 4");
+  memset(b, 0xEE, sizeof b);
+  mutp_rlnc_coefficients(12345u, b, 10);
+  CHECK(memcmp(a, b, 10) == 0 && b[10] == 0xEE, "prefix of 10");
+  mutp_rlnc_coefficients(12345u, b, 0);
+  CHECK(b[0] == a[0], "count 0 wrote");
+  mutp_rlnc_coefficients(12345u, NULL, 4);
 }
 
 static void fill(uint64_t *rng, uint8_t *p, size_t n) {
