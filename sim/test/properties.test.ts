@@ -5,7 +5,19 @@
  */
 import fc from 'fast-check';
 import { decode, MessageType, Mode, SchedulerName } from '@mutp/shared';
-import { idealMs, MutpSimOptions, Scenario, SimResult, simulateMutp } from '../src';
+import { loadNodeCodecs } from '@mutp/wasm/node';
+import { CodecSet, idealMs, MutpSimOptions, Scenario, SimResult, simulateMutp } from '../src';
+
+// The WebAssembly codecs as proxies and clients use them; uncoded and rlnc fall back to the
+// TypeScript ones where a test passes no codecs.
+let codecs: CodecSet = {};
+beforeAll(async () => {
+  codecs = await loadNodeCodecs();
+});
+
+function sim(s: Scenario, options: MutpSimOptions = {}): SimResult {
+  return simulateMutp(s, { codecs, ...options });
+}
 
 type Combo = { mode: Mode; scheduler: SchedulerName };
 
@@ -14,9 +26,15 @@ const COMBOS: Combo[] = [
   { mode: 'uncoded', scheduler: 'partitioned' },
   { mode: 'rlnc', scheduler: 'rarest' },
   { mode: 'rlnc', scheduler: 'partitioned' },
+  { mode: 'fountain', scheduler: 'partitioned' },
 ];
 
 const comboArb = fc.constantFrom(...COMBOS);
+const DATA_TYPE = {
+  uncoded: MessageType.DataUncoded,
+  rlnc: MessageType.DataRlnc,
+  fountain: MessageType.DataFountain,
+} as const;
 const probability = (max: number) => fc.double({ min: 0, max, noNaN: true });
 
 /** Small transfers over lossy, reordering, duplicating links. */
@@ -74,7 +92,7 @@ describe('MUTP transfers in the simulator (properties)', () => {
   test('every mode and scheduler completes byte-exact under loss < 0.3, reordering and duplication', () => {
     fc.assert(
       fc.property(scenarioArb(), (s) => {
-        const r = simulateMutp(s);
+        const r = sim(s);
         checkOutcome(s, r);
         if (s.loss < 0.3 && (s.reverseLoss ?? s.loss) < 0.3) checkComplete(s, r, 'all sources live and loss < 0.3');
       }),
@@ -98,7 +116,7 @@ describe('MUTP transfers in the simulator (properties)', () => {
         symbolSize: 500,
         seed: 7,
       };
-      checkComplete(s, simulateMutp(s), `${combo.mode}/${combo.scheduler}`);
+      checkComplete(s, sim(s), `${combo.mode}/${combo.scheduler}`);
     }
   });
 
@@ -116,9 +134,15 @@ describe('MUTP transfers in the simulator (properties)', () => {
               return;
             }
             const m = d.value;
-            if (m.type !== MessageType.DataUncoded && m.type !== MessageType.DataRlnc) return;
-            const unit = m.type === MessageType.DataUncoded ? m.index : m.generation;
-            const expectedType = s.mode === 'uncoded' ? MessageType.DataUncoded : MessageType.DataRlnc;
+            if (
+              m.type !== MessageType.DataUncoded &&
+              m.type !== MessageType.DataRlnc &&
+              m.type !== MessageType.DataFountain
+            )
+              return;
+            const unit =
+              m.type === MessageType.DataUncoded ? m.index : m.type === MessageType.DataRlnc ? m.generation : m.block;
+            const expectedType = DATA_TYPE[s.mode as Mode];
             if (m.type !== expectedType) violations.push(`source ${source} sent type ${m.type} in ${s.mode} mode`);
             const { windowStart, windowEnd } = sender;
             const windowUnits = s.mode === 'uncoded' ? s.window : Math.max(1, Math.floor(s.window / s.generationSize));
@@ -132,7 +156,7 @@ describe('MUTP transfers in the simulator (properties)', () => {
             dataChecked++;
           },
         };
-        const r = simulateMutp(s, options);
+        const r = sim(s, options);
         check(violations.length === 0, () => `${violations.slice(0, 5).join('\n')}\n${describeRun(s, r)}`);
         checkOutcome(s, r);
       }),
@@ -203,7 +227,7 @@ describe('MUTP transfers in the simulator (properties)', () => {
     fc.assert(
       fc.property(scenarioArb(), dropPlanArb, (s, plan) => {
         const drop = dropper(plan);
-        const r = simulateMutp(s, {
+        const r = sim(s, {
           dropFeedback: (source, index) => {
             const d = drop(source, index);
             if (d) dropped++;
@@ -237,7 +261,7 @@ describe('MUTP transfers in the simulator (properties)', () => {
             ...base,
             failures: victims.map((source) => ({ source, atMs: Math.round(times[source] * ideal) })),
           };
-          const r = simulateMutp(s);
+          const r = sim(s);
           checkComplete(s, r, `sources ${victims.join(',')} killed, source ${keep} alive`);
           if (s.failures!.some((f) => f.atMs < r.downloadMs)) killedMidTransfer++;
         },
@@ -260,7 +284,7 @@ describe('MUTP transfers in the simulator (properties)', () => {
             maxSimMs,
             failures: base.capsKBps.map((_, source) => ({ source, atMs: Math.round(times[source] * idealMs(base)) })),
           };
-          const r = simulateMutp(s);
+          const r = sim(s);
           checkOutcome(s, r);
           const lastKill = Math.max(...s.failures!.map((f) => f.atMs));
           if (r.status === 'complete') {
@@ -298,7 +322,7 @@ describe('MUTP transfers in the simulator (properties)', () => {
         maxSimMs: 30_000,
         failures: [0, 1, 2].map((source) => ({ source, atMs: 0 })),
       };
-      const r = simulateMutp(s);
+      const r = sim(s);
       expect(r.status).toBe('failed');
       expect(r.error).toMatch(/^stalled:/);
       expect(r.downloadMs).toBeLessThanOrEqual(30_000);
@@ -325,7 +349,7 @@ describe('generations beyond 32 symbols', () => {
       maxSimMs: 10_000,
     };
     // A short stall timeout keeps a regression cheap; the outcome does not depend on it.
-    const r = simulateMutp(s, { receiverConfig: { stallTimeoutMs: 1000 } });
+    const r = sim(s, { receiverConfig: { stallTimeoutMs: 1000 } });
     checkComplete(s, r, 'g = 48');
   });
 });
