@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/**', '**/dist/**', 'coverage/**', 'e2e/results/**', '*.config.js'] },
+  { ignores: ['**/node_modules/**', '**/dist/**', '**/target/**', 'coverage/**', 'e2e/results/**', 'e2e/media/out/**', '*.config.js'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

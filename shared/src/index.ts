@@ -24,3 +24,4 @@ export type {
 } from './receiver/receiver';
 export { RateEstimator } from './receiver/rate-estimator';
 export * from './signalling';
+export * from './client';

@@ -395,6 +395,17 @@ export class Receiver {
     this.markSource(source, 'dropped', reason);
   }
 
+  /**
+   * The host lost its connection to a source (peer closed, channel failed): it gets no more share
+   * of the work at once instead of after `inactiveAfterMs` of silence. Coded modes need nothing
+   * of what it sent; the download fails only when no source is left.
+   */
+  sourceLost(sourceIndex: number, reason: string): void {
+    const source = this.sources[sourceIndex];
+    if (!source || !isLive(source)) return;
+    this.markSource(source, 'failed', reason);
+  }
+
   /** Give up on the download. */
   cancel(): void {
     this.fail('cancelled', 'cancelled by the caller');

@@ -1,0 +1,220 @@
+/**
+ * The client orchestration the Node CLI and the browser extension share: an origo session, a
+ * pool of proxy connections, one MUTP (or Parallel HTTP) download per object, and a record of
+ * each download sent to origo.
+ */
+import { Codec } from '../codec/types';
+import { DEFAULT_SYMBOL_SIZE } from '../limits';
+import { DownloadRecord, ProxyInfo } from '../signalling';
+import { DEFAULT_SCHEDULER } from '../sender/schedulers';
+import { Mode, SchedulerName } from '../wire';
+import { DownloadResult, runDownload } from './download';
+import { ClientError } from './errors';
+import { ClientHost } from './host';
+import { HttpDownloadResult, runHttpDownload } from './http-download';
+import { OrigoSession } from './origo-session';
+import { ProxyLink } from './proxy-link';
+
+export type DownloadMode = 'http' | Mode;
+
+/** A proxy that could not be reached is not asked for again for this long. */
+const FAILED_PROXY_EXCLUSION_MS = 60_000;
+
+export interface ClientConfig {
+  /** origo's client endpoint, e.g. ws://127.0.0.1:8700/v1/client */
+  origoUrl: string;
+  codecs: Record<Mode, Codec>;
+  window: number;
+  generationSize: number;
+  symbolSize: number;
+  connectTimeoutMs: number;
+  maxObjectBytes: number;
+  /** Send a record of every download to origo. */
+  records: boolean;
+}
+
+export const DEFAULT_CLIENT_CONFIG = {
+  window: 240,
+  generationSize: 24,
+  symbolSize: DEFAULT_SYMBOL_SIZE,
+  connectTimeoutMs: 10_000,
+  maxObjectBytes: 256 * 1024 * 1024,
+  records: true,
+};
+
+export interface GetOptions {
+  mode: DownloadMode;
+  proxies: number;
+  scheduler?: SchedulerName;
+  signal?: AbortSignal;
+  onProgress?: (progress: { dof: number; totalDof: number; bytes: number }) => void;
+}
+
+export type GetResult = DownloadResult | HttpDownloadResult;
+
+export class MutpClient {
+  private session?: OrigoSession;
+  private readonly config: ClientConfig;
+  /** Live connections by proxy id, reused across downloads. */
+  private readonly links = new Map<string, ProxyLink>();
+  /** Proxies that failed to connect, by when; excluded when asking origo for a while. */
+  private readonly failedAt = new Map<string, number>();
+
+  constructor(
+    private readonly host: ClientHost,
+    config: Partial<ClientConfig> & Pick<ClientConfig, 'origoUrl' | 'codecs'>,
+  ) {
+    this.config = { ...DEFAULT_CLIENT_CONFIG, ...config };
+  }
+
+  /** The origo session, opened (again) when needed: origo may restart between downloads. */
+  private async origo(): Promise<OrigoSession> {
+    if (this.session?.isOpen) return this.session;
+    this.session?.close();
+    const session = new OrigoSession(this.config.origoUrl, this.host.webSocket, this.host.clock);
+    this.session = session;
+    session.onClose = () => {
+      for (const link of this.links.values()) link.close('origo session closed');
+      this.links.clear();
+    };
+    await session.connect();
+    return session;
+  }
+
+  /** Downloads `url` through `proxies` proxies in `mode`; rejects with a ClientError. */
+  async get(url: string, o: GetOptions): Promise<GetResult> {
+    const session = await this.origo();
+    const mode = o.mode;
+    if (mode === 'http') {
+      const proxies = await session.requestProxies(o.proxies, 'uncoded', this.recentlyFailed());
+      if (proxies.length === 0) throw new ClientError('no-proxies', 'origo has no proxy to offer');
+      const result = await runHttpDownload(proxies, url, this.host.fetch, this.host.clock, {
+        signal: o.signal,
+        maxBytes: this.config.maxObjectBytes,
+      });
+      this.report(session, url, 'http', result, undefined, proxies.length);
+      return result;
+    }
+    const links = await this.connect(session, o.proxies, mode);
+    const scheduler = o.scheduler ?? DEFAULT_SCHEDULER[mode];
+    try {
+      const result = await runDownload(links, this.host.clock, {
+        url,
+        mode,
+        scheduler,
+        window: this.config.window,
+        generationSize: this.config.generationSize,
+        symbolSize: this.config.symbolSize,
+        codec: this.config.codecs[mode],
+        transferId: this.host.random() >>> 0,
+        signal: o.signal,
+        sha256: this.host.sha256,
+        receiverConfig: { maxObjectBytes: this.config.maxObjectBytes },
+        onProgress: o.onProgress,
+      });
+      this.report(session, url, mode, result, scheduler, links.length);
+      return result;
+    } catch (e) {
+      const error = e instanceof ClientError ? e : new ClientError('download-failed', String(e));
+      this.reportFailure(session, url, mode, scheduler, links, error);
+      throw error;
+    }
+  }
+
+  /** `count` live links (fewer if origo has fewer proxies), reusing open ones. */
+  private async connect(session: OrigoSession, count: number, mode: Mode): Promise<ProxyLink[]> {
+    for (const [id, link] of this.links) if (!link.alive) this.links.delete(id);
+    const chosen: ProxyLink[] = [];
+    for (let attempt = 0; attempt < 3 && chosen.length < count; attempt++) {
+      const exclude = [...this.recentlyFailed(), ...chosen.map((l) => l.proxy.proxyId)];
+      const offered = await session.requestProxies(count - chosen.length, mode, exclude);
+      if (offered.length === 0) break;
+      const opened = await Promise.allSettled(offered.map((proxy) => this.linkTo(session, proxy)));
+      opened.forEach((r, i) => {
+        if (r.status === 'fulfilled') chosen.push(r.value);
+        else this.failedAt.set(offered[i].proxyId, this.host.clock.now());
+      });
+    }
+    if (chosen.length === 0) {
+      throw new ClientError('no-proxies', `no proxy could be reached for mode ${mode}`);
+    }
+    return chosen;
+  }
+
+  private recentlyFailed(): string[] {
+    const since = this.host.clock.now() - FAILED_PROXY_EXCLUSION_MS;
+    for (const [id, at] of this.failedAt) if (at < since) this.failedAt.delete(id);
+    return [...this.failedAt.keys()];
+  }
+
+  private async linkTo(session: OrigoSession, proxy: ProxyInfo): Promise<ProxyLink> {
+    const existing = this.links.get(proxy.proxyId);
+    if (existing?.alive) return existing;
+    const connectionId = `c${(this.host.random() >>> 0).toString(36)}${this.links.size}`;
+    const link = new ProxyLink(proxy, connectionId);
+    await link.open(session, this.host.rtc, this.host.clock, this.config.connectTimeoutMs);
+    this.links.set(proxy.proxyId, link);
+    return link;
+  }
+
+  private report(
+    session: OrigoSession,
+    url: string,
+    mode: DownloadMode,
+    r: GetResult,
+    scheduler: string | undefined,
+    sources: number,
+  ): void {
+    if (!this.config.records) return;
+    const record: DownloadRecord = {
+      url: url.slice(0, 4096),
+      mode,
+      scheduler,
+      sources,
+      bytes: r.object.length,
+      durationMs: r.durationMs,
+      goodputBps: r.goodputBps,
+      normalizedGoodput: Math.min(1, r.normalizedGoodput),
+      status: 'complete',
+      proxies: r.sources.map((s) => ({
+        proxyId: s.proxyId,
+        received: 'received' in s ? s.received : s.bytes,
+        useful: 'useful' in s ? s.useful : s.share === 1 ? s.bytes : 0,
+        share: s.share,
+      })),
+    };
+    session.sendRecord(record);
+  }
+
+  private reportFailure(
+    session: OrigoSession,
+    url: string,
+    mode: Mode,
+    scheduler: string,
+    links: ProxyLink[],
+    error: ClientError,
+  ): void {
+    if (!this.config.records) return;
+    session.sendRecord({
+      url: url.slice(0, 4096),
+      mode,
+      scheduler,
+      sources: links.length,
+      bytes: 0,
+      durationMs: 0,
+      goodputBps: 0,
+      normalizedGoodput: 0,
+      status: 'failed',
+      error: error.message.slice(0, 512),
+      proxies: [],
+    });
+  }
+
+  /** Closes every proxy connection and the origo session. */
+  close(): void {
+    for (const link of this.links.values()) link.close();
+    this.links.clear();
+    this.session?.close();
+    this.session = undefined;
+  }
+}

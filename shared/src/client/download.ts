@@ -1,0 +1,160 @@
+/**
+ * One MUTP download over live proxy links: drives the sans-IO Receiver with the host's clock,
+ * sends its requests and feedback on each link, and resolves with the verified object.
+ */
+import { Codec } from '../codec/types';
+import { TransferError } from '../errors';
+import { Receiver, ReceiverConfig, SourceStats } from '../receiver/receiver';
+import { Mode, SchedulerName } from '../wire';
+import { ClientError } from './errors';
+import { Clock } from './host';
+import { ProxyLink } from './proxy-link';
+
+export interface DownloadOptions {
+  url: string;
+  mode: Mode;
+  scheduler?: SchedulerName;
+  window: number;
+  generationSize: number;
+  symbolSize: number;
+  codec: Codec;
+  transferId: number;
+  signal?: AbortSignal;
+  receiverConfig?: Partial<ReceiverConfig>;
+  sha256?: (data: Uint8Array) => Uint8Array;
+  /** Progress: DoF received / needed (0 before the object's length is known). */
+  onProgress?: (progress: { dof: number; totalDof: number; bytes: number }) => void;
+}
+
+export interface SourceShare extends SourceStats {
+  proxyId: string;
+  name: string;
+  /** Share of all useful packets. */
+  share: number;
+}
+
+export interface DownloadResult {
+  object: Uint8Array;
+  mode: Mode;
+  startedAt: number;
+  durationMs: number;
+  goodputBps: number;
+  normalizedGoodput: number;
+  sources: SourceShare[];
+}
+
+/** How long a finished transfer still answers stray data with STOP. */
+const STOP_LINGER_MS = 3000;
+
+export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions): Promise<DownloadResult> {
+  const startedAt = clock.now();
+  const receiver = new Receiver({
+    transferId: o.transferId,
+    url: o.url,
+    mode: o.mode,
+    scheduler: o.scheduler,
+    sourceCount: links.length,
+    window: o.window,
+    generationSize: o.generationSize,
+    symbolSize: o.symbolSize,
+    codec: o.codec,
+    now: startedAt,
+    config: o.receiverConfig,
+    sha256: o.sha256,
+  });
+
+  return new Promise<DownloadResult>((resolve, reject) => {
+    let cancelTimer: (() => void) | undefined;
+    let armedAt = Infinity;
+    let settled = false;
+
+    const flush = () => {
+      const now = clock.now();
+      for (let d = receiver.pollDatagram(now); d; d = receiver.pollDatagram(now)) links[d.source].send(d.bytes);
+      if (settled) return;
+      if (receiver.status !== 'active') return settle();
+      const deadline = receiver.nextDeadline();
+      if (deadline === null || deadline >= armedAt) return;
+      cancelTimer?.();
+      armedAt = deadline;
+      cancelTimer = clock.setTimer(deadline - now, () => {
+        armedAt = Infinity;
+        cancelTimer = undefined;
+        receiver.handleTimeout(clock.now());
+        flush();
+      });
+    };
+
+    const settle = () => {
+      if (settled) return;
+      settled = true;
+      cancelTimer?.();
+      o.signal?.removeEventListener('abort', onAbort);
+      // STOPs were flushed above. A lost STOP is repeated when that proxy's data keeps coming, so
+      // the transfer stays attached for a while; the links stay open for the next download.
+      clock.setTimer(STOP_LINGER_MS, () => links.forEach((link) => link.detach(o.transferId)));
+      if (receiver.status === 'complete') resolve(summarize(receiver, links, startedAt, clock.now(), o.mode));
+      else reject(toClientError(receiver.error));
+    };
+
+    const onAbort = () => {
+      receiver.cancel();
+      flush();
+    };
+    if (o.signal?.aborted) {
+      reject(new ClientError('cancelled', 'aborted before the download started'));
+      return;
+    }
+    o.signal?.addEventListener('abort', onAbort);
+
+    links.forEach((link, index) => {
+      link.attach(o.transferId, {
+        onDatagram: (bytes) => {
+          receiver.handleDatagram(index, bytes, clock.now());
+          if (o.onProgress && !settled) {
+            const s = receiver.stats();
+            o.onProgress({ dof: s.dof, totalDof: s.totalDof, bytes: s.objectLength ?? 0 });
+          }
+          flush();
+        },
+        onLinkClosed: (reason) => {
+          receiver.sourceLost(index, `connection to ${link.proxy.name} lost: ${reason}`);
+          flush();
+        },
+      });
+      if (!link.alive) receiver.sourceLost(index, `connection to ${link.proxy.name} is not open`);
+    });
+    flush();
+  });
+}
+
+function toClientError(error: TransferError | undefined): ClientError {
+  if (!error) return new ClientError('download-failed', 'the transfer ended without an object');
+  return new ClientError(error.code === 'cancelled' ? 'cancelled' : 'download-failed', error.message);
+}
+
+function summarize(receiver: Receiver, links: ProxyLink[], startedAt: number, now: number, mode: Mode): DownloadResult {
+  const stats = receiver.stats();
+  const object = receiver.takeObject();
+  const durationMs = Math.max(now - startedAt, 1e-3);
+  let useful = 0;
+  let received = 0;
+  for (const s of stats.sources) {
+    useful += s.useful;
+    received += s.received - s.afterComplete;
+  }
+  return {
+    object,
+    mode,
+    startedAt,
+    durationMs,
+    goodputBps: (object.length * 1000) / durationMs,
+    normalizedGoodput: received > 0 ? useful / received : 1,
+    sources: stats.sources.map((s, i) => ({
+      ...s,
+      proxyId: links[i].proxy.proxyId,
+      name: links[i].proxy.name,
+      share: useful > 0 ? s.useful / useful : 0,
+    })),
+  };
+}

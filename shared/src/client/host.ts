@@ -1,0 +1,74 @@
+/**
+ * What the client orchestration needs from its host (browser page, extension frame, Node): a
+ * clock with timers, randomness, WebSockets, HTTP fetch and WebRTC. Injected, so the same code
+ * runs everywhere and tests can drive it.
+ */
+import { RtcFactory } from './rtc';
+
+export interface Clock {
+  /** Milliseconds, monotonic. */
+  now(): number;
+  /** Calls `callback` once after `delayMs`; returns a function that cancels it. */
+  setTimer(delayMs: number, callback: () => void): () => void;
+}
+
+/** The subset of the W3C WebSocket (browsers) and of the `ws` package (Node) that origo needs. */
+export interface WebSocketLike {
+  readonly readyState: number;
+  send(data: string): void;
+  close(code?: number, reason?: string): void;
+  onopen: ((event: unknown) => void) | null;
+  onmessage: ((event: { data: unknown }) => void) | null;
+  onclose: ((event: { code: number; reason: string }) => void) | null;
+  onerror: ((event: unknown) => void) | null;
+}
+
+export type WebSocketFactory = (url: string) => WebSocketLike;
+
+/** The subset of `fetch` the Parallel HTTP baseline uses. */
+export type FetchLike = (
+  url: string,
+  init: { signal: AbortSignal },
+) => Promise<{
+  ok: boolean;
+  status: number;
+  headers: { get(name: string): string | null };
+  body: ReadableStream<Uint8Array> | null;
+}>;
+
+export interface ClientHost {
+  clock: Clock;
+  /** Uniform uint32 (transfer ids, connection ids). */
+  random: () => number;
+  webSocket: WebSocketFactory;
+  rtc: RtcFactory;
+  fetch: FetchLike;
+  /** SHA-256 for verification; defaults to the core's portable one. */
+  sha256?: (data: Uint8Array) => Uint8Array;
+}
+
+/** A clock over the platform's timers (browsers and Node alike). */
+export const systemClock: Clock = {
+  now: () => performance.now(),
+  setTimer(delayMs, callback) {
+    const handle = setTimeout(callback, Math.max(0, delayMs));
+    return () => clearTimeout(handle);
+  },
+};
+
+/** Rejects with `error` after `ms` unless `promise` settles first; the timer is always cleared. */
+export function withTimeout<T>(clock: Clock, promise: Promise<T>, ms: number, error: () => Error): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const cancel = clock.setTimer(ms, () => reject(error()));
+    promise.then(
+      (value) => {
+        cancel();
+        resolve(value);
+      },
+      (e: unknown) => {
+        cancel();
+        reject(e);
+      },
+    );
+  });
+}

@@ -1,0 +1,13 @@
+export * from './rtc';
+export * from './host';
+export * from './errors';
+export { OrigoSession } from './origo-session';
+export type { ConnectionSignals } from './origo-session';
+export { ProxyLink } from './proxy-link';
+export type { TransferHandler } from './proxy-link';
+export { runDownload } from './download';
+export type { DownloadOptions, DownloadResult, SourceShare } from './download';
+export { runHttpDownload, baselineUrl } from './http-download';
+export type { HttpDownloadResult } from './http-download';
+export { MutpClient, DEFAULT_CLIENT_CONFIG } from './client';
+export type { ClientConfig, DownloadMode, GetOptions, GetResult } from './client';

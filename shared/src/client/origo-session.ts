@@ -1,0 +1,177 @@
+/**
+ * The client's WebSocket session with origo: hello/welcome, asking for proxies, relaying the
+ * WebRTC signalling of each proxy connection, and reporting download records.
+ */
+import {
+  ClientToOrigo,
+  DownloadRecord,
+  IceCandidate,
+  OrigoToClient,
+  origoToClient,
+  parseSignal,
+  ProxyInfo,
+  SessionDescription,
+  SIGNALLING_VERSION,
+} from '../signalling';
+import { Mode } from '../wire';
+import { ClientError } from './errors';
+import { Clock, WebSocketFactory, WebSocketLike, withTimeout } from './host';
+
+export interface ConnectionSignals {
+  onDescription(description: SessionDescription): void;
+  onCandidate(candidate: IceCandidate): void;
+  onClosed(reason: string): void;
+}
+
+const OPEN = 1;
+
+export class OrigoSession {
+  clientId?: string;
+  private socket?: WebSocketLike;
+  private nextRequest = 0;
+  private readonly pending = new Map<string, { resolve: (p: ProxyInfo[]) => void; reject: (e: Error) => void }>();
+  private readonly connections = new Map<string, ConnectionSignals>();
+  private closed = false;
+  /** Called once when the session ends (origo closed the socket, or close()). */
+  onClose?: (reason: string) => void;
+
+  constructor(
+    private readonly url: string,
+    private readonly webSocket: WebSocketFactory,
+    private readonly clock: Clock,
+    private readonly timeoutMs = 10_000,
+  ) {}
+
+  get isOpen(): boolean {
+    return !this.closed && this.socket?.readyState === OPEN && this.clientId !== undefined;
+  }
+
+  /** Opens the socket and waits for origo's welcome. */
+  connect(): Promise<void> {
+    const welcomed = new Promise<void>((resolve, reject) => {
+      let socket: WebSocketLike;
+      try {
+        socket = this.webSocket(this.url);
+      } catch (e) {
+        reject(new ClientError('origo-unreachable', `cannot open ${this.url}: ${String(e)}`));
+        return;
+      }
+      this.socket = socket;
+      socket.onopen = () => this.send({ type: 'hello', version: SIGNALLING_VERSION });
+      socket.onerror = () => {}; // the close event that follows carries the outcome
+      socket.onclose = (event) => {
+        const reason = `origo closed the session (${event.code}${event.reason ? ` ${event.reason}` : ''})`;
+        if (this.clientId === undefined) reject(new ClientError('origo-unreachable', `${this.url}: ${reason}`));
+        this.shutdown(reason);
+      };
+      socket.onmessage = (event) => {
+        const frame = typeof event.data === 'string' ? event.data : decodeFrame(event.data);
+        const parsed = parseSignal(origoToClient, frame ?? '');
+        if (!parsed.ok) return; // origo speaks the schema; anything else is ignored, not trusted
+        if (parsed.value.type === 'welcome') {
+          this.clientId = parsed.value.clientId;
+          resolve();
+          return;
+        }
+        this.dispatch(parsed.value);
+      };
+    });
+    return withTimeout(
+      this.clock,
+      welcomed,
+      this.timeoutMs,
+      () => new ClientError('origo-unreachable', `no welcome from ${this.url} within ${this.timeoutMs} ms`),
+    ).catch((e: unknown) => {
+      this.close();
+      throw e;
+    });
+  }
+
+  /** Up to `count` proxies chosen by origo's selection policy, none of `exclude`. */
+  requestProxies(count: number, mode: Mode, exclude: string[] = []): Promise<ProxyInfo[]> {
+    if (!this.isOpen) return Promise.reject(new ClientError('origo-unreachable', 'the origo session is closed'));
+    const requestId = `r${this.nextRequest++}`;
+    const answer = new Promise<ProxyInfo[]>((resolve, reject) => this.pending.set(requestId, { resolve, reject }));
+    this.send({ type: 'request-proxies', requestId, count, mode, exclude });
+    return withTimeout(this.clock, answer, this.timeoutMs, () => {
+      this.pending.delete(requestId);
+      return new ClientError('origo-unreachable', `origo did not answer a proxy request within ${this.timeoutMs} ms`);
+    });
+  }
+
+  /** Routes the signalling of one proxy connection; returns the functions that send ours. */
+  openConnection(proxyId: string, connectionId: string, signals: ConnectionSignals) {
+    this.connections.set(connectionId, signals);
+    return {
+      sendDescription: (description: SessionDescription) =>
+        this.send({ type: 'signal', proxyId, connectionId, description }),
+      sendCandidate: (candidate: IceCandidate) => this.send({ type: 'signal', proxyId, connectionId, candidate }),
+      close: (reason: string) => {
+        if (this.connections.delete(connectionId)) this.send({ type: 'connection-closed', connectionId, reason });
+      },
+    };
+  }
+
+  sendRecord(record: DownloadRecord): void {
+    this.send({ type: 'record', record });
+  }
+
+  close(): void {
+    this.shutdown('closed by the client');
+    const socket = this.socket;
+    if (socket && socket.readyState <= OPEN) socket.close(1000, 'bye');
+  }
+
+  private dispatch(m: OrigoToClient): void {
+    switch (m.type) {
+      case 'proxies': {
+        const waiter = this.pending.get(m.requestId);
+        this.pending.delete(m.requestId);
+        waiter?.resolve(m.proxies);
+        break;
+      }
+      case 'signal': {
+        const connection = this.connections.get(m.connectionId);
+        if (m.description) connection?.onDescription(m.description);
+        if (m.candidate) connection?.onCandidate(m.candidate);
+        break;
+      }
+      case 'connection-closed': {
+        const connection = this.connections.get(m.connectionId);
+        this.connections.delete(m.connectionId);
+        connection?.onClosed(m.reason);
+        break;
+      }
+      case 'error': {
+        const waiter = m.requestId !== undefined ? this.pending.get(m.requestId) : undefined;
+        if (waiter && m.requestId !== undefined) {
+          this.pending.delete(m.requestId);
+          waiter.reject(new ClientError('origo-error', `origo: ${m.code}: ${m.message}`));
+        }
+        break;
+      }
+    }
+  }
+
+  private send(m: ClientToOrigo): void {
+    const socket = this.socket;
+    if (socket && socket.readyState === OPEN) socket.send(JSON.stringify(m));
+  }
+
+  private shutdown(reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const waiter of this.pending.values()) waiter.reject(new ClientError('origo-unreachable', reason));
+    this.pending.clear();
+    const connections = [...this.connections.values()];
+    this.connections.clear();
+    for (const c of connections) c.onClosed(reason);
+    this.onClose?.(reason);
+  }
+}
+
+function decodeFrame(data: unknown): string | undefined {
+  if (data instanceof Uint8Array) return new TextDecoder().decode(data);
+  if (data instanceof ArrayBuffer) return new TextDecoder().decode(new Uint8Array(data));
+  return undefined;
+}

@@ -1,0 +1,103 @@
+/**
+ * One client–proxy connection: an RTCPeerConnection with the two MUTP channels, set up through
+ * origo's signalling relay, shared by every transfer to that proxy (told apart by transferId).
+ */
+import { ProxyInfo } from '../signalling';
+import { ClientError } from './errors';
+import { Clock, withTimeout } from './host';
+import { OrigoSession } from './origo-session';
+import { DATA_CHANNEL_LABEL, DatagramChannel, FEEDBACK_CHANNEL_LABEL, RtcFactory, RtcPeer } from './rtc';
+
+export interface TransferHandler {
+  onDatagram(bytes: Uint8Array): void;
+  onLinkClosed(reason: string): void;
+}
+
+export class ProxyLink {
+  private peer?: RtcPeer;
+  private data?: DatagramChannel;
+  private feedback?: DatagramChannel;
+  private readonly transfers = new Map<number, TransferHandler>();
+  private closedReason?: string;
+  private signals?: ReturnType<OrigoSession['openConnection']>;
+
+  constructor(
+    readonly proxy: ProxyInfo,
+    readonly connectionId: string,
+  ) {}
+
+  get alive(): boolean {
+    return this.closedReason === undefined && this.data?.isOpen === true && this.feedback?.isOpen === true;
+  }
+
+  /** Connects through origo; resolves once both channels are open. */
+  open(session: OrigoSession, rtc: RtcFactory, clock: Clock, timeoutMs: number): Promise<void> {
+    const peer = rtc.createPeer('offerer');
+    this.peer = peer;
+    const opened = new Promise<void>((resolve, reject) => {
+      const fail = (reason: string) => {
+        reject(new ClientError('connect-failed', `proxy ${this.proxy.name}: ${reason}`));
+        this.close(reason);
+      };
+      this.signals = session.openConnection(this.proxy.proxyId, this.connectionId, {
+        onDescription: (d) => peer.setRemoteDescription(d),
+        onCandidate: (c) => peer.addRemoteCandidate(c),
+        onClosed: (reason) => fail(reason),
+      });
+      peer.onLocalDescription = (d) => this.signals?.sendDescription(d);
+      peer.onLocalCandidate = (c) => this.signals?.sendCandidate(c);
+      peer.onStateChange = (state) => {
+        if (state === 'failed' || state === 'closed') fail(`peer connection ${state}`);
+      };
+      let open = 0;
+      const channel = (label: typeof DATA_CHANNEL_LABEL | typeof FEEDBACK_CHANNEL_LABEL) => {
+        const ch = peer.createChannel(label);
+        ch.onOpen = () => {
+          if (++open === 2) resolve();
+        };
+        ch.onMessage = (bytes) => this.dispatch(bytes);
+        ch.onClose = () => fail(`channel ${label} closed`);
+        return ch;
+      };
+      this.data = channel(DATA_CHANNEL_LABEL);
+      this.feedback = channel(FEEDBACK_CHANNEL_LABEL);
+      peer.startOffer();
+    });
+    return withTimeout(clock, opened, timeoutMs, () => {
+      this.close('connect timeout');
+      return new ClientError('connect-failed', `proxy ${this.proxy.name}: no connection within ${timeoutMs} ms`);
+    });
+  }
+
+  /** Client-to-proxy messages go on the feedback channel, never behind bulk data. */
+  send(bytes: Uint8Array): boolean {
+    return this.alive && this.feedback!.send(bytes);
+  }
+
+  attach(transferId: number, handler: TransferHandler): void {
+    this.transfers.set(transferId >>> 0, handler);
+  }
+
+  detach(transferId: number): void {
+    this.transfers.delete(transferId >>> 0);
+  }
+
+  close(reason = 'closed by the client'): void {
+    if (this.closedReason !== undefined) return;
+    this.closedReason = reason;
+    this.signals?.close(reason);
+    this.data?.close();
+    this.feedback?.close();
+    this.peer?.close();
+    const handlers = [...this.transfers.values()];
+    this.transfers.clear();
+    for (const h of handlers) h.onLinkClosed(reason);
+  }
+
+  private dispatch(bytes: Uint8Array): void {
+    // Every MUTP message carries its transferId at bytes 2..5 (docs/protocol.md §3).
+    if (bytes.length < 6) return;
+    const transferId = ((bytes[2] << 24) | (bytes[3] << 16) | (bytes[4] << 8) | bytes[5]) >>> 0;
+    this.transfers.get(transferId)?.onDatagram(bytes);
+  }
+}
