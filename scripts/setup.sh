@@ -6,9 +6,10 @@ cd "$(dirname "$0")/.."
 
 log() { printf '[setup] %s\n' "$*"; }
 
-# System packages: emscripten and a C toolchain build wasm/, chromium runs the in-browser codec
-# benchmark and the end-to-end tests.
-APT_PACKAGES=(ca-certificates git build-essential emscripten chromium)
+# System packages: emscripten and a C toolchain build wasm/ (python3 and the toolchain also build
+# better-sqlite3 for origo), chromium runs the in-browser codec benchmark and the end-to-end
+# tests, ffmpeg makes the test streams.
+APT_PACKAGES=(ca-certificates git build-essential python3 emscripten chromium ffmpeg)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ "${#missing[@]}" -gt 0 ]; then
@@ -27,6 +28,10 @@ if [ "$node_major" -lt 20 ]; then
   echo "[setup] Node.js >= 20 is required, found $(node -v)" >&2
   exit 1
 fi
+
+# node-gyp (better-sqlite3 for origo) builds against the installed Node's headers; it cannot
+# download them here.
+if [ -z "${npm_config_nodedir:-}" ] && [ -f /usr/include/node/node.h ]; then export npm_config_nodedir=/usr; fi
 
 # npm dependencies: reinstall only when the lockfile changed since the last install.
 stamp=node_modules/.setup-stamp
@@ -51,4 +56,16 @@ fi
 
 # WebAssembly and native codec builds; each step skips itself when its outputs are current.
 bash wasm/build.sh
+# Test media for the demo, the end-to-end tests and benchmarks (ffmpeg, once).
+bash e2e/media/generate.sh
+# The browser extension (Chrome and Firefox packages in extension/dist), rebuilt when a source
+# is newer than the package.
+package=extension/dist/mutp-chrome.zip
+if [ ! -f "$package" ] || [ -n "$(find extension/src extension/static extension/webpack.config.mjs shared/src wasm/src wasm/dist \
+  -newer "$package" -print -quit)" ]; then
+  log "building the extension"
+  npm run --silent build -w extension
+else
+  log "extension up to date"
+fi
 log "done"

@@ -5,6 +5,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 echo "[test] type-check"
 npx tsc -p tsconfig.json
+npx tsc -p extension/tsconfig.json
 echo "[test] lint"
 npx eslint .
 npx prettier --check . >/dev/null || { npx prettier --check .; exit 1; }

@@ -597,10 +597,10 @@ describe('in-flight limits', () => {
     const sent = drain(sender, 0).data;
     expect(sent.length).toBe(1);
     // RTT sample 50 ms at 100 000 B/s: BDP 5 000 B = 5000 / (100 + 18) datagrams
-    // -> ceil(1.5 x 42.4) + 4 = 68 (the reference divides by the 18-byte DATA_RLNC header size).
+    // -> ceil(1.5 x 42.4) + 16 = 80 (the reference divides by the 18-byte DATA_RLNC header size).
     sender.handleDatagram(feedback('uncoded', { seqs: [sent[0].seq], rateBps: 100_000 }), 50);
-    const expected = Math.ceil((1.5 * (100_000 * 50)) / 1000 / (symbolSize + DATA_RLNC_HEADER_BYTES)) + 4;
-    expect(expected).toBe(68);
+    const expected = Math.ceil((1.5 * (100_000 * 50)) / 1000 / (symbolSize + DATA_RLNC_HEADER_BYTES)) + 16;
+    expect(expected).toBe(80);
     expect(sender.inFlightLimit).toBe(expected);
     drain(sender, 50);
     expect(sender.packetsInFlight).toBe(expected);

@@ -46,6 +46,8 @@ export interface GetOptions {
   mode: DownloadMode;
   proxies: number;
   scheduler?: SchedulerName;
+  /** Proxy ids not to use (besides the ones that failed recently). */
+  exclude?: string[];
   signal?: AbortSignal;
   onProgress?: (progress: { dof: number; totalDof: number; bytes: number }) => void;
 }
@@ -57,6 +59,9 @@ export class MutpClient {
   private readonly config: ClientConfig;
   /** Live connections by proxy id, reused across downloads. */
   private readonly links = new Map<string, ProxyLink>();
+  private connecting?: Promise<OrigoSession>;
+  private readonly pendingLinks = new Map<string, Promise<ProxyLink>>();
+  private nextLink = 0;
   /** Proxies that failed to connect, by when; excluded when asking origo for a while. */
   private readonly failedAt = new Map<string, number>();
 
@@ -68,17 +73,30 @@ export class MutpClient {
   }
 
   /** The origo session, opened (again) when needed: origo may restart between downloads. */
-  private async origo(): Promise<OrigoSession> {
-    if (this.session?.isOpen) return this.session;
+  private origo(): Promise<OrigoSession> {
+    if (this.session?.isOpen) return Promise.resolve(this.session);
+    // Concurrent downloads share one connection attempt.
+    if (this.connecting) return this.connecting;
     this.session?.close();
     const session = new OrigoSession(this.config.origoUrl, this.host.webSocket, this.host.clock);
     this.session = session;
-    session.onClose = () => {
-      for (const link of this.links.values()) link.close('origo session closed');
-      this.links.clear();
-    };
-    await session.connect();
-    return session;
+    this.connecting = session.connect().then(
+      () => session,
+      (e: unknown) => {
+        if (this.session === session) this.session = undefined;
+        throw e;
+      },
+    );
+    const attempt = this.connecting;
+    void attempt.then(
+      () => this.clearConnecting(attempt),
+      () => this.clearConnecting(attempt),
+    );
+    return attempt;
+  }
+
+  private clearConnecting(attempt: Promise<OrigoSession>): void {
+    if (this.connecting === attempt) this.connecting = undefined;
   }
 
   /** Downloads `url` through `proxies` proxies in `mode`; rejects with a ClientError. */
@@ -86,7 +104,10 @@ export class MutpClient {
     const session = await this.origo();
     const mode = o.mode;
     if (mode === 'http') {
-      const proxies = await session.requestProxies(o.proxies, 'uncoded', this.recentlyFailed());
+      const proxies = await session.requestProxies(o.proxies, 'uncoded', [
+        ...this.recentlyFailed(),
+        ...(o.exclude ?? []),
+      ]);
       if (proxies.length === 0) throw new ClientError('no-proxies', 'origo has no proxy to offer');
       const result = await runHttpDownload(proxies, url, this.host.fetch, this.host.clock, {
         signal: o.signal,
@@ -95,7 +116,7 @@ export class MutpClient {
       this.report(session, url, 'http', result, undefined, proxies.length);
       return result;
     }
-    const links = await this.connect(session, o.proxies, mode);
+    const links = await this.connect(session, o.proxies, mode, o.exclude ?? []);
     const scheduler = o.scheduler ?? DEFAULT_SCHEDULER[mode];
     try {
       const result = await runDownload(links, this.host.clock, {
@@ -122,11 +143,11 @@ export class MutpClient {
   }
 
   /** `count` live links (fewer if origo has fewer proxies), reusing open ones. */
-  private async connect(session: OrigoSession, count: number, mode: Mode): Promise<ProxyLink[]> {
+  private async connect(session: OrigoSession, count: number, mode: Mode, excluded: string[]): Promise<ProxyLink[]> {
     for (const [id, link] of this.links) if (!link.alive) this.links.delete(id);
     const chosen: ProxyLink[] = [];
     for (let attempt = 0; attempt < 3 && chosen.length < count; attempt++) {
-      const exclude = [...this.recentlyFailed(), ...chosen.map((l) => l.proxy.proxyId)];
+      const exclude = [...this.recentlyFailed(), ...excluded, ...chosen.map((l) => l.proxy.proxyId)];
       const offered = await session.requestProxies(count - chosen.length, mode, exclude);
       if (offered.length === 0) break;
       const opened = await Promise.allSettled(offered.map((proxy) => this.linkTo(session, proxy)));
@@ -147,14 +168,22 @@ export class MutpClient {
     return [...this.failedAt.keys()];
   }
 
-  private async linkTo(session: OrigoSession, proxy: ProxyInfo): Promise<ProxyLink> {
+  private linkTo(session: OrigoSession, proxy: ProxyInfo): Promise<ProxyLink> {
     const existing = this.links.get(proxy.proxyId);
-    if (existing?.alive) return existing;
-    const connectionId = `c${(this.host.random() >>> 0).toString(36)}${this.links.size}`;
+    if (existing?.alive) return Promise.resolve(existing);
+    // Concurrent downloads wait for the same connection instead of opening a second one.
+    const pending = this.pendingLinks.get(proxy.proxyId);
+    if (pending) return pending;
+    const connectionId = `c${(this.host.random() >>> 0).toString(36)}${this.nextLink++}`;
     const link = new ProxyLink(proxy, connectionId);
-    await link.open(session, this.host.rtc, this.host.clock, this.config.connectTimeoutMs);
-    this.links.set(proxy.proxyId, link);
-    return link;
+    const opening = link.open(session, this.host.rtc, this.host.clock, this.config.connectTimeoutMs).then(() => {
+      this.links.set(proxy.proxyId, link);
+      return link;
+    });
+    this.pendingLinks.set(proxy.proxyId, opening);
+    const forget = () => this.pendingLinks.delete(proxy.proxyId);
+    opening.then(forget, forget);
+    return opening;
   }
 
   private report(

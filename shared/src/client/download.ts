@@ -92,7 +92,7 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
       o.signal?.removeEventListener('abort', onAbort);
       // STOPs were flushed above. A lost STOP is repeated when that proxy's data keeps coming, so
       // the transfer stays attached for a while; the links stay open for the next download.
-      clock.setTimer(STOP_LINGER_MS, () => links.forEach((link) => link.detach(o.transferId)));
+      clock.setTimer(STOP_LINGER_MS, () => links.forEach((link) => link.detach(o.transferId)), true);
       if (receiver.status === 'complete') resolve(summarize(receiver, links, startedAt, clock.now(), o.mode));
       else reject(toClientError(receiver.error));
     };

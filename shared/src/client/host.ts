@@ -8,8 +8,11 @@ import { RtcFactory } from './rtc';
 export interface Clock {
   /** Milliseconds, monotonic. */
   now(): number;
-  /** Calls `callback` once after `delayMs`; returns a function that cancels it. */
-  setTimer(delayMs: number, callback: () => void): () => void;
+  /**
+   * Calls `callback` once after `delayMs`; returns a function that cancels it. A `background`
+   * timer (housekeeping) must not keep a Node process alive on its own.
+   */
+  setTimer(delayMs: number, callback: () => void, background?: boolean): () => void;
 }
 
 /** The subset of the W3C WebSocket (browsers) and of the `ws` package (Node) that origo needs. */
@@ -50,9 +53,10 @@ export interface ClientHost {
 /** A clock over the platform's timers (browsers and Node alike). */
 export const systemClock: Clock = {
   now: () => performance.now(),
-  setTimer(delayMs, callback) {
-    const handle = setTimeout(callback, Math.max(0, delayMs));
-    return () => clearTimeout(handle);
+  setTimer(delayMs, callback, background) {
+    const handle: unknown = setTimeout(callback, Math.max(0, delayMs));
+    if (background) (handle as { unref?: () => void }).unref?.();
+    return () => clearTimeout(handle as Parameters<typeof clearTimeout>[0]);
   },
 };
 

@@ -73,7 +73,11 @@ export class OrigoSession {
           resolve();
           return;
         }
-        this.dispatch(parsed.value);
+        try {
+          this.dispatch(parsed.value);
+        } catch {
+          // One connection's failure (a peer rejecting a description) must not end the session.
+        }
       };
     });
     return withTimeout(

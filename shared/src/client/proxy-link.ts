@@ -42,7 +42,11 @@ export class ProxyLink {
       this.signals = session.openConnection(this.proxy.proxyId, this.connectionId, {
         onDescription: (d) => peer.setRemoteDescription(d),
         onCandidate: (c) => peer.addRemoteCandidate(c),
-        onClosed: (reason) => fail(reason),
+        // Once both channels are open the peer connection no longer needs origo: a signalling
+        // blip (origo restart, the proxy reconnecting to origo) must not drop a working link.
+        onClosed: (reason) => {
+          if (!this.alive) fail(reason);
+        },
       });
       peer.onLocalDescription = (d) => this.signals?.sendDescription(d);
       peer.onLocalCandidate = (c) => this.signals?.sendCandidate(c);

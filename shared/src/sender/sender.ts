@@ -34,6 +34,11 @@ export interface SenderConfig {
   initialWindowPackets: number;
   /** In-flight target = gain x reported rate x min RTT (plus headroom): the queue stays shallow. */
   inFlightGain: number;
+  /**
+   * Above the receiver's ackEveryPackets (8): on a short path (a nearby edge, a LAN, loopback)
+   * rate x RTT is a few packets, and with fewer in flight than trigger an ack, feedback comes
+   * only on the receiver's timer, the measured rate stays low and the limit never grows.
+   */
   inFlightHeadroomPackets: number;
   maxInFlightPackets: number;
   /** Packets sent after one the client acknowledged before a missing one counts as lost. */
@@ -55,7 +60,7 @@ export const DEFAULT_SENDER_CONFIG: SenderConfig = {
   initialRttMs: 100,
   initialWindowPackets: 16,
   inFlightGain: 1.5,
-  inFlightHeadroomPackets: 4,
+  inFlightHeadroomPackets: 16,
   maxInFlightPackets: 4096,
   reorderThreshold: 3,
   ackDelaySlackMs: 25,

@@ -1,0 +1,125 @@
+/**
+ * `mutp get <url> --mode http|uncoded|rlnc|fountain --proxies N --origo <url> [-o file]`: one
+ * download through origo and N proxies, with a progress bar, then time, goodput, normalized
+ * goodput and per-proxy shares.
+ *
+ * Exit codes: 0 downloaded and verified; 1 the download failed; 2 bad usage; 3 origo unreachable
+ * or no proxy available; 4 cancelled (SIGINT) or timed out.
+ */
+import { writeFileSync } from 'node:fs';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { SingleBar } from 'cli-progress';
+import { ClientError, GetResult, MutpClient } from '@mutp/shared';
+import { loadNodeCodecs } from '@mutp/wasm/node';
+import { releaseNodeRtc } from '@mutp/shared/node/webrtc';
+import { createNodeHost } from './node-host';
+import { formatResult } from './format';
+
+const EXIT = { ok: 0, failed: 1, usage: 2, unreachable: 3, cancelled: 4 } as const;
+
+function positiveInt(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive integer');
+  return n;
+}
+
+const program = new Command()
+  .name('mutp')
+  .description('Multi-source downloads through origo and MUTP edge proxies.')
+  .exitOverride((e) => process.exit(e.exitCode === 0 ? 0 : EXIT.usage));
+
+program
+  .command('get')
+  .description('download one object through N proxies')
+  .argument('<url>', 'object URL (http or https), fetched by the proxies from its origin')
+  .addOption(
+    new Option('--mode <mode>', 'download mode').choices(['http', 'uncoded', 'rlnc', 'fountain']).default('rlnc'),
+  )
+  .addOption(new Option('--scheduler <name>', 'sender scheduler').choices(['random', 'rarest', 'partitioned']))
+  .option('--proxies <n>', 'number of proxies', positiveInt, 4)
+  .option(
+    '--origo <url>',
+    "origo's client endpoint",
+    process.env.MUTP_ORIGO_CLIENT_URL ?? 'ws://127.0.0.1:8700/v1/client',
+  )
+  .option('-o, --output <file>', 'write the object to this file')
+  .option('--timeout <ms>', 'give up after this long', positiveInt, 120_000)
+  .option('--no-progress', 'no progress bar')
+  .option('--json', 'print the result as JSON on the last line of stdout')
+  .action(get);
+
+interface GetFlags {
+  mode: 'http' | 'uncoded' | 'rlnc' | 'fountain';
+  scheduler?: 'random' | 'rarest' | 'partitioned';
+  proxies: number;
+  origo: string;
+  output?: string;
+  timeout: number;
+  progress: boolean;
+  json?: boolean;
+}
+
+async function get(url: string, flags: GetFlags): Promise<void> {
+  if (!/^https?:\/\//i.test(url)) program.error(`not an http(s) URL: ${url}`, { exitCode: EXIT.usage });
+  const codecs = await loadNodeCodecs();
+  const client = new MutpClient(createNodeHost(), { origoUrl: flags.origo, codecs });
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), flags.timeout);
+  process.once('SIGINT', () => abort.abort());
+  const bar =
+    flags.progress && process.stderr.isTTY
+      ? new SingleBar({ format: ' {bar} {percentage}% | {value}/{total} DoF', stream: process.stderr })
+      : undefined;
+  let started = false;
+  let code: number = EXIT.ok;
+  try {
+    const result: GetResult = await client.get(url, {
+      mode: flags.mode,
+      proxies: flags.proxies,
+      scheduler: flags.scheduler,
+      signal: abort.signal,
+      onProgress: ({ dof, totalDof }) => {
+        if (!bar || totalDof === 0) return;
+        if (!started) bar.start(totalDof, 0);
+        started = true;
+        bar.update(Math.min(dof, totalDof));
+      },
+    });
+    bar?.stop();
+    if (flags.output) writeFileSync(flags.output, result.object);
+    console.log(formatResult(url, result));
+    if (flags.json) console.log(JSON.stringify(summary(url, result)));
+  } catch (e) {
+    bar?.stop();
+    const error = e instanceof ClientError ? e : new ClientError('download-failed', String(e));
+    console.error(`mutp: ${error.message}`);
+    code =
+      error.code === 'origo-unreachable' || error.code === 'no-proxies' || error.code === 'origo-error'
+        ? EXIT.unreachable
+        : error.code === 'cancelled'
+          ? EXIT.cancelled
+          : EXIT.failed;
+  } finally {
+    clearTimeout(timer);
+    client.close();
+    releaseNodeRtc();
+  }
+  process.exit(code);
+}
+
+function summary(url: string, r: GetResult) {
+  return {
+    url,
+    mode: r.mode,
+    bytes: r.object.length,
+    durationMs: r.durationMs,
+    goodputBps: r.goodputBps,
+    normalizedGoodput: r.normalizedGoodput,
+    sources: r.sources.map((s) => ({ proxyId: s.proxyId, name: s.name, bytes: s.bytes, share: s.share })),
+  };
+}
+
+program.parseAsync().catch((e: unknown) => {
+  console.error(`mutp: ${e instanceof Error ? e.message : String(e)}`);
+  process.exit(EXIT.failed);
+});

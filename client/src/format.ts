@@ -1,0 +1,16 @@
+/** Human-readable summary of one download (the CLI and the demo print it). */
+import { GetResult } from '@mutp/shared';
+
+const mb = (bytesPerSecond: number) => `${(bytesPerSecond / 1e6).toFixed(2)} MB/s`;
+
+export function formatResult(url: string, r: GetResult): string {
+  const lines = [
+    `${url}: ${r.object.length} bytes in ${r.durationMs.toFixed(0)} ms (${r.mode}), goodput ${mb(r.goodputBps)}, ` +
+      `normalized goodput ${r.normalizedGoodput.toFixed(3)}`,
+  ];
+  for (const s of r.sources) {
+    const detail = 'useful' in s ? `${s.useful} useful of ${s.received} received` : `${s.bytes} bytes received`;
+    lines.push(`  ${s.name.padEnd(16)} share ${(s.share * 100).toFixed(1).padStart(5)}%  ${detail}`);
+  }
+  return lines.join('\n');
+}

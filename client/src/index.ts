@@ -1,0 +1,2 @@
+export { createNodeHost } from './node-host';
+export { formatResult } from './format';

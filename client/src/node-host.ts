@@ -1,0 +1,16 @@
+/** The client orchestration's host in Node: system clock, crypto randomness, ws, fetch, node-datachannel. */
+import { createHash, randomBytes } from 'node:crypto';
+import WebSocket from 'ws';
+import { ClientHost, FetchLike, systemClock, WebSocketLike } from '@mutp/shared';
+import { createNodeRtcFactory, NodeRtcOptions } from '@mutp/shared/node/webrtc';
+
+export function createNodeHost(rtc: NodeRtcOptions = {}): ClientHost {
+  return {
+    clock: systemClock,
+    random: () => randomBytes(4).readUInt32BE(0),
+    webSocket: (url) => new WebSocket(url, { maxPayload: 1 << 20 }) as unknown as WebSocketLike,
+    rtc: createNodeRtcFactory(rtc),
+    fetch: globalThis.fetch as unknown as FetchLike,
+    sha256: (data) => createHash('sha256').update(data).digest(),
+  };
+}

@@ -1,0 +1,225 @@
+/**
+ * `npm run bench:e2e -- [--json] [--repeats N] [--quick]`: the Node client over real loopback
+ * WebRTC against shaped proxy processes: every mode × N ∈ {1, 2, 4} × caps (all 896 KB/s; half
+ * 896, half 1792 KB/s) × 1 and 2 MiB objects. Each row carries the simulator's prediction for the
+ * same scenario, computed in the same run (`simEfficiency`). A last measurement loads one
+ * unshaped proxy from several clients and reports its throughput and CPU.
+ */
+import { readFileSync } from 'node:fs';
+import { Command } from 'commander';
+import { DEFAULT_SCHEDULER, DEFAULT_SYMBOL_SIZE, GetResult, MutpClient } from '@mutp/shared';
+import { releaseNodeRtc } from '@mutp/shared/node/webrtc';
+import { loadNodeCodecs } from '@mutp/wasm/node';
+import { createNodeHost } from '@mutp/client';
+import { idealMs, Scenario, simulate } from '@mutp/sim';
+import { Cluster, startCluster } from './cluster';
+import { startOrigin } from './origin';
+
+const program = new Command()
+  .name('bench:e2e')
+  .description('End-to-end goodput over real loopback WebRTC against shaped proxies, with the simulator alongside.')
+  .option('--json', 'print the rows as a JSON array on the last line of stdout')
+  .option('--repeats <n>', 'downloads per cell (medians)', (v) => Number(v), 3)
+  .option('--quick', 'only 2 MiB objects and N = 4')
+  .parse();
+const opts = program.opts<{ json?: boolean; repeats: number; quick?: boolean }>();
+
+const MODES = ['http', 'uncoded', 'rlnc', 'fountain'] as const;
+type BenchMode = (typeof MODES)[number];
+/** The proxy set: four at 896 KB/s and two at 1792 KB/s; each cell picks its subset. */
+const FLEET = [
+  ...[0, 1, 2, 3].map((i) => ({ name: `e896-${i}`, uploadKBps: 896 })),
+  ...[0, 1].map((i) => ({ name: `e1792-${i}`, uploadKBps: 1792 })),
+];
+
+function capsFor(n: number, kind: 'uniform' | 'mixed'): number[] {
+  return Array.from({ length: n }, (_, i) => (kind === 'mixed' && i >= Math.ceil(n / 2) ? 1792 : 896));
+}
+
+/** The fleet's names for a cap list, so origo can be told to use exactly those proxies. */
+function namesFor(caps: number[]): string[] {
+  const used = new Set<string>();
+  return caps.map((cap) => {
+    const p = FLEET.find((f) => f.uploadKBps === cap && !used.has(f.name))!;
+    used.add(p.name);
+    return p.name;
+  });
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length === 0 ? NaN : s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const round = (x: number, d = 3) => Math.round(x * 10 ** d) / 10 ** d;
+
+/** Round trip of a small HTTP request on loopback, for the ideal time's RTT term. */
+async function loopbackRttMs(url: string): Promise<number> {
+  const samples: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    const t = performance.now();
+    await (await fetch(url)).arrayBuffer();
+    samples.push(performance.now() - t);
+  }
+  return median(samples);
+}
+
+function simEfficiency(mode: BenchMode, caps: number[], objectBytes: number, rttMs: number, codecs: object): number {
+  const effs: number[] = [];
+  for (let seed = 1; seed <= 5; seed++) {
+    const s: Scenario = {
+      mode,
+      capsKBps: caps,
+      objectBytes,
+      rttMs,
+      jitterMs: 0,
+      loss: 0,
+      window: 240,
+      generationSize: 24,
+      symbolSize: DEFAULT_SYMBOL_SIZE,
+      seed,
+    };
+    const r = simulate(s, { codecs });
+    if (r.status === 'complete') effs.push(r.efficiency);
+  }
+  return round(median(effs));
+}
+
+/** CPU seconds (user + system) a process has used, from /proc. */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (100 Hz)
+}
+
+async function main(): Promise<void> {
+  const codecs = await loadNodeCodecs();
+  const origin = await startOrigin();
+  const cluster: Cluster = await startCluster({ proxies: FLEET, allowPrivateOrigins: true });
+  const client = new MutpClient(createNodeHost(), { origoUrl: cluster.clientUrl, codecs });
+  const rows: Record<string, unknown>[] = [];
+  try {
+    const fleet = await cluster.listProxies();
+    const idOf = (name: string) => fleet.find((p) => p.name === name)!.proxyId;
+    const rttMs = round(await loopbackRttMs(`${origin.url}/object/1/1`), 2);
+    const objects = opts.quick ? [2 << 20] : [1 << 20, 2 << 20];
+    const sources = opts.quick ? [4] : [1, 2, 4];
+    for (const objectBytes of objects)
+      for (const n of sources)
+        for (const kind of ['uniform', 'mixed'] as const) {
+          if (n === 1 && kind === 'mixed') continue;
+          const caps = capsFor(n, kind);
+          const use = new Set(namesFor(caps));
+          const exclude = FLEET.filter((f) => !use.has(f.name)).map((f) => idOf(f.name));
+          const scenario = { capsKBps: caps, objectBytes, rttMs, jitterMs: 0, loss: 0 } as Scenario;
+          const ideal = idealMs(scenario);
+          const byMode = new Map<BenchMode, number>();
+          for (const mode of MODES) {
+            const results: GetResult[] = [];
+            let failed = 0;
+            for (let r = 0; r < opts.repeats; r++) {
+              const url = `${origin.url}/object/${objectBytes}/${rows.length * 100 + r + 1}`;
+              try {
+                results.push(await client.get(url, { mode, proxies: n, exclude }));
+              } catch (e) {
+                failed++;
+                process.stderr.write(`bench:e2e ${mode} N=${n} ${kind}: ${String(e)}\n`);
+              }
+            }
+            const goodput = median(results.map((x) => x.goodputBps));
+            byMode.set(mode, goodput);
+            const row = {
+              mode,
+              scheduler: mode === 'http' ? '-' : DEFAULT_SCHEDULER[mode],
+              sources: n,
+              capsKBps: caps,
+              objectBytes,
+              rttMs,
+              loss: 0,
+              seeds: opts.repeats,
+              failed,
+              medianDownloadMs: round(median(results.map((x) => x.durationMs)), 1),
+              goodputBps: Math.round(goodput),
+              efficiency: round(median(results.map((x) => ideal / x.durationMs))),
+              normalizedGoodput: round(median(results.map((x) => Math.min(1, x.normalizedGoodput)))),
+              speedupVsHttp: null as number | null,
+              simEfficiency: simEfficiency(mode, caps, objectBytes, rttMs, codecs),
+            };
+            rows.push(row);
+            process.stderr.write(
+              `bench:e2e ${mode} N=${n} ${kind} ${objectBytes >> 20} MiB: eff ${row.efficiency} (sim ${row.simEfficiency}), ${(goodput / 1e6).toFixed(2)} MB/s\n`,
+            );
+          }
+          const http = byMode.get('http') ?? NaN;
+          for (const r of rows.slice(-MODES.length)) r.speedupVsHttp = round((r.goodputBps as number) / http, 2);
+        }
+  } finally {
+    client.close();
+    await cluster.stop();
+  }
+  const load = await proxyLoad(origin.url, codecs);
+  await origin.close();
+  releaseNodeRtc();
+  printTable(rows);
+  console.log(
+    `\nOne unshaped proxy, ${load.clients} clients x ${load.downloads} downloads of 2 MiB (rlnc, N = 1): ` +
+      `${(load.bytesPerSecond / 1e6).toFixed(1)} MB/s served, proxy CPU ${load.cpuPercent.toFixed(0)}% of one core.`,
+  );
+  if (opts.json) console.log(JSON.stringify([...rows, { mode: 'rlnc', measurement: 'proxy-load', ...load }]));
+}
+
+/** One proxy without an upload limit, several clients at once: throughput and the proxy's CPU. */
+async function proxyLoad(originUrl: string, codecs: Awaited<ReturnType<typeof loadNodeCodecs>>) {
+  const cluster = await startCluster({ proxies: [{ name: 'unshaped', uploadKBps: 0 }], allowPrivateOrigins: true });
+  const clientCount = 3;
+  const downloads = 6;
+  const clients = Array.from(
+    { length: clientCount },
+    () => new MutpClient(createNodeHost(), { origoUrl: cluster.clientUrl, codecs }),
+  );
+  try {
+    const pid = cluster.proxies[0].process.pid!;
+    // Warm the proxy's cache and the connections first, so the measurement is the serving path.
+    await Promise.all(
+      clients.map((c, i) => c.get(`${originUrl}/object/${2 << 20}/${900 + i}`, { mode: 'rlnc', proxies: 1 })),
+    );
+    const cpu0 = cpuSeconds(pid);
+    const t0 = performance.now();
+    let bytes = 0;
+    await Promise.all(
+      clients.map(async (c, i) => {
+        for (let k = 0; k < downloads; k++) {
+          const r = await c.get(`${originUrl}/object/${2 << 20}/${900 + i}`, { mode: 'rlnc', proxies: 1 });
+          bytes += r.object.length;
+        }
+      }),
+    );
+    const seconds = (performance.now() - t0) / 1000;
+    return {
+      clients: clientCount,
+      downloads,
+      bytesPerSecond: bytes / seconds,
+      cpuPercent: ((cpuSeconds(pid) - cpu0) / seconds) * 100,
+    };
+  } finally {
+    clients.forEach((c) => c.close());
+    await cluster.stop();
+  }
+}
+
+function printTable(rows: Record<string, unknown>[]): void {
+  console.log('mode      N  caps KB/s        object  median ms  goodput MB/s  eff    sim eff  norm.gp  x http  fail');
+  for (const r of rows) {
+    const caps = r.capsKBps as number[];
+    console.log(
+      `${String(r.mode).padEnd(9)} ${String(r.sources).padStart(1)}  ${caps.join('/').padEnd(16)} ` +
+        `${`${(r.objectBytes as number) >> 20} MiB`.padStart(6)} ${String(r.medianDownloadMs).padStart(10)} ` +
+        `${((r.goodputBps as number) / 1e6).toFixed(2).padStart(13)}  ${String(r.efficiency).padEnd(6)} ` +
+        `${String(r.simEfficiency).padEnd(8)} ${String(r.normalizedGoodput).padEnd(8)} ${String(r.speedupVsHttp).padStart(6)}  ${r.failed}`,
+    );
+  }
+}
+
+main().catch((e: unknown) => {
+  console.error(e instanceof Error ? e.stack : e);
+  process.exit(1);
+});

@@ -1,0 +1,197 @@
+/**
+ * A local MUTP deployment of real processes: origo and N proxies (each its own Node process,
+ * started with tsx), on loopback. Used by the demo, the end-to-end tests and bench:e2e.
+ */
+import { ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+
+const ROOT = join(__dirname, '..', '..');
+
+/**
+ * Runs a TypeScript entry point as one Node process (tsx as a loader, not its CLI, which would
+ * put a wrapper process in between: a SIGKILL must reach the service itself).
+ */
+export function spawnService(script: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', join(ROOT, script), ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+export interface ProxySpec {
+  name: string;
+  /** Upload limit in KB/s (1 KB = 1024 B); 0 = none. */
+  uploadKBps: number;
+  extraArgs?: string[];
+}
+
+export interface RunningProxy extends ProxySpec {
+  process: ChildProcess;
+  log: string[];
+}
+
+export interface Cluster {
+  origoUrl: string;
+  /** origo's client endpoint. */
+  clientUrl: string;
+  adminToken: string;
+  proxies: RunningProxy[];
+  origoLog: string[];
+  /** Stops one proxy (SIGKILL: as a crash, for fault tests). */
+  kill(name: string): void;
+  /** Restarts origo on the same port (proxies must re-register by themselves). */
+  restartOrigo(): Promise<void>;
+  /** Admin listing of the registered proxies. */
+  listProxies(): Promise<{ proxyId: string; name: string }[]>;
+  stop(): Promise<void>;
+}
+
+export interface ClusterOptions {
+  proxies: ProxySpec[];
+  /** Lets proxies fetch from loopback origins (the local test origin). */
+  allowPrivateOrigins?: boolean;
+  logLevel?: string;
+  /** Per-process output goes here too (the demo shows nothing, tests keep it for failures). */
+  onLog?: (source: string, line: string) => void;
+  readyTimeoutMs?: number;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function launch(
+  script: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  log: string[],
+  name: string,
+  o: ClusterOptions,
+) {
+  const child = spawnService(script, args, env);
+  const collect = (chunk: Buffer) => {
+    for (const line of chunk.toString('utf8').split('\n')) {
+      if (!line) continue;
+      if (log.length > 2000) log.shift();
+      log.push(line);
+      o.onLog?.(name, line);
+    }
+  };
+  child.stdout!.on('data', collect);
+  child.stderr!.on('data', collect);
+  return child;
+}
+
+async function waitFor<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>, log: () => string) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error(`${what} not ready within ${timeoutMs} ms; recent output:\n${log()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function stopProcess(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM', graceMs = 5000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const force = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    child.once('exit', () => {
+      clearTimeout(force);
+      resolve();
+    });
+    child.kill(signal);
+  });
+}
+
+export async function startCluster(o: ClusterOptions): Promise<Cluster> {
+  const port = await freePort();
+  const secret = randomBytes(16).toString('hex');
+  const adminToken = randomBytes(16).toString('hex');
+  const origoBase = `http://127.0.0.1:${port}`;
+  const origoLog: string[] = [];
+  const logLevel = o.logLevel ?? 'warn';
+  const readyTimeoutMs = o.readyTimeoutMs ?? 30_000;
+  const startOrigo = () =>
+    launch(
+      'origo/src/main.ts',
+      ['--port', String(port), '--db', ':memory:', '--log-level', logLevel],
+      { MUTP_PROXY_SECRET: secret, MUTP_ADMIN_TOKEN: adminToken },
+      origoLog,
+      'origo',
+      o,
+    );
+  let origo = startOrigo();
+  const admin = async () => {
+    const r = await fetch(`${origoBase}/v1/admin/proxies`, { headers: { authorization: `Bearer ${adminToken}` } });
+    if (!r.ok) return undefined;
+    const body = (await r.json()) as { proxies: { proxyId: string; name: string }[] };
+    return body.proxies;
+  };
+  const tail = (log: string[]) => log.slice(-20).join('\n');
+  const proxies: RunningProxy[] = [];
+  const cluster: Cluster = {
+    origoUrl: origoBase,
+    clientUrl: `ws://127.0.0.1:${port}/v1/client`,
+    adminToken,
+    proxies,
+    origoLog,
+    kill(name) {
+      const p = proxies.find((x) => x.name === name);
+      p?.process.kill('SIGKILL');
+    },
+    async restartOrigo() {
+      await stopProcess(origo);
+      origo = startOrigo();
+      await waitFor('origo', readyTimeoutMs, admin, () => tail(origoLog));
+    },
+    listProxies: async () => (await admin()) ?? [],
+    async stop() {
+      await Promise.all(proxies.map((p) => stopProcess(p.process)));
+      await stopProcess(origo);
+    },
+  };
+  try {
+    await waitFor('origo', readyTimeoutMs, admin, () => tail(origoLog));
+    for (const spec of o.proxies) {
+      const log: string[] = [];
+      const args = [
+        '--origo',
+        `ws://127.0.0.1:${port}/v1/proxy`,
+        '--name',
+        spec.name,
+        '--upload-limit',
+        String(spec.uploadKBps),
+        '--log-level',
+        logLevel,
+        ...(o.allowPrivateOrigins ? ['--allow-private-origins'] : []),
+        ...(spec.extraArgs ?? []),
+      ];
+      const child = launch('proxy/src/main.ts', args, { MUTP_PROXY_SECRET: secret }, log, spec.name, o);
+      proxies.push({ ...spec, process: child, log });
+    }
+    await waitFor(
+      `${o.proxies.length} proxies`,
+      readyTimeoutMs,
+      async () => {
+        const listed = await admin();
+        return listed && listed.length >= o.proxies.length ? listed : undefined;
+      },
+      () => proxies.map((p) => `${p.name}:\n${tail(p.log)}`).join('\n'),
+    );
+  } catch (e) {
+    await cluster.stop();
+    throw e;
+  }
+  return cluster;
+}

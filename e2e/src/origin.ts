@@ -1,0 +1,165 @@
+/**
+ * A local origin for the demo, tests and benchmarks: serves the generated streams
+ * (e2e/media/out) and synthetic objects over plain HTTP, with byte ranges and CORS, and counts
+ * requests. Fault paths for tests: /status/<code>, /hang, /big/<bytes>.
+ */
+import { createReadStream, existsSync, statSync } from 'node:fs';
+import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
+import { AddressInfo } from 'node:net';
+import { extname, join, normalize, sep } from 'node:path';
+
+export const MEDIA_DIR = join(__dirname, '..', 'media', 'out');
+
+const CONTENT_TYPES: Record<string, string> = {
+  '.m3u8': 'application/vnd.apple.mpegurl',
+  '.mpd': 'application/dash+xml',
+  '.ts': 'video/mp2t',
+  '.m4s': 'video/iso.segment',
+  '.mp4': 'video/mp4',
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.bin': 'application/octet-stream',
+};
+
+export interface Origin {
+  url: string;
+  /** Requests served per path (for "every segment went through MUTP" checks). */
+  requests: Map<string, number>;
+  close(): Promise<void>;
+}
+
+/** Deterministic bytes for /object/<bytes>/<seed>: the same on every run. */
+export function syntheticObject(bytes: number, seed: number): Uint8Array {
+  const out = new Uint8Array(bytes);
+  let x = seed >>> 0 || 1;
+  for (let i = 0; i < bytes; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    out[i] = x >>> 24;
+  }
+  return out;
+}
+
+const MAX_SYNTHETIC_BYTES = 256 * 1024 * 1024;
+
+export function startOrigin(options: { port?: number; host?: string; root?: string } = {}): Promise<Origin> {
+  const root = options.root ?? MEDIA_DIR;
+  const requests = new Map<string, number>();
+  const server: Server = createServer((req, res) => {
+    const path = decodeURIComponent((req.url ?? '/').split('?')[0]);
+    requests.set(path, (requests.get(path) ?? 0) + 1);
+    res.setHeader('access-control-allow-origin', '*');
+    res.setHeader('access-control-expose-headers', 'content-length, content-range, content-type');
+    if (req.method === 'OPTIONS') {
+      res.setHeader('access-control-allow-headers', 'range');
+      res.writeHead(204).end();
+      return;
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405).end();
+      return;
+    }
+    route(req, res, path, root);
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      resolve({
+        url: `http://${options.host ?? '127.0.0.1'}:${port}`,
+        requests,
+        close: () =>
+          new Promise<void>((done) => {
+            server.closeAllConnections();
+            server.close(() => done());
+          }),
+      });
+    });
+  });
+}
+
+function route(req: IncomingMessage, res: ServerResponse, path: string, root: string): void {
+  const status = /^\/status\/(\d{3})$/.exec(path);
+  if (status) {
+    res.writeHead(Number(status[1]), { 'content-type': 'text/plain' }).end(`status ${status[1]}\n`);
+    return;
+  }
+  if (path === '/hang') return; // never answers: the proxies' origin timeout must fire
+  const object = /^\/object\/(\d+)\/(\d+)$/.exec(path);
+  if (object) {
+    const bytes = Number(object[1]);
+    if (bytes > MAX_SYNTHETIC_BYTES) {
+      res.writeHead(413).end();
+      return;
+    }
+    sendBytes(req, res, Buffer.from(syntheticObject(bytes, Number(object[2]))), 'application/octet-stream');
+    return;
+  }
+  const big = /^\/big\/(\d+)$/.exec(path);
+  if (big) {
+    // Chunked, no Content-Length: the size cap must hold while streaming.
+    const total = Math.min(Number(big[1]), MAX_SYNTHETIC_BYTES);
+    res.writeHead(200, { 'content-type': 'application/octet-stream' });
+    const chunk = Buffer.alloc(64 * 1024, 7);
+    let sent = 0;
+    const pump = () => {
+      while (sent < total) {
+        const n = Math.min(chunk.length, total - sent);
+        sent += n;
+        if (!res.write(chunk.subarray(0, n))) return void res.once('drain', pump);
+      }
+      res.end();
+    };
+    pump();
+    return;
+  }
+  const file = normalize(join(root, path));
+  if (!file.startsWith(root + sep) || !existsSync(file) || !statSync(file).isFile()) {
+    res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+    return;
+  }
+  const type = CONTENT_TYPES[extname(file)] ?? 'application/octet-stream';
+  sendFile(req, res, file, statSync(file).size, type);
+}
+
+function parseRange(header: string | undefined, size: number): [number, number] | null | 'invalid' {
+  if (!header) return null;
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!m || (m[1] === '' && m[2] === '')) return 'invalid';
+  let start = m[1] === '' ? size - Number(m[2]) : Number(m[1]);
+  let end = m[1] === '' || m[2] === '' ? size - 1 : Number(m[2]);
+  start = Math.max(0, start);
+  end = Math.min(size - 1, end);
+  return start > end ? 'invalid' : [start, end];
+}
+
+function sendFile(req: IncomingMessage, res: ServerResponse, file: string, size: number, type: string): void {
+  const range = parseRange(req.headers.range, size);
+  if (range === 'invalid') {
+    res.writeHead(416, { 'content-range': `bytes */${size}` }).end();
+    return;
+  }
+  const [start, end] = range ?? [0, size - 1];
+  const headers = { 'content-type': type, 'content-length': String(end - start + 1), 'accept-ranges': 'bytes' };
+  if (range) res.writeHead(206, { ...headers, 'content-range': `bytes ${start}-${end}/${size}` });
+  else res.writeHead(200, headers);
+  if (req.method === 'HEAD' || size === 0) {
+    res.end();
+    return;
+  }
+  createReadStream(file, { start, end }).pipe(res);
+}
+
+function sendBytes(req: IncomingMessage, res: ServerResponse, bytes: Buffer, type: string): void {
+  const range = parseRange(req.headers.range, bytes.length);
+  if (range === 'invalid') {
+    res.writeHead(416, { 'content-range': `bytes */${bytes.length}` }).end();
+    return;
+  }
+  const [start, end] = range ?? [0, bytes.length - 1];
+  const headers = { 'content-type': type, 'content-length': String(end - start + 1), 'accept-ranges': 'bytes' };
+  if (range) res.writeHead(206, { ...headers, 'content-range': `bytes ${start}-${end}/${bytes.length}` });
+  else res.writeHead(200, headers);
+  res.end(req.method === 'HEAD' ? undefined : bytes.subarray(start, end + 1));
+}

@@ -1,0 +1,213 @@
+/**
+ * The whole system over real processes and sockets: a local origin, origo and proxies as child
+ * processes, the Node client orchestration over node-datachannel on loopback. No mocks of our
+ * own parts. Waits are bounded and say what they waited for.
+ */
+import { createHash } from 'node:crypto';
+import WebSocket from 'ws';
+import { ClientError, GetResult, Mode, MutpClient } from '@mutp/shared';
+import { releaseNodeRtc } from '@mutp/shared/node/webrtc';
+import { loadNodeCodecs } from '@mutp/wasm/node';
+import { createNodeHost } from '@mutp/client';
+import { Cluster, spawnService, startCluster } from '../src/cluster';
+import { Origin, startOrigin, syntheticObject } from '../src/origin';
+
+jest.setTimeout(120_000);
+
+const MODES: Mode[] = ['uncoded', 'rlnc', 'fountain'];
+let codecs: Awaited<ReturnType<typeof loadNodeCodecs>>;
+let origin: Origin;
+
+beforeAll(async () => {
+  codecs = await loadNodeCodecs();
+  origin = await startOrigin();
+});
+
+afterAll(async () => {
+  await origin.close();
+  releaseNodeRtc();
+});
+
+function sha(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+function newClient(cluster: Cluster): MutpClient {
+  return new MutpClient(createNodeHost(), { origoUrl: cluster.clientUrl, codecs });
+}
+
+async function expectClientError(p: Promise<unknown>, code: ClientError['code'], message: RegExp): Promise<void> {
+  const error = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!(error instanceof ClientError)) throw new Error(`expected a ClientError ${code}, got ${String(error)}`);
+  expect(error.code).toBe(code);
+  expect(error.message).toMatch(message);
+}
+
+describe('four unshaped proxies', () => {
+  let cluster: Cluster;
+  let client: MutpClient;
+
+  beforeAll(async () => {
+    cluster = await startCluster({
+      proxies: [0, 1, 2, 3].map((i) => ({ name: `p${i}`, uploadKBps: 0, extraArgs: ['--origin-timeout-ms', '2000'] })),
+      allowPrivateOrigins: true,
+    });
+    client = newClient(cluster);
+  });
+
+  afterAll(async () => {
+    client?.close();
+    await cluster?.stop();
+  });
+
+  const cases = MODES.flatMap((mode) => [1, 2, 3, 4].map((n) => [mode, n] as const));
+  test.each(cases)('%s with %d proxies returns the object byte-exact', async (mode, n) => {
+    const bytes = 200_000 + n * 7919;
+    const url = `${origin.url}/object/${bytes}/${n}`;
+    const result = (await client.get(url, { mode, proxies: n })) as GetResult;
+    expect(result.object.length).toBe(bytes);
+    expect(sha(result.object)).toBe(sha(syntheticObject(bytes, n)));
+    expect(result.sources.length).toBe(n);
+  });
+
+  test('http (Parallel HTTP baseline) returns the object byte-exact', async () => {
+    const url = `${origin.url}/object/300000/9`;
+    const result = await client.get(url, { mode: 'http', proxies: 3 });
+    expect(sha(result.object)).toBe(sha(syntheticObject(300_000, 9)));
+  });
+
+  test.each([
+    ['404', '/status/404', /source error 1/],
+    ['500', '/status/500', /source error 2/],
+    ['timeout', '/hang', /source error 2/],
+    ['oversize', '/big/100000000', /source error 3/],
+  ])('origin %s gives a clear error and the proxies keep serving', async (_name, path, message) => {
+    await expectClientError(
+      client.get(`${origin.url}${path}`, { mode: 'rlnc', proxies: 2 }),
+      'download-failed',
+      message,
+    );
+    const after = await client.get(`${origin.url}/object/50000/3`, { mode: 'rlnc', proxies: 2 });
+    expect(sha(after.object)).toBe(sha(syntheticObject(50_000, 3)));
+  });
+
+  test('malformed and oversized signalling is rejected while other clients download', async () => {
+    const rogue = new WebSocket(cluster.clientUrl);
+    await new Promise((resolve, reject) => {
+      rogue.once('open', resolve);
+      rogue.once('error', reject);
+    });
+    rogue.send('{not json');
+    rogue.send(
+      JSON.stringify({ type: 'signal', proxyId: 'nobody', connectionId: 'x', description: { type: 'offer' } }),
+    );
+    rogue.send('x'.repeat(200_000));
+    const result = await client.get(`${origin.url}/object/120000/4`, { mode: 'fountain', proxies: 4 });
+    expect(sha(result.object)).toBe(sha(syntheticObject(120_000, 4)));
+    rogue.terminate();
+    expect(cluster.origoLog.join('\n')).toMatch(/bad-message|invalid|not JSON/i);
+  });
+});
+
+describe('faults', () => {
+  test('killing one proxy mid-transfer still completes the download from the others', async () => {
+    const cluster = await startCluster({
+      proxies: [0, 1, 2].map((i) => ({ name: `k${i}`, uploadKBps: 512 })),
+      allowPrivateOrigins: true,
+    });
+    const client = newClient(cluster);
+    try {
+      const bytes = 1_500_000;
+      let killed = false;
+      const result = await client.get(`${origin.url}/object/${bytes}/11`, {
+        mode: 'rlnc',
+        proxies: 3,
+        onProgress: ({ dof, totalDof }) => {
+          if (!killed && totalDof > 0 && dof > totalDof / 4) {
+            killed = true;
+            cluster.kill('k0');
+          }
+        },
+      });
+      expect(killed).toBe(true);
+      expect(sha(result.object)).toBe(sha(syntheticObject(bytes, 11)));
+      const victim = cluster.proxies.find((p) => p.name === 'k0')!.process;
+      expect(victim.signalCode ?? (await new Promise((r) => victim.once('exit', (_c, sig) => r(sig))))).toBe('SIGKILL');
+      const share = (result as { sources: { name: string; share: number }[] }).sources;
+      expect(share.find((s) => s.name === 'k0')!.share).toBeLessThan(0.5);
+    } finally {
+      client.close();
+      await cluster.stop();
+    }
+  });
+
+  test('a proxy with a wrong secret is refused and exits', async () => {
+    const cluster = await startCluster({ proxies: [{ name: 'good', uploadKBps: 0 }], allowPrivateOrigins: true });
+    try {
+      const child = spawnService(
+        'proxy/src/main.ts',
+        ['--origo', cluster.clientUrl.replace('/v1/client', '/v1/proxy'), '--name', 'bad'],
+        { MUTP_PROXY_SECRET: 'wrong' },
+      );
+      let output = '';
+      child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
+      child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+      const code = await new Promise<number | null>((resolve) => {
+        const timer = setTimeout(() => {
+          child.kill('SIGKILL');
+          resolve(null);
+        }, 30_000);
+        child.once('exit', (c) => {
+          clearTimeout(timer);
+          resolve(c);
+        });
+      });
+      if (code === null) throw new Error(`the proxy with a wrong secret did not exit within 30 s:\n${output}`);
+      expect(code).not.toBe(0);
+      expect(output).toMatch(/unauthori[sz]ed/i);
+      expect((await cluster.listProxies()).map((p) => p.name)).toEqual(['good']);
+    } finally {
+      await cluster.stop();
+    }
+  });
+
+  test('a proxy refuses to fetch from a loopback origin (SSRF) unless started for tests', async () => {
+    const cluster = await startCluster({ proxies: [{ name: 'strict', uploadKBps: 0 }] });
+    const client = newClient(cluster);
+    try {
+      await expectClientError(
+        client.get(`${origin.url}/object/1000/1`, { mode: 'uncoded', proxies: 1 }),
+        'download-failed',
+        /source error 4/,
+      );
+    } finally {
+      client.close();
+      await cluster.stop();
+    }
+  });
+
+  test('after an origo restart the proxies re-register by themselves and new downloads work', async () => {
+    const cluster = await startCluster({
+      proxies: [0, 1].map((i) => ({ name: `r${i}`, uploadKBps: 0 })),
+      allowPrivateOrigins: true,
+    });
+    const client = newClient(cluster);
+    try {
+      await client.get(`${origin.url}/object/40000/5`, { mode: 'rlnc', proxies: 2 });
+      await cluster.restartOrigo();
+      const until = Date.now() + 30_000;
+      while ((await cluster.listProxies()).length < 2) {
+        if (Date.now() > until) throw new Error('proxies did not re-register within 30 s after the origo restart');
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      const result = await client.get(`${origin.url}/object/40000/6`, { mode: 'rlnc', proxies: 2 });
+      expect(sha(result.object)).toBe(sha(syntheticObject(40_000, 6)));
+    } finally {
+      client.close();
+      await cluster.stop();
+    }
+  });
+});

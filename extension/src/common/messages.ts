@@ -1,0 +1,111 @@
+/**
+ * Messages between the extension's parts. Page hook (MAIN world) ↔ isolated content script: a
+ * MessagePort the hook hands over at document_start ("port A"). Page hook ↔ downloader frame: a
+ * MessagePort the content script creates once the frame has loaded ("port B"), so segment bytes go
+ * straight from the frame to the page as a transferred ArrayBuffer. Downloader frame and content
+ * script → background: runtime messages (statistics).
+ */
+import { Counters } from './counters';
+import { ByteRangeSpec } from './media';
+import { ExtensionMode } from './settings';
+import { HookConfig } from '../hook/decide';
+
+/** Marks the window message that carries port A (the page never sees it: the content script stops it). */
+export const HOOK_HELLO = 'mutp-hook-hello/1';
+/** Marks the window message that gives the downloader frame port B. */
+export const DOWNLOADER_PORT = 'mutp-downloader-port/1';
+
+// ---------------------------------------------------------------- port A: hook <-> content script
+
+export type ContentToHook =
+  | { type: 'config'; config: HookConfig }
+  /** Port B rides along in `ports[0]`. */
+  | { type: 'downloader-port' }
+  | { type: 'downloader-failed'; reason: string };
+
+export type HookToContent =
+  { type: 'need-downloader' } | { type: 'counters'; session: string; pageUrl: string; counters: Counters };
+
+// ---------------------------------------------------------------- port B: hook <-> downloader
+
+export interface GetRequest {
+  type: 'get';
+  id: number;
+  /** Absolute URL the proxies fetch. */
+  url: string;
+  /** The page asked for these bytes of `url` (Range header). */
+  range?: ByteRangeSpec;
+  mode: ExtensionMode;
+  proxies: number;
+  /** Seconds of media, when the manifest says (statistics). */
+  duration?: number;
+}
+
+export type HookToDownloader =
+  { type: 'hello'; session: string; pageUrl: string } | GetRequest | { type: 'cancel'; id: number };
+
+export interface GetSuccess {
+  type: 'result';
+  id: number;
+  ok: true;
+  /** The bytes the page asked for (transferred). */
+  body: ArrayBuffer;
+  status: 200 | 206;
+  contentType: string;
+  /** For 206. */
+  contentRange?: string;
+}
+
+export interface GetFailure {
+  type: 'result';
+  id: number;
+  ok: false;
+  /** A ClientError code or one of the downloader's own reasons ('too-large', 'range-unsatisfiable', ...). */
+  reason: string;
+  message: string;
+}
+
+export type DownloaderToHook = { type: 'ready' } | GetSuccess | GetFailure;
+
+// ---------------------------------------------------------------- runtime messages (background)
+
+export interface ProxyShareRecord {
+  name: string;
+  proxyId: string;
+  /** Share of the useful packets (MUTP) or 1 for the Parallel HTTP winner. */
+  share: number;
+  /** Bytes (Parallel HTTP) or useful packets (MUTP) from this proxy. */
+  useful: number;
+}
+
+/** One download the downloader frame ran (or a request it failed), for the popup. */
+export interface SegmentRecord {
+  /** Wall clock, ms since the epoch. */
+  at: number;
+  url: string;
+  ok: boolean;
+  reason?: string;
+  mode: ExtensionMode;
+  /** Bytes handed to the page. */
+  bytes: number;
+  /** Bytes of the whole object MUTP fetched (≥ bytes for a range served from it). */
+  objectBytes: number;
+  /** Transfer time of the download (0 when served from the range cache). */
+  durationMs: number;
+  /** From the page's request to the answer (includes queueing and connecting). */
+  totalMs: number;
+  goodputBps: number;
+  normalizedGoodput: number;
+  /** Served from the downloader's range cache. */
+  cached: boolean;
+  range?: string;
+  proxies: ProxyShareRecord[];
+}
+
+export type ToBackground =
+  | { type: 'counters'; session: string; top: boolean; pageUrl: string; counters: Counters }
+  | { type: 'segment'; session: string; record: SegmentRecord };
+
+export function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null;
+}

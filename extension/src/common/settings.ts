@@ -1,0 +1,116 @@
+/**
+ * The extension's options, kept in `storage.local` under the key `settings`. Every reader goes
+ * through {@link normalizeSettings}: a partial or hand-written object (a test setting options with
+ * `chrome.storage.local.set({settings: {...}})`) gets the defaults for what it leaves out, and
+ * anything out of range is clamped or dropped, never trusted.
+ */
+export const DOWNLOAD_MODES = ['http', 'uncoded', 'rlnc', 'fountain'] as const;
+export type ExtensionMode = (typeof DOWNLOAD_MODES)[number];
+
+export const SETTINGS_KEY = 'settings';
+
+export interface Settings {
+  /** Global switch: off = every request goes to the network untouched. */
+  enabled: boolean;
+  /** origo's client endpoint. */
+  origoUrl: string;
+  mode: ExtensionMode;
+  /** Proxies per download (N). */
+  proxies: number;
+  /** Host names (the top-level page's) where the extension stays out of the way. */
+  disabledSites: string[];
+  /**
+   * Extra URL patterns whose GET requests are media objects to fetch through MUTP as they are
+   * (the URL itself names the bytes, e.g. YouTube-style `videoplayback?...&range=a-b`). A pattern
+   * is a glob over the whole URL (`*` = any characters) or `/regex/flags`.
+   */
+  urlPatterns: string[];
+  /** No answer from MUTP within this long → the request goes to the network. */
+  deadlineMs: number;
+  /** Largest object fetched through MUTP (a range request fetches the whole object). */
+  maxObjectBytes: number;
+  /** Whole objects kept for range requests (LRU), bytes. */
+  rangeCacheBytes: number;
+  /** MUTP downloads run at once per page frame (1 = one segment at a time, all proxies on it). */
+  concurrency: number;
+  /**
+   * Debug/test aid: the page-world hook exposes `window.__mutp.counters()` (off by default so
+   * pages see nothing unusual).
+   */
+  exposeCounters: boolean;
+}
+
+export const DEFAULT_SETTINGS: Readonly<Settings> = Object.freeze({
+  enabled: true,
+  origoUrl: 'ws://127.0.0.1:8700/v1/client',
+  mode: 'rlnc',
+  proxies: 4,
+  disabledSites: [],
+  urlPatterns: ['*://*/videoplayback?*range=*'],
+  deadlineMs: 10_000,
+  maxObjectBytes: 64 * 1024 * 1024,
+  rangeCacheBytes: 128 * 1024 * 1024,
+  concurrency: 1,
+  exposeCounters: false,
+});
+
+const MAX_LIST = 256;
+const MAX_ITEM = 1024;
+
+function clampInt(value: unknown, min: number, max: number, fallback: number): number {
+  const n = typeof value === 'number' ? value : typeof value === 'string' ? Number(value) : NaN;
+  if (!Number.isFinite(n)) return fallback;
+  return Math.min(max, Math.max(min, Math.round(n)));
+}
+
+function stringList(value: unknown, fallback: readonly string[], transform = (s: string) => s): string[] {
+  if (!Array.isArray(value)) return [...fallback];
+  const out: string[] = [];
+  for (const item of value) {
+    if (typeof item !== 'string') continue;
+    const s = transform(item.trim());
+    if (s && s.length <= MAX_ITEM && !out.includes(s)) out.push(s);
+    if (out.length >= MAX_LIST) break;
+  }
+  return out;
+}
+
+/** A host name as the per-site switch compares it: lower case, no port, no trailing dot. */
+export function siteKey(host: string): string {
+  return host.trim().toLowerCase().replace(/:\d+$/, '').replace(/\.$/, '');
+}
+
+function validOrigoUrl(value: unknown): string | undefined {
+  if (typeof value !== 'string') return undefined;
+  try {
+    const url = new URL(value.trim());
+    return url.protocol === 'ws:' || url.protocol === 'wss:' ? url.href : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Settings from anything found in storage (or typed into the options page). */
+export function normalizeSettings(raw: unknown): Settings {
+  const r = (raw && typeof raw === 'object' ? raw : {}) as Record<string, unknown>;
+  const d = DEFAULT_SETTINGS;
+  return {
+    enabled: typeof r.enabled === 'boolean' ? r.enabled : d.enabled,
+    origoUrl: validOrigoUrl(r.origoUrl) ?? d.origoUrl,
+    mode: DOWNLOAD_MODES.includes(r.mode as ExtensionMode) ? (r.mode as ExtensionMode) : d.mode,
+    proxies: clampInt(r.proxies, 1, 32, d.proxies),
+    disabledSites: stringList(r.disabledSites, d.disabledSites, siteKey),
+    urlPatterns: stringList(r.urlPatterns, d.urlPatterns),
+    deadlineMs: clampInt(r.deadlineMs, 500, 120_000, d.deadlineMs),
+    maxObjectBytes: clampInt(r.maxObjectBytes, 1024, 256 * 1024 * 1024, d.maxObjectBytes),
+    rangeCacheBytes: clampInt(r.rangeCacheBytes, 0, 1024 * 1024 * 1024, d.rangeCacheBytes),
+    concurrency: clampInt(r.concurrency, 1, 8, d.concurrency),
+    exposeCounters: typeof r.exposeCounters === 'boolean' ? r.exposeCounters : d.exposeCounters,
+  };
+}
+
+/** True when the extension should act on pages of `host`. */
+export function siteEnabled(settings: Settings, host: string): boolean {
+  const key = siteKey(host);
+  return !settings.disabledSites.some((site) => key === site || key.endsWith(`.${site}`));
+}

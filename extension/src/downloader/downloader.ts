@@ -1,0 +1,346 @@
+/**
+ * The downloader's request handling, independent of the frame it runs in: one MutpClient (made
+ * lazily, made again when origo's URL changes), downloads queued `concurrency` at a time,
+ * identical requests sharing one download, and the answers the hook turns into responses.
+ *
+ * Byte ranges: a proxy fetches exactly the URL it is given, with no request headers (the MUTP
+ * REQUEST carries a URL, nothing else), so a Range request is served by fetching the whole object
+ * once through MUTP, keeping it in a bounded LRU, and slicing every range of it from there. Objects
+ * larger than `maxObjectBytes` are not fetched (the download stops as soon as the proxies report
+ * the length) and that URL is sent to the network from then on ('too-large'). URLs that name
+ * their bytes themselves (YouTube-style `range=`) need no Range header and are fetched as they are.
+ */
+import { ClientError, GetOptions, GetResult } from '@mutp/shared';
+import { GetFailure, GetRequest, GetSuccess, ProxyShareRecord, SegmentRecord } from '../common/messages';
+import { contentRange, formatRange, guessContentType, resolveRange } from '../common/media';
+import { DOWNLOAD_MODES, ExtensionMode, Settings } from '../common/settings';
+import { ByteLru } from './lru';
+
+/** The part of MutpClient the downloader uses. */
+export interface ClientLike {
+  get(url: string, options: GetOptions): Promise<GetResult>;
+  close(): void;
+}
+
+export interface DownloaderDeps {
+  settings(): Settings;
+  /** A client for these settings (called again when origoUrl or maxObjectBytes change). */
+  createClient(settings: Settings): Promise<ClientLike>;
+  /** False when the mode's codec could not be loaded. */
+  modeAvailable?(mode: ExtensionMode): boolean;
+  now(): number;
+  onRecord?(record: SegmentRecord): void;
+}
+
+/** After origo could not be reached, requests fail at once for this long (no pile of 10 s waits). */
+export const ORIGO_RETRY_MS = 5000;
+const MAX_TOO_LARGE_URLS = 256;
+
+interface Fetched {
+  bytes: Uint8Array;
+  contentType: string;
+  result: GetResult;
+}
+
+interface Job {
+  key: string;
+  url: string;
+  mode: ExtensionMode;
+  controller: AbortController;
+  waiters: Set<number>;
+  promise: Promise<Fetched>;
+  /** Why the downloader stopped it itself ('too-large'). */
+  stopReason?: string;
+}
+
+class Failure extends Error {
+  constructor(
+    readonly reason: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export class Downloader {
+  private client?: { key: string; promise: Promise<ClientLike> };
+  private readonly jobs = new Map<string, Job>();
+  private readonly byRequest = new Map<number, Job>();
+  private readonly cancelled = new Set<number>();
+  private readonly queue: { run: () => void; signal: AbortSignal }[] = [];
+  private running = 0;
+  private cache: ByteLru;
+  private cacheCapacity: number;
+  private readonly tooLarge = new Set<string>();
+  private origoDownUntil = -Infinity;
+
+  constructor(private readonly deps: DownloaderDeps) {
+    this.cacheCapacity = deps.settings().rangeCacheBytes;
+    this.cache = new ByteLru(this.cacheCapacity);
+  }
+
+  /** Answers one request (undefined when it was cancelled: nobody waits for the answer). */
+  async handle(req: GetRequest): Promise<GetSuccess | GetFailure | undefined> {
+    const startedAt = this.deps.now();
+    const settings = this.deps.settings();
+    const fail = (reason: string, message = reason): GetFailure => {
+      this.record(req, startedAt, { ok: false, reason });
+      return { type: 'result', id: req.id, ok: false, reason, message: message.slice(0, 512) };
+    };
+    if (!validRequest(req)) return fail('bad-request');
+    if (!settings.enabled) return fail('disabled');
+    if (this.deps.modeAvailable && !this.deps.modeAvailable(req.mode)) return fail('codec-unavailable');
+    if (this.tooLarge.has(req.url)) return fail('too-large');
+    this.resizeCache(settings.rangeCacheBytes);
+
+    if (req.range) {
+      const cached = this.cache.get(req.url);
+      if (cached) return this.answer(req, startedAt, cached, guessContentType(req.url), undefined);
+    }
+    if (this.deps.now() < this.origoDownUntil) return fail('origo-unreachable', 'origo was unreachable moments ago');
+
+    const job = this.jobFor(req);
+    job.waiters.add(req.id);
+    this.byRequest.set(req.id, job);
+    let fetched: Fetched;
+    let exclusive = false;
+    try {
+      fetched = await job.promise;
+    } catch (e) {
+      if (this.cancelled.delete(req.id)) return undefined;
+      const { reason, message } = this.failureOf(job, e);
+      if (reason === 'origo-unreachable') this.origoDownUntil = this.deps.now() + ORIGO_RETRY_MS;
+      if (reason === 'too-large') this.rememberTooLarge(req.url);
+      return fail(reason, message);
+    } finally {
+      job.waiters.delete(req.id);
+      this.byRequest.delete(req.id);
+      // The last request served from this download may have its bytes without a copy.
+      exclusive = job.waiters.size === 0 && !req.range;
+    }
+    if (this.cancelled.delete(req.id)) return undefined;
+    if (req.range && fetched.bytes.byteLength <= settings.maxObjectBytes) this.cache.set(req.url, fetched.bytes);
+    return this.answer(req, startedAt, fetched.bytes, fetched.contentType, fetched.result, exclusive);
+  }
+
+  /** The page no longer waits for `id`; the download stops when nobody else waits for it. */
+  cancel(id: number): void {
+    const job = this.byRequest.get(id);
+    if (!job) return;
+    this.cancelled.add(id);
+    job.waiters.delete(id);
+    if (job.waiters.size === 0) job.controller.abort();
+  }
+
+  /** Closes the client (the frame is going away, or the settings changed). */
+  close(): void {
+    for (const job of this.jobs.values()) job.controller.abort();
+    const client = this.client;
+    this.client = undefined;
+    client?.promise.then((c) => c.close()).catch(() => undefined);
+    this.cache.clear();
+  }
+
+  private answer(
+    req: GetRequest,
+    startedAt: number,
+    bytes: Uint8Array,
+    contentType: string,
+    result: GetResult | undefined,
+    exclusive = false,
+  ): GetSuccess | GetFailure {
+    let body: ArrayBuffer;
+    let status: 200 | 206 = 200;
+    let range: string | undefined;
+    if (req.range) {
+      const r = resolveRange(req.range, bytes.byteLength);
+      if (!r) {
+        this.record(req, startedAt, { ok: false, reason: 'range-unsatisfiable', objectBytes: bytes.byteLength });
+        return {
+          type: 'result',
+          id: req.id,
+          ok: false,
+          reason: 'range-unsatisfiable',
+          message: `${formatRange(req.range)} of ${bytes.byteLength} bytes`,
+        };
+      }
+      status = 206;
+      range = contentRange(r.start, r.end, bytes.byteLength);
+      body = bytes.slice(r.start, r.end + 1).buffer;
+    } else if (exclusive && bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength) {
+      body = bytes.buffer as ArrayBuffer; // transferred to the page as it is
+    } else {
+      // A copy: the object is shared by other requests (its buffer is transferred to the page).
+      body = bytes.slice().buffer;
+    }
+    this.record(req, startedAt, {
+      ok: true,
+      bytes: body.byteLength,
+      objectBytes: bytes.byteLength,
+      result,
+    });
+    const success: GetSuccess = { type: 'result', id: req.id, ok: true, body, status, contentType };
+    if (range) success.contentRange = range;
+    return success;
+  }
+
+  private jobFor(req: GetRequest): Job {
+    const key = `${req.mode} ${req.proxies} ${req.url}`;
+    const existing = this.jobs.get(key);
+    if (existing && !existing.controller.signal.aborted) return existing;
+    const controller = new AbortController();
+    const job: Job = {
+      key,
+      url: req.url,
+      mode: req.mode,
+      controller,
+      waiters: new Set(),
+      promise: Promise.resolve() as unknown as Promise<Fetched>,
+    };
+    job.promise = this.enqueue(controller.signal, () => this.download(job, req));
+    job.promise
+      .catch(() => undefined)
+      .finally(() => {
+        if (this.jobs.get(key) === job) this.jobs.delete(key);
+      });
+    this.jobs.set(key, job);
+    return job;
+  }
+
+  private async download(job: Job, req: GetRequest): Promise<Fetched> {
+    const settings = this.deps.settings();
+    const client = await this.clientFor(settings);
+    const result = await client.get(req.url, {
+      mode: req.mode,
+      proxies: req.proxies,
+      signal: job.controller.signal,
+      onProgress: ({ bytes }) => {
+        if (bytes > settings.maxObjectBytes && !job.controller.signal.aborted) {
+          job.stopReason = 'too-large';
+          job.controller.abort();
+        }
+      },
+    });
+    if (result.object.byteLength > settings.maxObjectBytes) {
+      job.stopReason = 'too-large';
+      throw new Failure('too-large', `${result.object.byteLength} bytes`);
+    }
+    const contentType = ('contentType' in result && result.contentType) || guessContentType(req.url);
+    return { bytes: result.object, contentType, result };
+  }
+
+  private clientFor(settings: Settings): Promise<ClientLike> {
+    const key = `${settings.origoUrl} ${settings.maxObjectBytes}`;
+    if (this.client?.key !== key) {
+      const old = this.client;
+      old?.promise.then((c) => c.close()).catch(() => undefined);
+      const promise = this.deps.createClient(settings);
+      this.client = { key, promise };
+      promise.catch(() => {
+        if (this.client?.promise === promise) this.client = undefined;
+      });
+    }
+    return this.client.promise;
+  }
+
+  /** Runs `task` when fewer than `concurrency` downloads run; drops it if aborted while waiting. */
+  private enqueue<T>(signal: AbortSignal, task: () => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const run = () => {
+        if (signal.aborted) {
+          reject(new ClientError('cancelled', 'cancelled while queued'));
+          this.pump();
+          return;
+        }
+        this.running++;
+        task()
+          .then(resolve, reject)
+          .finally(() => {
+            this.running--;
+            this.pump();
+          });
+      };
+      this.queue.push({ run, signal });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    const limit = Math.max(1, this.deps.settings().concurrency);
+    while (this.running < limit && this.queue.length > 0) this.queue.shift()!.run();
+  }
+
+  private failureOf(job: Job, e: unknown): { reason: string; message: string } {
+    if (job.stopReason)
+      return { reason: job.stopReason, message: `object larger than ${this.deps.settings().maxObjectBytes} bytes` };
+    if (e instanceof Failure) return { reason: e.reason, message: e.message };
+    const message = e instanceof Error ? e.message : String(e);
+    if (message.includes('codec-unavailable')) return { reason: 'codec-unavailable', message };
+    if (e instanceof ClientError) return { reason: e.code, message };
+    return { reason: 'internal', message };
+  }
+
+  private rememberTooLarge(url: string): void {
+    if (this.tooLarge.size >= MAX_TOO_LARGE_URLS) this.tooLarge.delete(this.tooLarge.values().next().value as string);
+    this.tooLarge.add(url);
+  }
+
+  private resizeCache(capacity: number): void {
+    if (capacity === this.cacheCapacity) return;
+    this.cacheCapacity = capacity;
+    this.cache = new ByteLru(capacity);
+  }
+
+  private record(
+    req: GetRequest,
+    startedAt: number,
+    o: { ok: boolean; reason?: string; bytes?: number; objectBytes?: number; result?: GetResult },
+  ): void {
+    if (!this.deps.onRecord) return;
+    const r = o.result;
+    const proxies: ProxyShareRecord[] = (r?.sources ?? []).map((s) => ({
+      name: s.name,
+      proxyId: s.proxyId,
+      share: s.share,
+      useful: Number('useful' in s ? s.useful : s.bytes) || 0,
+    }));
+    const record: SegmentRecord = {
+      at: Date.now(),
+      url: req.url.slice(0, 1024),
+      ok: o.ok,
+      mode: req.mode,
+      bytes: o.bytes ?? 0,
+      objectBytes: o.objectBytes ?? r?.object.byteLength ?? 0,
+      durationMs: r?.durationMs ?? 0,
+      totalMs: this.deps.now() - startedAt,
+      goodputBps: r?.goodputBps ?? 0,
+      normalizedGoodput: r?.normalizedGoodput ?? 0,
+      cached: o.ok && !r,
+      proxies,
+    };
+    if (o.reason) record.reason = o.reason;
+    if (req.range) record.range = formatRange(req.range);
+    try {
+      this.deps.onRecord(record);
+    } catch {
+      // statistics never fail a download
+    }
+  }
+}
+
+function validRequest(req: GetRequest): boolean {
+  if (typeof req.url !== 'string' || req.url.length > 8192 || !/^https?:\/\//i.test(req.url)) return false;
+  if (!DOWNLOAD_MODES.includes(req.mode)) return false;
+  if (!Number.isInteger(req.proxies) || req.proxies < 1 || req.proxies > 32) return false;
+  if (req.range) {
+    const r = req.range;
+    const ok =
+      (r.kind === 'from' &&
+        Number.isSafeInteger(r.start) &&
+        r.start >= 0 &&
+        (r.end === undefined || r.end >= r.start)) ||
+      (r.kind === 'suffix' && Number.isSafeInteger(r.length) && r.length >= 0);
+    if (!ok) return false;
+  }
+  return true;
+}

@@ -1,0 +1,211 @@
+/**
+ * The page hook's state and policy, independent of how requests are made: the segment registry,
+ * the configuration, the interception decision, the downloader round trip with its deadline, and
+ * the counters. The fetch and XHR wrappers (fetch.ts, xhr.ts) only translate between the page's
+ * API and this.
+ */
+import { Counters, emptyCounters } from '../common/counters';
+import { GetFailure, GetRequest, GetSuccess } from '../common/messages';
+import { manifestHint } from '../common/media';
+import { compilePatterns, CompiledPatterns, decide, Decision, HookConfig, RequestFacts } from './decide';
+import { extractManifest, SegmentRegistry } from './manifest';
+
+export type InterceptDecision = Extract<Decision, { intercept: true }>;
+
+/** The downloader as the hook sees it (a MessagePort in the extension, a stub in tests). */
+export interface DownloaderTransport {
+  /** Sends a request; `answer` is called at most once (unless the request is cancelled). */
+  request(req: GetRequest, answer: (a: GetSuccess | GetFailure) => void): void;
+  cancel(id: number): void;
+}
+
+export type Outcome =
+  | { kind: 'served'; answer: GetSuccess }
+  | { kind: 'fallback'; reason: string }
+  /** The page aborted (or its own timeout fired) first. */
+  | { kind: 'cancelled' };
+
+export interface Pending {
+  readonly promise: Promise<Outcome>;
+  /** The page gave up on the request: tells the downloader, counts it as aborted. */
+  cancel(): void;
+}
+
+export interface Timers {
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+/** Deadlines never go below this, so the first segment has time to connect to origo and the proxies. */
+export const MIN_DEADLINE_MS = 5000;
+/** Manifests larger than this are not parsed. */
+export const MAX_MANIFEST_CHARS = 8 * 1024 * 1024;
+
+export class HookCore {
+  readonly counters: Counters = emptyCounters();
+  readonly registry = new SegmentRegistry();
+  private config?: HookConfig;
+  private patterns: CompiledPatterns = compilePatterns([]);
+  private nextId = 1;
+  /** Called (synchronously) whenever a counter changes. */
+  onCountersChanged?: () => void;
+  /** Called when the configuration changes. */
+  onConfig?: (config: HookConfig) => void;
+  /** Called when a manifest with segments was read (the downloader can get ready before the first segment). */
+  onManifest?: () => void;
+
+  constructor(
+    private readonly transport: DownloaderTransport,
+    private readonly timers: Timers,
+  ) {}
+
+  setConfig(config: HookConfig): void {
+    this.config = config;
+    this.patterns = compilePatterns(config.urlPatterns);
+    this.onConfig?.(config);
+  }
+
+  getConfig(): HookConfig | undefined {
+    return this.config;
+  }
+
+  /** Decides and counts; never throws (an exception in our code means: leave the request alone). */
+  decide(facts: RequestFacts): Decision {
+    let d: Decision;
+    try {
+      d = decide(facts, { config: this.config, lookup: (u) => this.registry.lookup(u), patterns: this.patterns });
+    } catch {
+      d = { intercept: false, media: false, reason: 'not-media' };
+    }
+    this.counters.requests++;
+    if (d.intercept || d.media) {
+      this.counters.media++;
+      if (!d.intercept) this.bump(d.reason);
+      this.changed(); // (pages without video never publish anything)
+    }
+    return d;
+  }
+
+  /** The deadline for one request: 2× the segment's duration when known, at most the configured one. */
+  deadlineFor(d: InterceptDecision): number {
+    const configured = this.config?.deadlineMs ?? 10_000;
+    const duration = d.segment?.duration;
+    if (duration === undefined) return configured;
+    return Math.min(configured, Math.max(MIN_DEADLINE_MS, 2000 * duration));
+  }
+
+  /** Asks the downloader; resolves with the bytes or with the reason to use the network instead. */
+  serve(d: InterceptDecision): Pending {
+    this.counters.intercepted++;
+    this.changed();
+    const id = this.nextId++;
+    let settled = false;
+    let resolve!: (o: Outcome) => void;
+    const promise = new Promise<Outcome>((r) => (resolve = r));
+    const finish = (o: Outcome) => {
+      if (settled) return;
+      settled = true;
+      this.timers.clearTimeout(timer);
+      if (o.kind === 'served') {
+        this.counters.served++;
+        this.counters.servedBytes += o.answer.body.byteLength;
+      } else if (o.kind === 'fallback') this.bump(o.reason);
+      else this.counters.aborted++;
+      this.changed();
+      resolve(o);
+    };
+    const timer = this.timers.setTimeout(() => {
+      if (settled) return;
+      this.safely(() => this.transport.cancel(id));
+      finish({ kind: 'fallback', reason: 'timeout' });
+    }, this.deadlineFor(d));
+    const config = this.config;
+    const req: GetRequest = {
+      type: 'get',
+      id,
+      url: d.url,
+      mode: config?.mode ?? 'rlnc',
+      proxies: config?.proxies ?? 4,
+    };
+    if (d.range) req.range = d.range;
+    if (d.segment?.duration !== undefined) req.duration = d.segment.duration;
+    try {
+      this.transport.request(req, (a) => {
+        if (a.ok) {
+          const problem = checkAnswer(a);
+          finish(problem ? { kind: 'fallback', reason: problem } : { kind: 'served', answer: a });
+        } else finish({ kind: 'fallback', reason: typeof a.reason === 'string' ? a.reason : 'download-failed' });
+      });
+    } catch {
+      finish({ kind: 'fallback', reason: 'internal' });
+    }
+    return {
+      promise,
+      cancel: () => {
+        if (settled) return;
+        this.safely(() => this.transport.cancel(id));
+        finish({ kind: 'cancelled' });
+      },
+    };
+  }
+
+  /** A media request the page aborted before it was handed to the downloader. */
+  countAbortedEarly(): void {
+    this.counters.aborted++;
+    this.changed();
+  }
+
+  /** A fallback decided by a wrapper (an exception on our side after the decision). */
+  countFallback(reason: string): void {
+    this.bump(reason);
+    this.changed();
+  }
+
+  /** Whether a response body should be read as a possible manifest. */
+  mightBeManifest(url: string, contentType: string | null): boolean {
+    return manifestHint(url, contentType) !== undefined;
+  }
+
+  /** Reads a manifest body the page loaded and remembers its segments; never throws. */
+  observeManifest(url: string, text: string): void {
+    try {
+      if (text.length > MAX_MANIFEST_CHARS) return;
+      const info = extractManifest(text, url);
+      if (!info) return;
+      this.registry.addManifest(url, info);
+      this.counters.manifests = this.registry.manifestsSeen;
+      this.counters.segmentsKnown = this.registry.size;
+      this.changed();
+      if (info.segments.length > 0 && this.config?.enabled) this.safely(() => this.onManifest?.());
+    } catch {
+      // a manifest we cannot read only means its segments go to the network
+    }
+  }
+
+  private bump(reason: string): void {
+    this.counters.fallbacks[reason] = (this.counters.fallbacks[reason] ?? 0) + 1;
+  }
+
+  private changed(): void {
+    this.safely(() => this.onCountersChanged?.());
+  }
+
+  private safely(f: () => void): void {
+    try {
+      f();
+    } catch {
+      // never let our bookkeeping break the page
+    }
+  }
+}
+
+/** A malformed answer from the downloader is a reason to fall back, not to hand it to the player. */
+function checkAnswer(a: GetSuccess): string | undefined {
+  if (!(a.body instanceof ArrayBuffer)) return 'bad-answer';
+  if (a.status !== 200 && a.status !== 206) return 'bad-answer';
+  if (a.status === 206) {
+    const m = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(a.contentRange ?? '');
+    if (!m || Number(m[2]) - Number(m[1]) + 1 !== a.body.byteLength) return 'bad-answer';
+  }
+  return undefined;
+}

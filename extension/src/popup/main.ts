@@ -1,0 +1,169 @@
+/**
+ * The popup: live statistics of the active tab (or of `?tab=<id>`, which tests use) from
+ * `storage.session` — counters, fallbacks by reason, a goodput chart of the last downloads,
+ * per-proxy contribution and the recent downloads — plus the global and per-site switches.
+ */
+import { Counters, totalFallbacks } from '../common/counters';
+import { ext, loadSettings, saveSettings } from '../common/ext';
+import { SegmentRecord } from '../common/messages';
+import { normalizeSettings, Settings, SETTINGS_KEY, siteEnabled, siteKey } from '../common/settings';
+import { emptyTab, tabCounters, tabKey, TabStats } from '../common/stats';
+import { goodputChart } from './chart';
+import { formatBytes, formatMs, formatRate, shortName } from './format';
+
+const api = ext();
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+
+let tabId = -1;
+let host = '';
+let settings: Settings = normalizeSettings(undefined);
+let stats: TabStats = emptyTab(-1);
+
+async function findTab(): Promise<void> {
+  const param = new URLSearchParams(location.search).get('tab');
+  if (param !== null && /^\d+$/.test(param)) {
+    tabId = Number(param);
+    try {
+      const tab = await api.tabs.get(tabId);
+      host = tab.url ? new URL(tab.url).hostname : '';
+    } catch {
+      host = '';
+    }
+    return;
+  }
+  const [tab] = await api.tabs.query({ active: true, currentWindow: true });
+  tabId = tab?.id ?? -1;
+  try {
+    host = tab?.url ? new URL(tab.url).hostname : '';
+  } catch {
+    host = '';
+  }
+}
+
+function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  text?: string,
+  className?: string,
+): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  if (text !== undefined) e.textContent = text;
+  if (className) e.className = className;
+  return e;
+}
+
+function renderSwitches(): void {
+  $<HTMLInputElement>('enabled').checked = settings.enabled;
+  const site = $<HTMLInputElement>('site');
+  site.disabled = host === '';
+  site.checked = host !== '' && siteEnabled(settings, host);
+  $('site-name').textContent = host || 'this site';
+  $('config').textContent = `${settings.mode}, N = ${settings.proxies}, origo ${settings.origoUrl}`;
+}
+
+function renderCounters(c: Counters): void {
+  $('c-media').textContent = String(c.media);
+  $('c-served').textContent = String(c.served);
+  $('c-fallbacks').textContent = String(totalFallbacks(c));
+  $('c-aborted').textContent = String(c.aborted);
+  const reasons = $('reasons');
+  reasons.replaceChildren(
+    ...Object.entries(c.fallbacks)
+      .sort((a, b) => b[1] - a[1])
+      .map(([reason, n]) => el('li', `${reason}: ${n}`)),
+  );
+}
+
+function renderProxies(segments: SegmentRecord[], t: TabStats): void {
+  const box = $('proxies');
+  const last = [...segments].reverse().find((s) => s.ok && !s.cached && s.proxies.length > 0);
+  const rows: HTMLElement[] = [];
+  const bar = (name: string, fraction: number, label: string) => {
+    const row = el('div', undefined, 'bar');
+    const track = el('div', undefined, 'track');
+    const fill = el('div', undefined, 'fill');
+    fill.style.width = `${Math.max(0, Math.min(1, fraction)) * 100}%`;
+    track.append(fill);
+    row.append(el('span', name, 'name'), track, el('span', label, 'value'));
+    return row;
+  };
+  if (last) {
+    rows.push(el('div', `last download (${last.mode})`, 'muted'));
+    for (const p of last.proxies)
+      rows.push(bar(p.name || shortName(p.proxyId), p.share, `${Math.round(p.share * 100)}%`));
+  }
+  const totals = Object.values(t.proxies);
+  const sum = totals.reduce((a, p) => a + p.bytes, 0);
+  if (totals.length > 0) {
+    rows.push(el('div', 'all downloads on this tab', 'muted'));
+    for (const p of totals.sort((a, b) => b.bytes - a.bytes)) {
+      rows.push(bar(p.name, sum > 0 ? p.bytes / sum : 0, formatBytes(p.bytes)));
+    }
+  }
+  if (rows.length === 0) rows.push(el('div', 'no MUTP download yet', 'muted'));
+  box.replaceChildren(...rows);
+}
+
+function renderSegments(segments: SegmentRecord[]): void {
+  const body = $('segments').querySelector('tbody')!;
+  const rows = [...segments]
+    .reverse()
+    .slice(0, 20)
+    .map((s) => {
+      const tr = el('tr', undefined, s.ok ? '' : 'failed');
+      tr.title = `${s.url}${s.range ? ` (${s.range})` : ''}${s.reason ? ` — ${s.reason}` : ''}`;
+      tr.append(
+        el('td', shortName(s.url)),
+        el('td', formatBytes(s.bytes)),
+        el('td', s.ok ? (s.cached ? 'cache' : formatMs(s.durationMs)) : (s.reason ?? 'failed')),
+        el('td', s.ok && !s.cached ? formatRate(s.goodputBps) : ''),
+        el('td', s.ok && !s.cached ? s.normalizedGoodput.toFixed(2) : ''),
+        el('td', s.mode),
+      );
+      return tr;
+    });
+  body.replaceChildren(...rows);
+}
+
+function render(): void {
+  renderSwitches();
+  renderCounters(tabCounters(stats));
+  $('chart').replaceChildren(goodputChart(stats.segments));
+  renderProxies(stats.segments, stats);
+  renderSegments(stats.segments);
+  document.body.setAttribute('data-ready', '1');
+}
+
+async function main(): Promise<void> {
+  await findTab();
+  settings = await loadSettings();
+  const got = (await api.storage.session.get(tabKey(tabId))) as Record<string, unknown>;
+  stats = (got[tabKey(tabId)] as TabStats | undefined) ?? emptyTab(tabId);
+  render();
+
+  api.storage.onChanged.addListener((changes, area) => {
+    if (area === 'session' && changes[tabKey(tabId)]) {
+      stats = (changes[tabKey(tabId)].newValue as TabStats | undefined) ?? emptyTab(tabId);
+      render();
+    } else if (area === 'local' && changes[SETTINGS_KEY]) {
+      settings = normalizeSettings(changes[SETTINGS_KEY].newValue);
+      render();
+    }
+  });
+
+  $<HTMLInputElement>('enabled').addEventListener('change', (e) => {
+    saveSettings({ enabled: (e.target as HTMLInputElement).checked }).catch(() => undefined);
+  });
+  $<HTMLInputElement>('site').addEventListener('change', (e) => {
+    if (!host) return;
+    const on = (e.target as HTMLInputElement).checked;
+    const key = siteKey(host);
+    const sites = settings.disabledSites.filter((s) => s !== key && !(on && key.endsWith(`.${s}`)));
+    if (!on) sites.push(key);
+    saveSettings({ disabledSites: sites }).catch(() => undefined);
+  });
+}
+
+main().catch((e: unknown) => {
+  $('config').textContent = `cannot show statistics: ${String(e)}`;
+  document.body.setAttribute('data-ready', '1');
+});

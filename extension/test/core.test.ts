@@ -1,0 +1,254 @@
+import { DownloaderTransport, HookCore, MIN_DEADLINE_MS, Outcome, Timers } from '../src/hook/core';
+import { HookConfig, RequestFacts } from '../src/hook/decide';
+import { CONNECT_TIMEOUT_MS, PortTransport, RETRY_AFTER_MS } from '../src/hook/transport';
+import { GetFailure, GetRequest, GetSuccess } from '../src/common/messages';
+
+/** Timers the test advances by hand. */
+class ManualTimers implements Timers {
+  now = 0;
+  private next = 1;
+  private readonly pending = new Map<number, { at: number; callback: () => void }>();
+  setTimeout(callback: () => void, ms: number): unknown {
+    const id = this.next++;
+    this.pending.set(id, { at: this.now + ms, callback });
+    return id;
+  }
+  clearTimeout(handle: unknown): void {
+    this.pending.delete(handle as number);
+  }
+  advance(ms: number): void {
+    const until = this.now + ms;
+    for (;;) {
+      const due = [...this.pending.entries()].filter(([, t]) => t.at <= until).sort((a, b) => a[1].at - b[1].at)[0];
+      if (!due) break;
+      this.pending.delete(due[0]);
+      this.now = due[1].at;
+      due[1].callback();
+    }
+    this.now = until;
+  }
+}
+
+class FakeTransport implements DownloaderTransport {
+  requests: { req: GetRequest; answer: (a: GetSuccess | GetFailure) => void }[] = [];
+  cancelled: number[] = [];
+  request(req: GetRequest, answer: (a: GetSuccess | GetFailure) => void): void {
+    this.requests.push({ req, answer });
+  }
+  cancel(id: number): void {
+    this.cancelled.push(id);
+  }
+}
+
+const config: HookConfig = {
+  enabled: true,
+  mode: 'fountain',
+  proxies: 3,
+  deadlineMs: 10_000,
+  urlPatterns: ['*/obj/*'],
+  exposeCounters: false,
+};
+
+const facts = (url: string, headers: [string, string][] = []): RequestFacts => ({
+  api: 'fetch',
+  method: 'GET',
+  url,
+  headers,
+  baseUrl: 'https://page.example/',
+  pageOrigin: 'https://page.example',
+});
+
+function setup() {
+  const timers = new ManualTimers();
+  const transport = new FakeTransport();
+  const core = new HookCore(transport, timers);
+  core.setConfig(config);
+  let changes = 0;
+  core.onCountersChanged = () => changes++;
+  const intercept = (url: string, headers: [string, string][] = []) => {
+    const d = core.decide(facts(url, headers));
+    if (!d.intercept) throw new Error(`not intercepted: ${JSON.stringify(d)}`);
+    return d;
+  };
+  return { timers, transport, core, intercept, changes: () => changes };
+}
+
+const success = (id: number, bytes: number, more: Partial<GetSuccess> = {}): GetSuccess => ({
+  type: 'result',
+  id,
+  ok: true,
+  body: new ArrayBuffer(bytes),
+  status: 200,
+  contentType: 'video/mp4',
+  ...more,
+});
+
+test('served: the request carries mode, N and range; counters follow', async () => {
+  const t = setup();
+  const pending = t.core.serve(t.intercept('https://cdn.example/obj/1', [['Range', 'bytes=5-9']]));
+  expect(t.transport.requests[0].req).toEqual({
+    type: 'get',
+    id: 1,
+    url: 'https://cdn.example/obj/1',
+    mode: 'fountain',
+    proxies: 3,
+    range: { kind: 'from', start: 5, end: 9 },
+  });
+  t.transport.requests[0].answer(success(1, 5, { status: 206, contentRange: 'bytes 5-9/100' }));
+  expect((await pending.promise).kind).toBe('served');
+  expect(t.core.counters).toMatchObject({
+    requests: 1,
+    media: 1,
+    intercepted: 1,
+    served: 1,
+    servedBytes: 5,
+    fallbacks: {},
+  });
+  expect(t.changes()).toBeGreaterThan(0);
+});
+
+test('a failure answer falls back with its reason', async () => {
+  const t = setup();
+  const pending = t.core.serve(t.intercept('https://cdn.example/obj/2'));
+  t.transport.requests[0].answer({ type: 'result', id: 1, ok: false, reason: 'no-proxies', message: 'x' });
+  expect(await pending.promise).toEqual({ kind: 'fallback', reason: 'no-proxies' });
+  expect(t.core.counters.fallbacks).toEqual({ 'no-proxies': 1 });
+});
+
+test('malformed answers are not handed to the page', async () => {
+  const t = setup();
+  const a = t.core.serve(t.intercept('https://cdn.example/obj/3'));
+  t.transport.requests[0].answer(success(1, 10, { status: 206, contentRange: 'bytes 0-99/100' })); // wrong length
+  expect(await a.promise).toEqual({ kind: 'fallback', reason: 'bad-answer' });
+  const b = t.core.serve(t.intercept('https://cdn.example/obj/4'));
+  t.transport.requests[1].answer(success(2, 10, { status: 404 as 200 }));
+  expect(await b.promise).toEqual({ kind: 'fallback', reason: 'bad-answer' });
+});
+
+test('the deadline: no answer in time → fallback "timeout", the downloader is told to stop; a late answer changes nothing', async () => {
+  const t = setup();
+  const pending = t.core.serve(t.intercept('https://cdn.example/obj/5'));
+  let outcome: Outcome | undefined;
+  void pending.promise.then((o) => (outcome = o));
+  t.timers.advance(config.deadlineMs - 1);
+  await Promise.resolve();
+  expect(outcome).toBeUndefined();
+  t.timers.advance(1);
+  await Promise.resolve();
+  expect(outcome).toEqual({ kind: 'fallback', reason: 'timeout' });
+  expect(t.transport.cancelled).toEqual([1]);
+  t.transport.requests[0].answer(success(1, 1));
+  expect(t.core.counters).toMatchObject({ served: 0, fallbacks: { timeout: 1 } });
+});
+
+test('deadline: 2× the segment duration when the manifest gives one, within [MIN_DEADLINE_MS, configured]', () => {
+  const t = setup();
+  const d = t.intercept('https://cdn.example/obj/6');
+  expect(t.core.deadlineFor(d)).toBe(10_000);
+  expect(t.core.deadlineFor({ ...d, segment: { kind: 'media', duration: 4, manifest: '', ranged: false } })).toBe(8000);
+  expect(t.core.deadlineFor({ ...d, segment: { kind: 'media', duration: 1, manifest: '', ranged: false } })).toBe(
+    MIN_DEADLINE_MS,
+  );
+  expect(t.core.deadlineFor({ ...d, segment: { kind: 'media', duration: 10, manifest: '', ranged: false } })).toBe(
+    10_000,
+  );
+});
+
+test('the page gives up: cancelled, counted as aborted, the downloader told', async () => {
+  const t = setup();
+  const pending = t.core.serve(t.intercept('https://cdn.example/obj/7'));
+  pending.cancel();
+  expect(await pending.promise).toEqual({ kind: 'cancelled' });
+  expect(t.transport.cancelled).toEqual([1]);
+  expect(t.core.counters).toMatchObject({ aborted: 1, fallbacks: {} });
+});
+
+test('a transport that throws means fallback "internal", never an exception', async () => {
+  const timers = new ManualTimers();
+  const core = new HookCore(
+    {
+      request: () => {
+        throw new Error('port closed');
+      },
+      cancel: () => undefined,
+    },
+    timers,
+  );
+  core.setConfig(config);
+  const d = core.decide(facts('https://cdn.example/obj/8'));
+  if (!d.intercept) throw new Error('expected interception');
+  expect(await core.serve(d).promise).toEqual({ kind: 'fallback', reason: 'internal' });
+});
+
+test('manifests observed remember their segments; garbage is ignored', () => {
+  const t = setup();
+  t.core.observeManifest('https://cdn.example/v/index.m3u8', '#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\nseg.ts\n');
+  t.core.observeManifest('https://cdn.example/v/x.m3u8', 'not a manifest');
+  expect(t.core.counters).toMatchObject({ manifests: 1, segmentsKnown: 1 });
+  expect(t.core.decide(facts('https://cdn.example/v/seg.ts'))).toMatchObject({ intercept: true, match: 'manifest' });
+});
+
+describe('PortTransport', () => {
+  function transport() {
+    const timers = new ManualTimers();
+    let asked = 0;
+    const t = new PortTransport(
+      () => asked++,
+      timers,
+      () => timers.now,
+      () => ({ session: 's', pageUrl: 'https://page.example/' }),
+    );
+    return { t, timers, asked: () => asked };
+  }
+  const get = (id: number): GetRequest => ({ type: 'get', id, url: 'https://x/obj/1', mode: 'rlnc', proxies: 2 });
+
+  test('asks for the downloader once, queues until it is ready, then sends', () => {
+    const { t, asked } = transport();
+    const answers: (GetSuccess | GetFailure)[] = [];
+    t.request(get(1), (a) => answers.push(a));
+    t.request(get(2), (a) => answers.push(a));
+    expect(asked()).toBe(1);
+    const channel = new MessageChannel();
+    const sent: unknown[] = [];
+    channel.port2.onmessage = (e) => sent.push(e.data);
+    t.attach(channel.port1);
+    return new Promise<void>((resolve) => {
+      setTimeout(() => {
+        expect(sent).toEqual([{ type: 'hello', session: 's', pageUrl: 'https://page.example/' }]);
+        channel.port2.postMessage({ type: 'ready' });
+        setTimeout(() => {
+          expect(sent.slice(1)).toEqual([get(1), get(2)]);
+          channel.port2.postMessage({ type: 'result', id: 2, ok: false, reason: 'no-proxies', message: '' });
+          setTimeout(() => {
+            expect(answers).toEqual([{ type: 'result', id: 2, ok: false, reason: 'no-proxies', message: '' }]);
+            channel.port1.close();
+            channel.port2.close();
+            resolve();
+          }, 20);
+        }, 20);
+      }, 20);
+    });
+  });
+
+  test('no downloader in time: queued and new requests fail at once for a while, then it tries again', () => {
+    const { t, timers, asked } = transport();
+    const answers: string[] = [];
+    t.request(get(1), (a) => answers.push(a.ok ? 'ok' : a.reason));
+    timers.advance(CONNECT_TIMEOUT_MS);
+    expect(answers).toEqual(['downloader-unavailable']);
+    t.request(get(2), (a) => answers.push(a.ok ? 'ok' : a.reason));
+    expect(answers).toEqual(['downloader-unavailable', 'downloader-unavailable']);
+    expect(asked()).toBe(1);
+    timers.advance(RETRY_AFTER_MS);
+    t.request(get(3), () => undefined);
+    expect(asked()).toBe(2);
+  });
+
+  test('the content script refusing (extension switched off) fails the queue with its reason', () => {
+    const { t } = transport();
+    const answers: string[] = [];
+    t.request(get(1), (a) => answers.push(a.ok ? 'ok' : a.reason));
+    t.fail('disabled');
+    expect(answers).toEqual(['disabled']);
+  });
+});

@@ -1,0 +1,267 @@
+import { ClientError, GetOptions, GetResult } from '@mutp/shared';
+import { ClientLike, Downloader, ORIGO_RETRY_MS } from '../src/downloader/downloader';
+import { ByteLru } from '../src/downloader/lru';
+import { GetFailure, GetRequest, GetSuccess, SegmentRecord } from '../src/common/messages';
+import { normalizeSettings, Settings } from '../src/common/settings';
+
+function object(length: number, seed = 1): Uint8Array {
+  return Uint8Array.from({ length }, (_, i) => (i * 13 + seed) & 0xff);
+}
+
+function result(bytes: Uint8Array): GetResult {
+  return {
+    object: bytes,
+    mode: 'rlnc',
+    startedAt: 0,
+    durationMs: 100,
+    goodputBps: bytes.length * 10,
+    normalizedGoodput: 0.9,
+    sources: [
+      { proxyId: 'a', name: 'proxy-a', share: 0.75, useful: 3, received: 3 },
+      { proxyId: 'b', name: 'proxy-b', share: 0.25, useful: 1, received: 2 },
+    ],
+  } as unknown as GetResult;
+}
+
+interface Call {
+  url: string;
+  options: GetOptions;
+  resolve(bytes: Uint8Array): void;
+  reject(e: Error): void;
+}
+
+/** A client whose downloads the test settles by hand. */
+class FakeClient implements ClientLike {
+  calls: Call[] = [];
+  closed = false;
+  get(url: string, options: GetOptions): Promise<GetResult> {
+    return new Promise((resolve, reject) => {
+      options.signal?.addEventListener('abort', () => reject(new ClientError('cancelled', 'aborted')));
+      this.calls.push({ url, options, resolve: (b) => resolve(result(b)), reject });
+    });
+  }
+  close(): void {
+    this.closed = true;
+  }
+}
+
+const flush = () => new Promise((r) => setImmediate(r));
+
+function setup(overrides: Partial<Settings> = {}) {
+  let settings = normalizeSettings({ maxObjectBytes: 10_000, rangeCacheBytes: 50_000, ...overrides });
+  let now = 1000;
+  const clients: FakeClient[] = [];
+  const records: SegmentRecord[] = [];
+  const unavailable = new Set<string>();
+  const d = new Downloader({
+    settings: () => settings,
+    createClient: async () => {
+      const c = new FakeClient();
+      clients.push(c);
+      return c;
+    },
+    modeAvailable: (m) => !unavailable.has(m),
+    now: () => now,
+    onRecord: (r) => records.push(r),
+  });
+  return {
+    d,
+    clients,
+    records,
+    unavailable,
+    client: () => clients[clients.length - 1],
+    advance: (ms: number) => (now += ms),
+    setSettings: (patch: Partial<Settings>) => (settings = normalizeSettings({ ...settings, ...patch })),
+  };
+}
+
+let nextId = 1;
+const req = (url: string, more: Partial<GetRequest> = {}): GetRequest => ({
+  type: 'get',
+  id: nextId++,
+  url,
+  mode: 'rlnc',
+  proxies: 4,
+  ...more,
+});
+const ok = (a: unknown) => a as GetSuccess;
+const failed = (a: unknown) => a as GetFailure;
+const bytesOf = (a: GetSuccess) => new Uint8Array(a.body);
+
+test('a whole object: 200, the bytes, a type from the path, a record with per-proxy shares', async () => {
+  const t = setup();
+  const answer = t.d.handle(req('https://cdn.example/v/seg-1.m4s'));
+  await flush();
+  expect(t.client().calls[0]).toMatchObject({
+    url: 'https://cdn.example/v/seg-1.m4s',
+    options: { mode: 'rlnc', proxies: 4 },
+  });
+  t.client().calls[0].resolve(object(5000));
+  const a = ok(await answer);
+  expect(a).toMatchObject({ ok: true, status: 200, contentType: 'video/iso.segment' });
+  expect(a.contentRange).toBeUndefined();
+  expect(bytesOf(a)).toEqual(object(5000));
+  expect(t.records).toEqual([
+    expect.objectContaining({
+      ok: true,
+      bytes: 5000,
+      objectBytes: 5000,
+      cached: false,
+      durationMs: 100,
+      normalizedGoodput: 0.9,
+      proxies: [
+        { name: 'proxy-a', proxyId: 'a', share: 0.75, useful: 3 },
+        { name: 'proxy-b', proxyId: 'b', share: 0.25, useful: 1 },
+      ],
+    }),
+  ]);
+});
+
+test('ranges: the whole object is fetched once, kept, and every range is sliced from it', async () => {
+  const t = setup();
+  const url = 'https://cdn.example/movie.mp4';
+  const first = t.d.handle(req(url, { range: { kind: 'from', start: 0, end: 99 } }));
+  const second = t.d.handle(req(url, { range: { kind: 'from', start: 100, end: 199 } })); // shares the download
+  await flush();
+  expect(t.client().calls).toHaveLength(1);
+  t.client().calls[0].resolve(object(8000));
+  const a = ok(await first);
+  const b = ok(await second);
+  expect(a).toMatchObject({ status: 206, contentRange: 'bytes 0-99/8000', contentType: 'video/mp4' });
+  expect(bytesOf(a)).toEqual(object(8000).subarray(0, 100));
+  expect(b).toMatchObject({ status: 206, contentRange: 'bytes 100-199/8000' });
+  expect(bytesOf(b)).toEqual(object(8000).subarray(100, 200));
+  // later ranges come from the cache, without a download
+  const c = ok(await t.d.handle(req(url, { range: { kind: 'suffix', length: 10 } })));
+  expect(c).toMatchObject({ status: 206, contentRange: 'bytes 7990-7999/8000' });
+  const open = ok(await t.d.handle(req(url, { range: { kind: 'from', start: 7000 } })));
+  expect(open).toMatchObject({ contentRange: 'bytes 7000-7999/8000' });
+  expect(bytesOf(open)).toEqual(object(8000).subarray(7000));
+  expect(t.client().calls).toHaveLength(1);
+  expect(t.records.map((r) => r.cached)).toEqual([false, false, true, true]);
+  // beyond the end: the server would say 416, the page asks the network
+  const beyond = failed(await t.d.handle(req(url, { range: { kind: 'from', start: 9000 } })));
+  expect(beyond).toMatchObject({ ok: false, reason: 'range-unsatisfiable' });
+});
+
+test('objects above maxObjectBytes: the download stops when the length is known; the URL goes to the network from then on', async () => {
+  const t = setup({ maxObjectBytes: 1024 });
+  const url = 'https://cdn.example/huge.mp4';
+  const answer = t.d.handle(req(url, { range: { kind: 'from', start: 0, end: 9 } }));
+  await flush();
+  const call = t.client().calls[0];
+  call.options.onProgress?.({ dof: 0, totalDof: 100, bytes: 50_000_000 });
+  expect(call.options.signal?.aborted).toBe(true);
+  expect(failed(await answer)).toMatchObject({ ok: false, reason: 'too-large' });
+  expect(failed(await t.d.handle(req(url)))).toMatchObject({ reason: 'too-large' });
+  expect(t.client().calls).toHaveLength(1);
+});
+
+test('origo unreachable: later requests fail at once for a while, then try again', async () => {
+  const t = setup();
+  const first = t.d.handle(req('https://cdn.example/a.ts'));
+  await flush();
+  t.client().calls[0].reject(new ClientError('origo-unreachable', 'connection refused'));
+  expect(failed(await first)).toMatchObject({
+    reason: 'origo-unreachable',
+    message: 'origo-unreachable: connection refused',
+  });
+  expect(failed(await t.d.handle(req('https://cdn.example/b.ts')))).toMatchObject({ reason: 'origo-unreachable' });
+  expect(t.client().calls).toHaveLength(1);
+  t.advance(ORIGO_RETRY_MS + 1);
+  const again = t.d.handle(req('https://cdn.example/c.ts'));
+  await flush();
+  expect(t.client().calls).toHaveLength(2);
+  t.client().calls[1].resolve(object(10));
+  expect(ok(await again).status).toBe(200);
+});
+
+test('ClientError codes become the reasons; other errors are "internal"', async () => {
+  const t = setup();
+  const a = t.d.handle(req('https://cdn.example/a.ts'));
+  const b = t.d.handle(req('https://cdn.example/b.ts'));
+  await flush();
+  t.client().calls[0].reject(new ClientError('no-proxies', 'none'));
+  expect(failed(await a).reason).toBe('no-proxies');
+  await flush();
+  t.client().calls[1].reject(new Error('boom'));
+  expect(failed(await b)).toMatchObject({ reason: 'internal', message: 'boom' });
+});
+
+test('cancel: the download stops only when nobody waits for it; cancelled requests get no answer', async () => {
+  const t = setup();
+  const url = 'https://cdn.example/movie.webm';
+  const r1 = req(url, { range: { kind: 'from', start: 0, end: 9 } });
+  const r2 = req(url, { range: { kind: 'from', start: 10, end: 19 } });
+  const a1 = t.d.handle(r1);
+  const a2 = t.d.handle(r2);
+  await flush();
+  const call = t.client().calls[0];
+  t.d.cancel(r1.id);
+  expect(call.options.signal?.aborted).toBe(false);
+  t.d.cancel(r2.id);
+  expect(call.options.signal?.aborted).toBe(true);
+  expect(await a1).toBeUndefined();
+  expect(await a2).toBeUndefined();
+});
+
+test('downloads run one at a time by default; a queued one that is cancelled never starts', async () => {
+  const t = setup();
+  const a = t.d.handle(req('https://cdn.example/1.ts'));
+  const rb = req('https://cdn.example/2.ts');
+  const b = t.d.handle(rb);
+  const c = t.d.handle(req('https://cdn.example/3.ts'));
+  await flush();
+  expect(t.client().calls.map((x) => x.url)).toEqual(['https://cdn.example/1.ts']);
+  t.d.cancel(rb.id);
+  t.client().calls[0].resolve(object(1));
+  await a;
+  await flush();
+  expect(t.client().calls.map((x) => x.url)).toEqual(['https://cdn.example/1.ts', 'https://cdn.example/3.ts']);
+  t.client().calls[1].resolve(object(3));
+  expect(ok(await c).status).toBe(200);
+  expect(await b).toBeUndefined();
+});
+
+test('requests refused before any download', async () => {
+  const t = setup();
+  expect(failed(await t.d.handle(req('ftp://x/y.ts')))).toMatchObject({ reason: 'bad-request' });
+  expect(failed(await t.d.handle(req('https://x/y.ts', { proxies: 0 })))).toMatchObject({ reason: 'bad-request' });
+  t.unavailable.add('fountain');
+  expect(failed(await t.d.handle(req('https://x/y.ts', { mode: 'fountain' })))).toMatchObject({
+    reason: 'codec-unavailable',
+  });
+  t.setSettings({ enabled: false });
+  expect(failed(await t.d.handle(req('https://x/y.ts')))).toMatchObject({ reason: 'disabled' });
+  expect(t.clients).toHaveLength(0);
+});
+
+test('a new origo URL makes a new client and closes the old one', async () => {
+  const t = setup();
+  const a = t.d.handle(req('https://x/1.ts'));
+  await flush();
+  t.client().calls[0].resolve(object(1));
+  await a;
+  t.setSettings({ origoUrl: 'ws://10.0.0.1:8700/v1/client' });
+  const b = t.d.handle(req('https://x/2.ts'));
+  await flush();
+  expect(t.clients).toHaveLength(2);
+  expect(t.clients[0].closed).toBe(true);
+  t.client().calls[0].resolve(object(2));
+  expect(ok(await b).status).toBe(200);
+});
+
+describe('ByteLru', () => {
+  test('evicts the least recently used beyond its capacity; refuses what alone is too big', () => {
+    const lru = new ByteLru(100);
+    lru.set('a', new Uint8Array(40));
+    lru.set('b', new Uint8Array(40));
+    lru.get('a');
+    lru.set('c', new Uint8Array(40));
+    expect(lru.get('b')).toBeUndefined();
+    expect(lru.get('a')).toBeDefined();
+    expect(lru.totalBytes).toBe(80);
+    expect(lru.set('big', new Uint8Array(101))).toBe(false);
+    expect(lru.size).toBe(2);
+  });
+});

@@ -1,0 +1,34 @@
+/**
+ * The built extension for the browser tests: dist/chrome, rebuilt (production, as `npm run build
+ * -w extension`) when missing or older than any source file.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const EXTENSION_ROOT = join(__dirname, '..', '..');
+export const CHROME_DIR = join(EXTENSION_ROOT, 'dist', 'chrome');
+
+function newest(path: string): number {
+  const s = statSync(path);
+  if (!s.isDirectory()) return s.mtimeMs;
+  return Math.max(0, ...readdirSync(path).map((name) => newest(join(path, name))));
+}
+
+export function ensureBuilt(): string {
+  const manifest = join(CHROME_DIR, 'manifest.json');
+  const sources = ['src', 'static', 'webpack.config.mjs', 'package.json'].map((p) => newest(join(EXTENSION_ROOT, p)));
+  const deps = ['shared/src', 'wasm/src', 'wasm/dist']
+    .map((p) => join(EXTENSION_ROOT, '..', p))
+    .filter((p) => existsSync(p))
+    .map(newest);
+  if (!existsSync(manifest) || statSync(manifest).mtimeMs < Math.max(...sources, ...deps)) {
+    const cli = require.resolve('webpack-cli/bin/cli.js');
+    execFileSync(process.execPath, [cli, '--mode', 'production', '--config', 'webpack.config.mjs'], {
+      cwd: EXTENSION_ROOT,
+      stdio: 'pipe',
+      timeout: 180_000,
+    });
+  }
+  return CHROME_DIR;
+}

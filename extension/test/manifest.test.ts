@@ -1,0 +1,223 @@
+import { extractDash, extractHls, extractManifest, SegmentRegistry } from '../src/hook/manifest';
+
+const HLS_MEDIA = `#EXTM3U
+#EXT-X-VERSION:7
+#EXT-X-TARGETDURATION:4
+#EXT-X-MEDIA-SEQUENCE:0
+#EXT-X-MAP:URI="init.mp4"
+#EXT-X-KEY:METHOD=AES-128,URI="https://keys.example/k1"
+#EXTINF:4.000,
+seg-0.m4s
+#EXTINF:4.000,
+/abs/seg-1.m4s?token=a%20b#frag
+#EXTINF:3.5,
+https://cdn.example.net/other/seg-2.m4s
+#EXT-X-ENDLIST
+`;
+
+const HLS_BYTERANGE = `#EXTM3U
+#EXT-X-VERSION:4
+#EXT-X-TARGETDURATION:4
+#EXT-X-MAP:URI="main.mp4",BYTERANGE="720@0"
+#EXTINF:4.0,
+#EXT-X-BYTERANGE:1000@720
+main.mp4
+#EXTINF:4.0,
+#EXT-X-BYTERANGE:2000
+main.mp4
+#EXT-X-ENDLIST
+`;
+
+const HLS_MASTER = `#EXTM3U
+#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID="aud",NAME="en",DEFAULT=YES,URI="audio/en.m3u8"
+#EXT-X-STREAM-INF:BANDWIDTH=800000,RESOLUTION=640x360,AUDIO="aud"
+low/index.m3u8
+#EXT-X-STREAM-INF:BANDWIDTH=2400000,RESOLUTION=1280x720,AUDIO="aud"
+https://cdn.example.net/hi/index.m3u8
+#EXT-X-I-FRAME-STREAM-INF:BANDWIDTH=100000,URI="iframes.m3u8"
+`;
+
+const DASH_TEMPLATE = `<?xml version="1.0" encoding="UTF-8"?>
+<MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static" mediaPresentationDuration="PT8S" minBufferTime="PT2S"
+     profiles="urn:mpeg:dash:profile:isoff-live:2011">
+  <BaseURL>https://cdn.example.com/v/</BaseURL>
+  <Period id="0" start="PT0S">
+    <AdaptationSet mimeType="video/mp4" contentType="video">
+      <SegmentTemplate timescale="1000" duration="4000" initialization="init-$RepresentationID$.m4s"
+                       media="chunk-$RepresentationID$-$Number%05d$.m4s" startNumber="1"/>
+      <Representation id="v0" bandwidth="800000" width="640" height="360" codecs="avc1.64001e"/>
+    </AdaptationSet>
+    <AdaptationSet mimeType="audio/mp4" contentType="audio" lang="en">
+      <Representation id="a0" bandwidth="128000" codecs="mp4a.40.2">
+        <BaseURL>audio/</BaseURL>
+        <SegmentList duration="4">
+          <Initialization sourceURL="a-init.mp4"/>
+          <SegmentURL media="a1.m4s"/>
+          <SegmentURL media="big.mp4" mediaRange="100-199"/>
+        </SegmentList>
+      </Representation>
+    </AdaptationSet>
+  </Period>
+</MPD>`;
+
+const DASH_TIMELINE_AND_BASE = `<?xml version="1.0"?>
+<MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static" mediaPresentationDuration="PT10S" minBufferTime="PT2S">
+  <Period id="0">
+    <AdaptationSet mimeType="video/webm">
+      <Representation id="v0" bandwidth="800000" width="640" height="360" codecs="vp9">
+        <BaseURL>video-360.webm</BaseURL>
+        <SegmentBase indexRange="500-899"><Initialization range="0-499"/></SegmentBase>
+      </Representation>
+      <Representation id="v1" bandwidth="1800000" width="1280" height="720" codecs="vp9">
+        <BaseURL>video-720.webm</BaseURL>
+      </Representation>
+    </AdaptationSet>
+    <AdaptationSet mimeType="video/mp4">
+      <SegmentTemplate timescale="90000" initialization="$RepresentationID$/init.mp4" media="$RepresentationID$/$Time$.m4s">
+        <SegmentTimeline><S t="0" d="360000" r="1"/><S d="180000"/></SegmentTimeline>
+      </SegmentTemplate>
+      <Representation id="hi" bandwidth="3000000" width="1920" height="1080" codecs="avc1.640028"/>
+    </AdaptationSet>
+  </Period>
+</MPD>`;
+
+const urls = (segments: { url: string }[]) => segments.map((s) => s.url);
+
+describe('HLS', () => {
+  test('media playlist: segments resolved against the playlist URL, init segment, no keys, no fragments', () => {
+    const info = extractHls(HLS_MEDIA, 'https://site.example/video/stream/index.m3u8?sig=1');
+    expect(info.kind).toBe('hls');
+    expect(info.manifests).toEqual([]);
+    expect(info.segments).toEqual([
+      { url: 'https://site.example/video/stream/init.mp4', kind: 'init' },
+      { url: 'https://site.example/video/stream/seg-0.m4s', kind: 'media', duration: 4 },
+      { url: 'https://site.example/abs/seg-1.m4s?token=a%20b', kind: 'media', duration: 4 },
+      { url: 'https://cdn.example.net/other/seg-2.m4s', kind: 'media', duration: 3.5 },
+    ]);
+  });
+
+  test('EXT-X-BYTERANGE: offsets follow on from the previous range; the init segment has its own', () => {
+    const info = extractHls(HLS_BYTERANGE, 'http://127.0.0.1:8080/hls/br.m3u8');
+    expect(info.segments).toEqual([
+      { url: 'http://127.0.0.1:8080/hls/main.mp4', kind: 'init', byteRange: { offset: 0, length: 720 } },
+      {
+        url: 'http://127.0.0.1:8080/hls/main.mp4',
+        kind: 'media',
+        duration: 4,
+        byteRange: { offset: 720, length: 1000 },
+      },
+      {
+        url: 'http://127.0.0.1:8080/hls/main.mp4',
+        kind: 'media',
+        duration: 4,
+        byteRange: { offset: 1720, length: 2000 },
+      },
+    ]);
+  });
+
+  test('master playlist: no segments, the variant, rendition and I-frame playlists as manifests', () => {
+    const info = extractHls(HLS_MASTER, 'https://site.example/master.m3u8');
+    expect(info.segments).toEqual([]);
+    expect(info.manifests.sort()).toEqual(
+      [
+        'https://cdn.example.net/hi/index.m3u8',
+        'https://site.example/audio/en.m3u8',
+        'https://site.example/iframes.m3u8',
+        'https://site.example/low/index.m3u8',
+      ].sort(),
+    );
+  });
+});
+
+describe('DASH', () => {
+  test('SegmentTemplate ($Number$) with an MPD BaseURL, SegmentList with mediaRange and a Representation BaseURL', () => {
+    const info = extractDash(DASH_TEMPLATE, 'https://site.example/m/stream.mpd');
+    expect(info.kind).toBe('dash');
+    expect(info.segments).toEqual(
+      expect.arrayContaining([
+        { url: 'https://cdn.example.com/v/init-v0.m4s', kind: 'init' },
+        { url: 'https://cdn.example.com/v/chunk-v0-00001.m4s', kind: 'media', duration: 4 },
+        { url: 'https://cdn.example.com/v/chunk-v0-00002.m4s', kind: 'media', duration: 4 },
+        { url: 'https://cdn.example.com/v/audio/a-init.mp4', kind: 'init' },
+        { url: 'https://cdn.example.com/v/audio/a1.m4s', kind: 'media', duration: 4 },
+        {
+          url: 'https://cdn.example.com/v/audio/big.mp4',
+          kind: 'media',
+          duration: 4,
+          byteRange: { offset: 100, length: 100 },
+        },
+      ]),
+    );
+    expect(info.segments).toHaveLength(6);
+  });
+
+  test('SegmentTimeline ($Time$) relative to the MPD, SegmentBase ranges and single-file representations', () => {
+    const info = extractDash(DASH_TIMELINE_AND_BASE, 'http://127.0.0.1:8080/dash/stream.mpd');
+    const base = 'http://127.0.0.1:8080/dash/';
+    expect(urls(info.segments.filter((s) => s.kind === 'media')).sort()).toEqual(
+      [
+        `${base}hi/0.m4s`,
+        `${base}hi/360000.m4s`,
+        `${base}hi/720000.m4s`,
+        `${base}video-360.webm`,
+        `${base}video-720.webm`,
+      ].sort(),
+    );
+    expect(info.segments).toEqual(
+      expect.arrayContaining([
+        { url: `${base}hi/init.mp4`, kind: 'init' },
+        { url: `${base}video-360.webm`, kind: 'init', byteRange: { offset: 0, length: 500 } },
+        { url: `${base}video-360.webm`, kind: 'index', byteRange: { offset: 500, length: 400 } },
+      ]),
+    );
+    // The MPD itself is never a segment.
+    expect(urls(info.segments)).not.toContain(`${base}stream.mpd`);
+  });
+});
+
+describe('extractManifest', () => {
+  test('judges the format by the body, not the URL', () => {
+    jest.spyOn(console, 'warn').mockImplementation(() => undefined); // xmldom on the broken MPD (Node has no DOMParser)
+    jest.spyOn(console, 'error').mockImplementation(() => undefined);
+    expect(extractManifest(HLS_MEDIA, 'https://a.example/x.txt')?.kind).toBe('hls');
+    expect(extractManifest(DASH_TEMPLATE, 'https://a.example/manifest')?.kind).toBe('dash');
+    expect(extractManifest('{"not": "a manifest"}', 'https://a.example/x.m3u8')).toBeUndefined();
+    expect(extractManifest('<MPD garbage', 'https://a.example/x.mpd')).toBeUndefined();
+    jest.restoreAllMocks();
+  });
+});
+
+describe('SegmentRegistry', () => {
+  test('remembers segments with their kind, duration and whether they are addressed by ranges', () => {
+    const r = new SegmentRegistry();
+    r.addManifest('http://h/br.m3u8', extractHls(HLS_BYTERANGE, 'http://h/br.m3u8'));
+    r.addManifest('http://h/i.m3u8', extractHls(HLS_MEDIA, 'http://h/i.m3u8'));
+    expect(r.lookup('http://h/main.mp4')).toEqual({
+      kind: 'media',
+      duration: 4,
+      manifest: 'http://h/br.m3u8',
+      ranged: true,
+    });
+    expect(r.lookup('http://h/seg-0.m4s')).toEqual({
+      kind: 'media',
+      duration: 4,
+      manifest: 'http://h/i.m3u8',
+      ranged: false,
+    });
+    expect(r.lookup('http://h/init.mp4')?.kind).toBe('init');
+    expect(r.lookup('http://h/nothing.m4s')).toBeUndefined();
+    expect(r.manifestsSeen).toBe(2);
+  });
+
+  test('is bounded: the oldest segments are forgotten first', () => {
+    const r = new SegmentRegistry(3);
+    const live = (first: number) =>
+      `#EXTM3U\n#EXT-X-TARGETDURATION:2\n${[0, 1, 2].map((i) => `#EXTINF:2,\ns${first + i}.ts\n`).join('')}`;
+    r.addManifest('http://h/live.m3u8', extractHls(live(0), 'http://h/live.m3u8'));
+    r.addManifest('http://h/live.m3u8', extractHls(live(2), 'http://h/live.m3u8'));
+    expect(r.size).toBe(3);
+    expect(r.lookup('http://h/s0.ts')).toBeUndefined();
+    expect(r.lookup('http://h/s1.ts')).toBeUndefined();
+    expect(r.lookup('http://h/s4.ts')).toBeDefined();
+  });
+});

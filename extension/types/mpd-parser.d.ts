@@ -1,0 +1,9 @@
+// mpd-parser ships no type declarations: the part of its API the extension uses.
+declare module 'mpd-parser' {
+  export interface MpdParseOptions {
+    manifestUri?: string;
+    NOW?: number;
+    clientOffset?: number;
+  }
+  export function parse(manifestString: string, options?: MpdParseOptions): unknown;
+}

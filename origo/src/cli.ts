@@ -1,0 +1,158 @@
+/** Command-line flags and environment variables of `origo` (each flag's env fallback is in --help). */
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { DEFAULT_CONFIG, OrigoOptions } from './config';
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min || n > max) {
+      throw new InvalidArgumentError(`expected an integer in [${min}, ${max}], got '${value}'`);
+    }
+    return n;
+  };
+}
+
+export function buildCli(): Command {
+  const d = DEFAULT_CONFIG;
+  return new Command()
+    .name('origo')
+    .description(
+      'MUTP origo: proxy registry, proxy selection, WebRTC signalling relay and download records.\n' +
+        'WebSocket paths /v1/proxy and /v1/client; HTTP /healthz, /metrics, /v1/admin/proxies, /v1/records.',
+    )
+    .addOption(
+      new Option('--port <n>', 'TCP port (0 = any free port)')
+        .env('MUTP_ORIGO_PORT')
+        .argParser(integer(0, 65535))
+        .default(d.port),
+    )
+    .addOption(new Option('--host <address>', 'address to listen on').env('MUTP_ORIGO_HOST').default(d.host))
+    .addOption(
+      new Option(
+        '--proxy-secret <secret>',
+        'shared secret proxies present in register (required; prefer the env variable)',
+      ).env('MUTP_PROXY_SECRET'),
+    )
+    .addOption(
+      new Option('--admin-token <token>', 'bearer token of /v1/admin/* and /v1/records (disabled when absent)').env(
+        'MUTP_ADMIN_TOKEN',
+      ),
+    )
+    .addOption(
+      new Option('--db <path>', "SQLite file of download records (':memory:' allowed)")
+        .env('MUTP_ORIGO_DB')
+        .default(d.db),
+    )
+    .addOption(
+      new Option('--heartbeat-interval-ms <ms>', 'heartbeat period told to proxies')
+        .env('MUTP_ORIGO_HEARTBEAT_INTERVAL_MS')
+        .argParser(integer(100))
+        .default(d.heartbeatIntervalMs),
+    )
+    .addOption(
+      new Option('--heartbeat-timeout-ms <ms>', 'remove a proxy silent for this long (default: 3 × heartbeat interval)')
+        .env('MUTP_ORIGO_HEARTBEAT_TIMEOUT_MS')
+        .argParser(integer(101)),
+    )
+    .addOption(
+      new Option('--log-level <level>', 'pino log level')
+        .env('MUTP_ORIGO_LOG_LEVEL')
+        .choices(LOG_LEVELS)
+        .default(d.logLevel),
+    )
+    .addOption(
+      new Option('--max-proxies <n>', 'registered proxies at most').argParser(integer(1)).default(d.maxProxies),
+    )
+    .addOption(new Option('--max-clients <n>', 'connected clients at most').argParser(integer(1)).default(d.maxClients))
+    .addOption(
+      new Option('--max-connections-per-client <n>', 'client-proxy connections one client may signal at once')
+        .argParser(integer(1))
+        .default(d.maxConnectionsPerClient),
+    )
+    .addOption(
+      new Option('--max-invalid-messages <n>', 'invalid frames a socket may send before it is closed (1008)')
+        .argParser(integer(1))
+        .default(d.maxInvalidMessages),
+    )
+    .addOption(
+      new Option('--message-rate <n>', 'messages per second per socket (token bucket); above it the socket is closed')
+        .argParser(integer(1))
+        .default(d.messageRatePerSecond),
+    )
+    .addOption(
+      new Option('--message-burst <n>', 'token bucket size of --message-rate')
+        .argParser(integer(1))
+        .default(d.messageBurst),
+    )
+    .addOption(
+      new Option('--record-rate <n>', 'download records per second per client; more are dropped with an error')
+        .argParser(integer(1))
+        .default(d.recordRatePerSecond),
+    )
+    .addOption(
+      new Option('--record-burst <n>', 'token bucket size of --record-rate')
+        .argParser(integer(1))
+        .default(d.recordBurst),
+    )
+    .addOption(
+      new Option('--greeting-timeout-ms <ms>', 'register / hello must arrive within this time')
+        .argParser(integer(1))
+        .default(d.greetingTimeoutMs),
+    )
+    .addOption(
+      new Option('--ping-interval-ms <ms>', 'WebSocket ping period; a socket missing a pong is cut')
+        .argParser(integer(1))
+        .default(d.pingIntervalMs),
+    )
+    .addOption(
+      new Option('--max-records <n>', 'records kept in the database (oldest pruned)')
+        .argParser(integer(1))
+        .default(d.maxRecords),
+    )
+    .addOption(
+      new Option('--max-socket-buffer-bytes <n>', 'bytes queued towards one socket before it is closed as too slow')
+        .argParser(integer(1))
+        .default(d.maxSocketBufferBytes),
+    )
+    .addOption(
+      new Option('--shutdown-grace-ms <ms>', 'time sockets get to close on SIGTERM/SIGINT')
+        .argParser(integer(0))
+        .default(d.shutdownGraceMs),
+    );
+}
+
+/** Parses argv (node, script, ...flags) into createOrigo's options; errors exit through commander. */
+export function parseCli(argv: string[]): OrigoOptions {
+  const program: Command = buildCli();
+  program.parse(argv);
+  const o = program.opts<Record<string, unknown>>();
+  const secret = o.proxySecret as string | undefined;
+  if (secret === undefined || secret === '') {
+    program.error('error: a proxy secret is required: --proxy-secret <secret> or MUTP_PROXY_SECRET', { exitCode: 2 });
+  }
+  return {
+    port: o.port as number,
+    host: o.host as string,
+    proxySecret: secret,
+    adminToken: (o.adminToken as string | undefined) || undefined,
+    db: o.db as string,
+    heartbeatIntervalMs: o.heartbeatIntervalMs as number,
+    heartbeatTimeoutMs: o.heartbeatTimeoutMs as number | undefined,
+    logLevel: o.logLevel as string,
+    maxProxies: o.maxProxies as number,
+    maxClients: o.maxClients as number,
+    maxConnectionsPerClient: o.maxConnectionsPerClient as number,
+    maxInvalidMessages: o.maxInvalidMessages as number,
+    messageRatePerSecond: o.messageRate as number,
+    messageBurst: o.messageBurst as number,
+    recordRatePerSecond: o.recordRate as number,
+    recordBurst: o.recordBurst as number,
+    greetingTimeoutMs: o.greetingTimeoutMs as number,
+    pingIntervalMs: o.pingIntervalMs as number,
+    maxRecords: o.maxRecords as number,
+    maxSocketBufferBytes: o.maxSocketBufferBytes as number,
+    shutdownGraceMs: o.shutdownGraceMs as number,
+  };
+}

@@ -1,0 +1,10 @@
+/** In-process use of origo (tests, e2e): `createOrigo(config)` then `listen()` / `close()`. */
+export { createOrigo } from './server';
+export type { Origo } from './server';
+export { DEFAULT_CONFIG, resolveConfig } from './config';
+export type { OrigoConfig, OrigoOptions } from './config';
+export { selectProxies } from './selection';
+export type { ProxyLoad, SelectionRequest } from './selection';
+export { CLOSE } from './broker';
+export type { ProxyStatus } from './broker';
+export type { StoredRecord } from './records';

@@ -1,0 +1,57 @@
+/**
+ * Prometheus metrics of one origo instance, on its own registry (several instances can run in
+ * one process, as the tests do), plus prom-client's default process metrics.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+
+export type SignalDirection = 'client-to-proxy' | 'proxy-to-client';
+/** json: not JSON; schema: JSON failing the schema; oversized: above MAX_SIGNAL_BYTES; unexpected: valid but not allowed now. */
+export type InvalidKind = 'json' | 'schema' | 'oversized' | 'unexpected';
+
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+  return {
+    registry,
+    proxies: new Gauge({ name: 'mutp_origo_proxies_connected', help: 'Registered proxies', registers }),
+    clients: new Gauge({ name: 'mutp_origo_clients_connected', help: 'Clients that said hello', registers }),
+    connections: new Gauge({
+      name: 'mutp_origo_connections',
+      help: 'Client-proxy connections whose signalling origo relays',
+      registers,
+    }),
+    signalsRelayed: new Counter({
+      name: 'mutp_origo_signals_relayed_total',
+      help: 'Signal and connection-closed messages relayed, by direction',
+      labelNames: ['direction'] as const,
+      registers,
+    }),
+    invalidMessages: new Counter({
+      name: 'mutp_origo_invalid_messages_total',
+      help: 'Frames refused, by kind (json, schema, oversized, unexpected)',
+      labelNames: ['kind'] as const,
+      registers,
+    }),
+    recordsStored: new Counter({ name: 'mutp_origo_records_stored_total', help: 'Download records stored', registers }),
+    registrationsRefused: new Counter({
+      name: 'mutp_origo_registrations_refused_total',
+      help: 'Proxy registrations refused, by reason',
+      labelNames: ['reason'] as const,
+      registers,
+    }),
+    socketsDropped: new Counter({
+      name: 'mutp_origo_sockets_dropped_total',
+      help: 'Sockets origo closed on a peer, by reason',
+      labelNames: ['reason'] as const,
+      registers,
+    }),
+    heartbeatTimeouts: new Counter({
+      name: 'mutp_origo_heartbeat_timeouts_total',
+      help: 'Proxies removed for missing heartbeats',
+      registers,
+    }),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

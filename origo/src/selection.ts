@@ -1,0 +1,92 @@
+/**
+ * Proxy selection policy (docs/signalling.md, "Selection policy"):
+ *
+ * 1. Eligible: supports the requested mode (any proxy when none is asked), not in `exclude`, and
+ *    activeTransfers < maxTransfers (a full proxy is never offered).
+ * 2. Free capacity = capacityBps − uploadBps (never below 0). A proxy of unknown capacity
+ *    (capacityBps 0) ranks as the median free capacity of the eligible proxies that know theirs;
+ *    when none does, all rank equal.
+ * 3. Score = free capacity / (1 + activeTransfers): the share of the spare upload a new transfer
+ *    could expect, so more spare capacity and fewer transfers both rank higher.
+ * 4. Sorted by score, proxies are grouped: a group starts at the best remaining score and takes
+ *    every proxy scoring within 10 % of it. Each group is shuffled, then the first `count` are
+ *    returned. Near-equals are thus picked at random (clients spread over them between
+ *    heartbeats) while a clearly better proxy always comes first.
+ */
+import { Random, randomBelow } from '@mutp/shared';
+
+export type SelectableMode = 'uncoded' | 'rlnc' | 'fountain';
+
+/** What selection needs to know about a proxy. */
+export interface ProxyLoad {
+  proxyId: string;
+  modes: ReadonlySet<SelectableMode>;
+  capacityBps: number;
+  uploadBps: number;
+  activeTransfers: number;
+  maxTransfers: number;
+}
+
+export interface SelectionRequest {
+  count: number;
+  mode?: SelectableMode;
+  exclude?: readonly string[];
+}
+
+/** Scores within this fraction of a group's best count as equal and are shuffled together. */
+export const NEAR_EQUAL_FRACTION = 0.1;
+
+export function selectProxies<P extends ProxyLoad>(
+  proxies: Iterable<P>,
+  request: SelectionRequest,
+  random: Random,
+): P[] {
+  const excluded = new Set(request.exclude ?? []);
+  const eligible: P[] = [];
+  for (const p of proxies) {
+    if (excluded.has(p.proxyId)) continue;
+    if (request.mode !== undefined && !p.modes.has(request.mode)) continue;
+    if (p.activeTransfers >= p.maxTransfers) continue;
+    eligible.push(p);
+  }
+  if (eligible.length === 0 || request.count <= 0) return [];
+
+  const known = eligible.filter((p) => p.capacityBps > 0).map(freeCapacity);
+  const unknownFree = known.length > 0 ? median(known) : 1;
+  const scored = eligible.map((proxy) => {
+    const free = proxy.capacityBps > 0 ? freeCapacity(proxy) : unknownFree;
+    return { proxy, score: free / (1 + proxy.activeTransfers) };
+  });
+  scored.sort((a, b) => b.score - a.score);
+
+  const ordered: P[] = [];
+  let start = 0;
+  while (start < scored.length && ordered.length < request.count) {
+    const floor = scored[start].score * (1 - NEAR_EQUAL_FRACTION);
+    let end = start + 1;
+    while (end < scored.length && scored[end].score >= floor) end++;
+    const group = scored.slice(start, end).map((s) => s.proxy);
+    shuffle(group, random);
+    ordered.push(...group);
+    start = end;
+  }
+  return ordered.slice(0, request.count);
+}
+
+function freeCapacity(p: ProxyLoad): number {
+  return Math.max(0, p.capacityBps - p.uploadBps);
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/** Fisher–Yates, in place. */
+function shuffle<T>(items: T[], random: Random): void {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = randomBelow(random, i + 1);
+    [items[i], items[j]] = [items[j], items[i]];
+  }
+}

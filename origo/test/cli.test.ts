@@ -1,0 +1,135 @@
+/** The `origo` command itself: flags, refusal without a secret, graceful shutdown on SIGTERM. */
+import { ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { closeAll, connectClient, connectProxy, within } from './helpers';
+
+const MAIN = join(__dirname, '../src/main.ts');
+const ROOT = join(__dirname, '../..'); // where `--import tsx` resolves
+const node = (args: string[], env: NodeJS.ProcessEnv = {}) =>
+  spawnSync(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+    encoding: 'utf8',
+    cwd: ROOT,
+    env: { ...process.env, MUTP_PROXY_SECRET: '', ...env },
+    timeout: 30_000,
+  });
+
+let child: ChildProcess | undefined;
+let dir: string | undefined;
+afterEach(async () => {
+  await closeAll();
+  if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  child = undefined;
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  dir = undefined;
+});
+
+test('--help lists every flag with its default and environment variable', () => {
+  const result = node(['--help']);
+  expect(result.status).toBe(0);
+  for (const flag of [
+    '--port <n>',
+    '--host <address>',
+    '--proxy-secret <secret>',
+    '--admin-token <token>',
+    '--db <path>',
+    '--heartbeat-interval-ms <ms>',
+    '--heartbeat-timeout-ms <ms>',
+    '--log-level <level>',
+    '--max-clients <n>',
+    '--max-proxies <n>',
+    '--max-connections-per-client <n>',
+  ]) {
+    expect(result.stdout).toContain(flag);
+  }
+  const help = result.stdout.replace(/\s+/g, ' ');
+  expect(help).toContain('default: 8700, env: MUTP_ORIGO_PORT');
+  expect(help).toContain('env: MUTP_PROXY_SECRET');
+  expect(help).toContain('default: "origo.sqlite", env: MUTP_ORIGO_DB');
+});
+
+test('refuses to start without a proxy secret', () => {
+  const result = node(['--port', '0', '--db', ':memory:']);
+  expect(result.status).toBe(2);
+  expect(result.stderr).toContain('proxy secret is required');
+});
+
+test('SIGTERM closes the sockets with 1001, keeps the records and exits 0', async () => {
+  dir = mkdtempSync(join(tmpdir(), 'origo-'));
+  const db = join(dir, 'records.sqlite');
+  child = spawn(process.execPath, ['--import', 'tsx', MAIN, '--port', '0', '--db', db], {
+    cwd: ROOT,
+    env: { ...process.env, MUTP_PROXY_SECRET: 'test-proxy-secret', MUTP_ADMIN_TOKEN: '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const proc = child;
+  const lines: string[] = [];
+  let stdout = '';
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`origo did not log 'origo listening' within 30 s: ${stdout}`)),
+      30_000,
+    );
+    proc.stdout!.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      for (const line of stdout.split('\n').slice(lines.length, -1)) {
+        lines.push(line);
+        const entry = parseLine(line);
+        if (entry?.msg === 'origo listening') {
+          clearTimeout(timer);
+          resolve(entry.port!);
+        }
+      }
+    });
+    proc.on('exit', (code) => reject(new Error(`origo exited (${code}) before listening: ${stdout}`)));
+  });
+  const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
+
+  const proxy = await connectProxy(port, { proxyId: 'edge-1', name: 'edge-1' });
+  const client = await connectClient(port);
+  client.send({
+    type: 'record',
+    record: {
+      url: 'https://media.test/seg.ts',
+      mode: 'fountain',
+      sources: 1,
+      bytes: 1000,
+      durationMs: 10,
+      goodputBps: 100_000,
+      normalizedGoodput: 1,
+      status: 'complete',
+      proxies: [{ proxyId: 'edge-1', received: 1, useful: 1, share: 1 }],
+    },
+  });
+  // The record is stored before the next message of the same socket is answered.
+  client.send({ type: 'request-proxies', requestId: 'r', count: 1 });
+  await client.next('proxies');
+
+  proc.kill('SIGTERM');
+  expect((await client.closed()).code).toBe(1001);
+  expect((await proxy.closed()).code).toBe(1001);
+  expect(await within(exited, 'origo to exit after SIGTERM', 15_000)).toBe(0);
+
+  const stored = new Database(db, { readonly: true });
+  try {
+    expect(stored.prepare('SELECT url, mode, proxies FROM records').all()).toEqual([
+      {
+        url: 'https://media.test/seg.ts',
+        mode: 'fountain',
+        proxies: JSON.stringify([{ proxyId: 'edge-1', received: 1, useful: 1, share: 1 }]),
+      },
+    ]);
+  } finally {
+    stored.close();
+  }
+});
+
+function parseLine(line: string): { msg?: string; port?: number } | undefined {
+  try {
+    return JSON.parse(line) as { msg?: string; port?: number };
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,117 @@
+import { DownloadRecord } from '@mutp/shared';
+import { ADMIN, barrier, closeAll, connectClient, connectProxy, getJson, startOrigo } from './helpers';
+
+afterEach(closeAll);
+
+function record(mode: DownloadRecord['mode'], url: string, extra: Partial<DownloadRecord> = {}): DownloadRecord {
+  return {
+    url,
+    mode,
+    sources: 2,
+    bytes: 2_097_152,
+    durationMs: 812.5,
+    goodputBps: 2_581_110,
+    normalizedGoodput: 0.97,
+    status: 'complete',
+    proxies: [
+      { proxyId: 'edge-1', received: 1000, useful: 990, share: 0.55 },
+      { proxyId: 'edge-2', received: 810, useful: 800, share: 0.45 },
+    ],
+    ...extra,
+  };
+}
+
+describe('download records', () => {
+  test('records are stored and listed, newest first, filtered by mode, behind the admin token', async () => {
+    const { port, http } = await startOrigo();
+    const client = await connectClient(port);
+    const rlnc = record('rlnc', 'https://media.test/seg-1.m4s', { scheduler: 'rarest' });
+    const failed = record('http', 'https://media.test/seg-2.m4s', { status: 'failed', error: 'all proxies failed' });
+    client.send({ type: 'record', record: rlnc });
+    client.send({ type: 'record', record: failed });
+    await barrier(client);
+
+    expect((await getJson(`${http}/v1/records`)).status).toBe(401);
+    expect((await getJson(`${http}/v1/records`, 'wrong-token')).status).toBe(401);
+    const all = await getJson(`${http}/v1/records`, ADMIN);
+    expect(all.status).toBe(200);
+    const records = (all.body as { records: (DownloadRecord & { clientId: string; receivedAt: string })[] }).records;
+    expect(records).toHaveLength(2);
+    expect(records[0]).toMatchObject({ ...failed, clientId: client.id });
+    expect(records[1]).toMatchObject({ ...rlnc, clientId: client.id });
+    expect(Number.isNaN(Date.parse(records[1].receivedAt))).toBe(false);
+    expect(records[1]).not.toHaveProperty('error');
+
+    const onlyRlnc = await getJson(`${http}/v1/records?mode=rlnc`, ADMIN);
+    expect((onlyRlnc.body as { records: DownloadRecord[] }).records.map((r) => r.url)).toEqual([rlnc.url]);
+    const limited = await getJson(`${http}/v1/records?limit=1`, ADMIN);
+    expect((limited.body as { records: DownloadRecord[] }).records.map((r) => r.url)).toEqual([failed.url]);
+    expect((await getJson(`${http}/v1/records?mode=carrier-pigeon`, ADMIN)).status).toBe(400);
+    expect((await getJson(`${http}/v1/records?limit=0`, ADMIN)).status).toBe(400);
+
+    const metrics = await (await fetch(`${http}/metrics`)).text();
+    expect(metrics).toContain('mutp_origo_records_stored_total 2');
+  });
+
+  test('records above the per-client rate are dropped with rate-limited', async () => {
+    const { port, http } = await startOrigo({ recordRatePerSecond: 1, recordBurst: 2 });
+    const client = await connectClient(port);
+    for (let i = 0; i < 4; i++) client.send({ type: 'record', record: record('rlnc', `https://media.test/${i}`) });
+    await client.next('error', (m) => m.code === 'rate-limited');
+    await barrier(client);
+    const { body } = await getJson(`${http}/v1/records`, ADMIN);
+    const stored = (body as { records: unknown[] }).records.length;
+    expect(stored).toBeGreaterThanOrEqual(2);
+    expect(stored).toBeLessThan(4);
+  });
+});
+
+describe('admin endpoints', () => {
+  test('GET /v1/admin/proxies needs the bearer token', async () => {
+    const { port, http } = await startOrigo();
+    await connectProxy(port, { proxyId: 'edge-1', name: 'edge-1' });
+    expect((await getJson(`${http}/v1/admin/proxies`)).status).toBe(401);
+    expect((await getJson(`${http}/v1/admin/proxies`, `${ADMIN}x`)).status).toBe(401);
+    const response = await fetch(`${http}/v1/admin/proxies`, { headers: { authorization: ADMIN } });
+    expect(response.status).toBe(401); // not a bearer header
+    const ok = await getJson(`${http}/v1/admin/proxies`, ADMIN);
+    expect(ok.status).toBe(200);
+    expect(ok.body).toMatchObject({ proxies: [{ proxyId: 'edge-1', name: 'edge-1', maxTransfers: 16 }] });
+  });
+
+  test('without an admin token the admin endpoints do not exist', async () => {
+    const { http } = await startOrigo({ adminToken: undefined });
+    expect((await getJson(`${http}/v1/admin/proxies`, ADMIN)).status).toBe(404);
+    expect((await getJson(`${http}/v1/records`, ADMIN)).status).toBe(404);
+  });
+});
+
+describe('health and metrics', () => {
+  test('/healthz counts proxies and clients', async () => {
+    const { port, http } = await startOrigo();
+    expect(await getJson(`${http}/healthz`)).toEqual({ status: 200, body: { status: 'ok', proxies: 0, clients: 0 } });
+    await connectProxy(port, { name: 'a' });
+    await connectProxy(port, { name: 'b' });
+    await connectClient(port);
+    expect(await getJson(`${http}/healthz`)).toEqual({ status: 200, body: { status: 'ok', proxies: 2, clients: 1 } });
+  });
+
+  test('/metrics serves the gauges, counters and process metrics', async () => {
+    const { port, http } = await startOrigo();
+    const proxy = await connectProxy(port, { proxyId: 'edge-1', name: 'edge-1' });
+    await connectClient(port);
+    const response = await fetch(`${http}/metrics`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toContain('text/plain');
+    const text = await response.text();
+    expect(text).toContain('mutp_origo_proxies_connected 1');
+    expect(text).toContain('mutp_origo_clients_connected 1');
+    expect(text).toContain('# TYPE mutp_origo_signals_relayed_total counter');
+    expect(text).toContain('# TYPE mutp_origo_invalid_messages_total counter');
+    expect(text).toContain('# TYPE mutp_origo_records_stored_total counter');
+    expect(text).toContain('# TYPE mutp_origo_registrations_refused_total counter');
+    expect(text).toContain('process_cpu_user_seconds_total');
+    expect(text).toContain('nodejs_heap_size_used_bytes');
+    await proxy.close();
+  });
+});

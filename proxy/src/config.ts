@@ -1,0 +1,282 @@
+/**
+ * Proxy configuration from command-line flags and environment variables (flags win). Every
+ * option with its default is listed by `--help`.
+ */
+import { hostname } from 'node:os';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { MAX_OBJECT_BYTES } from '@mutp/shared';
+import { normalizeOrigins } from './address-policy';
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+export interface ProxyConfig {
+  /** Origo's proxy endpoint, e.g. ws://127.0.0.1:8700/v1/proxy; none = HTTP endpoints only. */
+  origoUrl?: string;
+  secret: string;
+  name: string;
+  httpPort: number;
+  httpHost: string;
+  /** URL clients use for the HTTP endpoint; derived from host and port when absent. */
+  advertisedHttpUrl?: string;
+  iceBind?: string;
+  icePortRange?: [number, number];
+  mtu?: number;
+  iceUdpMux: boolean;
+  cacheBytes: number;
+  maxObjectBytes: number;
+  /** Upload limit in KB/s (1 KB = 1024 B); 0 = none. */
+  uploadLimitKBps: number;
+  allowedOrigins: '*' | string[];
+  allowPrivateOrigins: boolean;
+  maxTransfers: number;
+  maxTransfersPerClient: number;
+  maxPeers: number;
+  maxPeersPerClient: number;
+  /** Connect + response headers from the origin. */
+  originTimeoutMs: number;
+  /** The whole origin fetch, body included. */
+  originTotalTimeoutMs: number;
+  logLevel: LogLevel;
+}
+
+export const MiB = 1024 * 1024;
+
+export const DEFAULT_CONFIG: Omit<ProxyConfig, 'secret'> = {
+  name: `proxy-${hostname()}`.slice(0, 128),
+  httpPort: 0,
+  httpHost: '127.0.0.1',
+  iceUdpMux: false,
+  cacheBytes: 256 * MiB,
+  maxObjectBytes: 64 * MiB,
+  uploadLimitKBps: 0,
+  allowedOrigins: '*',
+  allowPrivateOrigins: false,
+  maxTransfers: 256,
+  maxTransfersPerClient: 16,
+  maxPeers: 256,
+  maxPeersPerClient: 8,
+  originTimeoutMs: 15_000,
+  originTotalTimeoutMs: 60_000,
+  logLevel: 'info',
+};
+
+/** Bytes: an integer with an optional unit (K, M, G, KiB, MiB, GiB; powers of 1024). */
+export function parseBytes(text: string): number {
+  const m = /^\s*(\d+)\s*(k|m|g|kib|mib|gib|kb|mb|gb|b)?\s*$/i.exec(text);
+  if (!m) throw new InvalidArgumentError(`${JSON.stringify(text)} is not a byte count (e.g. 268435456, 256MiB)`);
+  const unit = (m[2] ?? 'b').toLowerCase()[0];
+  const factor = unit === 'k' ? 1024 : unit === 'm' ? MiB : unit === 'g' ? 1024 * MiB : 1;
+  const value = Number(m[1]) * factor;
+  if (!Number.isSafeInteger(value)) throw new InvalidArgumentError(`${text} is too large`);
+  return value;
+}
+
+function integer(min: number, max: number) {
+  return (text: string): number => {
+    if (!/^\s*\d+\s*$/.test(text)) throw new InvalidArgumentError(`${JSON.stringify(text)} is not an integer`);
+    const value = Number(text);
+    if (value < min || value > max) throw new InvalidArgumentError(`must be in ${min}..${max}`);
+    return value;
+  };
+}
+
+function portRange(text: string): [number, number] {
+  const m = /^(\d+)-(\d+)$/.exec(text.trim());
+  if (!m) throw new InvalidArgumentError('expected a-b, e.g. 50000-50100');
+  const a = Number(m[1]);
+  const b = Number(m[2]);
+  if (a < 1 || b > 65535 || a > b) throw new InvalidArgumentError('ports must satisfy 1 <= a <= b <= 65535');
+  return [a, b];
+}
+
+function origins(text: string): '*' | string[] {
+  const list = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  if (list.length === 1 && list[0] === '*') return '*';
+  if (list.length === 0) throw new InvalidArgumentError('empty list (use * for any public origin)');
+  try {
+    return normalizeOrigins(list);
+  } catch (e) {
+    throw new InvalidArgumentError((e as Error).message);
+  }
+}
+
+function wsUrl(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new InvalidArgumentError('not a URL');
+  }
+  if (url.protocol !== 'ws:' && url.protocol !== 'wss:') throw new InvalidArgumentError('must be ws:// or wss://');
+  return url.href;
+}
+
+function httpUrl(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new InvalidArgumentError('not a URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError('must be http(s)://');
+  return url.href.replace(/\/$/, '');
+}
+
+function flag(text: string | undefined): boolean {
+  return text === undefined || !/^(0|false|no|off)$/i.test(text);
+}
+
+/** The commander program (used by main.ts and by `--help`). */
+export function buildCommand(): Command {
+  const d = DEFAULT_CONFIG;
+  return new Command('mutp-proxy')
+    .description('MUTP edge proxy: serves coded multi-source transfers over WebRTC and the Parallel HTTP baseline')
+    .addOption(
+      new Option('--origo <url>', 'origo proxy endpoint (ws:// or wss://)').env('MUTP_ORIGO_URL').argParser(wsUrl),
+    )
+    .addOption(new Option('--secret <secret>', 'shared secret for origo (required)').env('MUTP_PROXY_SECRET'))
+    .addOption(new Option('--name <name>', 'name shown in origo').env('MUTP_PROXY_NAME').default(d.name))
+    .addOption(
+      new Option('--http-port <port>', 'HTTP port (0 = ephemeral)')
+        .env('MUTP_PROXY_HTTP_PORT')
+        .argParser(integer(0, 65535))
+        .default(d.httpPort),
+    )
+    .addOption(new Option('--http-host <host>', 'HTTP bind address').env('MUTP_PROXY_HTTP_HOST').default(d.httpHost))
+    .addOption(
+      new Option('--advertised-http-url <url>', 'HTTP URL clients use (default: derived from host and port)')
+        .env('MUTP_PROXY_ADVERTISED_HTTP_URL')
+        .argParser(httpUrl),
+    )
+    .addOption(new Option('--ice-bind <address>', 'local address for WebRTC (ICE)').env('MUTP_PROXY_ICE_BIND'))
+    .addOption(
+      new Option('--ice-port-range <a-b>', 'UDP port range for WebRTC')
+        .env('MUTP_PROXY_ICE_PORT_RANGE')
+        .argParser(portRange),
+    )
+    .addOption(
+      new Option('--ice-udp-mux', 'all peers on one UDP port (needs --ice-port-range a-a)')
+        .env('MUTP_PROXY_ICE_UDP_MUX')
+        .argParser(flag),
+    )
+    .addOption(
+      new Option('--mtu <bytes>', 'path MTU for WebRTC (libdatachannel default 1280; 1400 carries 1276-byte datagrams)')
+        .env('MUTP_PROXY_MTU')
+        .argParser(integer(576, 9000)),
+    )
+    .addOption(
+      new Option('--cache-bytes <bytes>', 'object cache size (e.g. 268435456 or 256MiB)')
+        .env('MUTP_PROXY_CACHE_BYTES')
+        .argParser(parseBytes)
+        .default(d.cacheBytes, '256MiB'),
+    )
+    .addOption(
+      new Option('--max-object-bytes <bytes>', `largest object served (at most ${MAX_OBJECT_BYTES})`)
+        .env('MUTP_PROXY_MAX_OBJECT_BYTES')
+        .argParser((t) => {
+          const v = parseBytes(t);
+          if (v < 1 || v > MAX_OBJECT_BYTES) throw new InvalidArgumentError(`must be in 1..${MAX_OBJECT_BYTES}`);
+          return v;
+        })
+        .default(d.maxObjectBytes, '64MiB'),
+    )
+    .addOption(
+      new Option('--upload-limit <KB/s>', 'upload limit of the whole proxy in KB/s (1 KB = 1024 B), 0 = none')
+        .env('MUTP_PROXY_UPLOAD_LIMIT')
+        .argParser(integer(0, 100_000_000))
+        .default(d.uploadLimitKBps),
+    )
+    .addOption(
+      new Option(
+        '--allowed-origins <list>',
+        'comma-separated origins (https://cdn.example.com) or * = any public origin',
+      )
+        .env('MUTP_PROXY_ALLOWED_ORIGINS')
+        .argParser(origins)
+        .default(d.allowedOrigins),
+    )
+    .addOption(
+      new Option('--allow-private-origins', 'TESTS ONLY: allow loopback, private and link-local origin addresses')
+        .env('MUTP_PROXY_ALLOW_PRIVATE_ORIGINS')
+        .argParser(flag)
+        .default(d.allowPrivateOrigins),
+    )
+    .addOption(
+      new Option('--max-transfers <n>', 'transfers at once, in total (MUTP and HTTP)')
+        .env('MUTP_PROXY_MAX_TRANSFERS')
+        .argParser(integer(1, 100_000))
+        .default(d.maxTransfers),
+    )
+    .addOption(
+      new Option('--max-transfers-per-client <n>', 'transfers at once per client')
+        .env('MUTP_PROXY_MAX_TRANSFERS_PER_CLIENT')
+        .argParser(integer(1, 100_000))
+        .default(d.maxTransfersPerClient),
+    )
+    .addOption(
+      new Option('--max-peers <n>', 'client peer connections at once')
+        .env('MUTP_PROXY_MAX_PEERS')
+        .argParser(integer(1, 100_000))
+        .default(d.maxPeers),
+    )
+    .addOption(
+      new Option('--max-peers-per-client <n>', 'peer connections per client id')
+        .env('MUTP_PROXY_MAX_PEERS_PER_CLIENT')
+        .argParser(integer(1, 1000))
+        .default(d.maxPeersPerClient),
+    )
+    .addOption(
+      new Option('--origin-timeout-ms <ms>', 'origin connect + response headers timeout')
+        .env('MUTP_PROXY_ORIGIN_TIMEOUT_MS')
+        .argParser(integer(1, 600_000))
+        .default(d.originTimeoutMs),
+    )
+    .addOption(
+      new Option('--origin-total-timeout-ms <ms>', 'whole origin fetch timeout (body included)')
+        .env('MUTP_PROXY_ORIGIN_TOTAL_TIMEOUT_MS')
+        .argParser(integer(1, 3_600_000))
+        .default(d.originTotalTimeoutMs),
+    )
+    .addOption(
+      new Option('--log-level <level>', 'log level')
+        .env('MUTP_LOG_LEVEL')
+        .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+        .default(d.logLevel),
+    );
+}
+
+/** Parses argv (node, script, ...flags) and the environment into a config; throws on errors. */
+export function parseConfig(argv: string[], command: Command = buildCommand()): ProxyConfig {
+  command.parse(argv);
+  const o = command.opts();
+  if (!o.secret) command.error('error: --secret (or MUTP_PROXY_SECRET) is required', { exitCode: 2 });
+  if (o.iceUdpMux && (!o.icePortRange || o.icePortRange[0] !== o.icePortRange[1]))
+    command.error('error: --ice-udp-mux needs --ice-port-range with a single port (a-a)', { exitCode: 2 });
+  return {
+    origoUrl: o.origo,
+    secret: o.secret,
+    name: o.name,
+    httpPort: o.httpPort,
+    httpHost: o.httpHost,
+    advertisedHttpUrl: o.advertisedHttpUrl,
+    iceBind: o.iceBind,
+    icePortRange: o.icePortRange,
+    mtu: o.mtu,
+    iceUdpMux: o.iceUdpMux ?? false,
+    cacheBytes: o.cacheBytes,
+    maxObjectBytes: o.maxObjectBytes,
+    uploadLimitKBps: o.uploadLimit,
+    allowedOrigins: o.allowedOrigins,
+    allowPrivateOrigins: o.allowPrivateOrigins,
+    maxTransfers: o.maxTransfers,
+    maxTransfersPerClient: o.maxTransfersPerClient,
+    maxPeers: o.maxPeers,
+    maxPeersPerClient: o.maxPeersPerClient,
+    originTimeoutMs: o.originTimeoutMs,
+    originTotalTimeoutMs: o.originTotalTimeoutMs,
+    logLevel: o.logLevel,
+  };
+}

@@ -1,0 +1,50 @@
+/**
+ * The proxy's HTTP endpoint: `GET /v1/http?url=` (Parallel HTTP baseline), `GET /healthz`
+ * (200 + JSON stats) and `GET /metrics` (Prometheus text).
+ */
+import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { HttpBaselineDeps, sendJson, serveHttpBaseline } from './http-baseline';
+
+export interface HttpServerDeps extends HttpBaselineDeps {
+  logger: Logger;
+  health: () => unknown;
+}
+
+export function createHttpServer(deps: HttpServerDeps): Server {
+  const server = createServer((req, res) => {
+    route(deps, req, res).catch((e: unknown) => {
+      deps.logger.error({ err: e }, 'HTTP handler failed');
+      if (!res.headersSent) sendJson(res, 500, { error: 'internal', message: 'internal error' });
+      else res.destroy();
+    });
+  });
+  // Bounded: slow or idle clients do not hold sockets for ever.
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 30_000;
+  server.keepAliveTimeout = 5_000;
+  return server;
+}
+
+async function route(deps: HttpServerDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = new URL(req.url ?? '/', 'http://proxy.invalid');
+  const name = ROUTES.has(url.pathname) ? url.pathname : 'other';
+  let status: number;
+  if (req.method !== 'GET' || !ROUTES.has(url.pathname)) {
+    status = ROUTES.has(url.pathname) ? 405 : 404;
+    sendJson(res, status, { error: status === 405 ? 'method-not-allowed' : 'not-found' });
+  } else if (url.pathname === '/v1/http') {
+    status = await serveHttpBaseline(deps, req, res, url.searchParams);
+  } else if (url.pathname === '/healthz') {
+    status = 200;
+    sendJson(res, 200, deps.health());
+  } else {
+    status = 200;
+    const text = await deps.metrics.registry.metrics();
+    res.writeHead(200, { 'content-type': deps.metrics.registry.contentType, 'cache-control': 'no-store' });
+    res.end(text);
+  }
+  deps.metrics.httpRequests.inc({ route: name, status: String(status) });
+}
+
+const ROUTES = new Set(['/v1/http', '/healthz', '/metrics']);

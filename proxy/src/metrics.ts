@@ -1,0 +1,80 @@
+/**
+ * Prometheus metrics of one proxy (its own registry, so several proxies can run in one process,
+ * as the tests do). Served at GET /metrics.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+
+export class ProxyMetrics {
+  readonly registry = new Registry();
+  readonly transfersActive: Gauge<'mode'>;
+  readonly transfersTotal: Counter<'mode' | 'outcome'>;
+  readonly bytesSent: Counter<'kind'>;
+  readonly cacheLookups: Counter<'outcome'>;
+  readonly cacheBytes: Gauge;
+  readonly cacheEntries: Gauge;
+  readonly originErrors: Counter<'kind'>;
+  readonly malformedDatagrams: Counter;
+  readonly unknownTransferDatagrams: Counter;
+  readonly peers: Gauge;
+  readonly uploadWaits: Counter;
+  readonly httpRequests: Counter<'route' | 'status'>;
+
+  constructor(options: { defaultMetrics?: boolean } = {}) {
+    const registers = [this.registry];
+    this.transfersActive = new Gauge({
+      name: 'mutp_proxy_transfers_active',
+      help: 'Transfers being served (MUTP by mode, and http)',
+      labelNames: ['mode'],
+      registers,
+    });
+    this.transfersTotal = new Counter({
+      name: 'mutp_proxy_transfers_total',
+      help: 'Transfers ended, by mode and outcome (done, failed, closed, or the error sent)',
+      labelNames: ['mode', 'outcome'],
+      registers,
+    });
+    this.bytesSent = new Counter({
+      name: 'mutp_proxy_bytes_sent_total',
+      help: 'Bytes sent to clients (mutp datagrams, http bodies)',
+      labelNames: ['kind'],
+      registers,
+    });
+    this.cacheLookups = new Counter({
+      name: 'mutp_proxy_cache_lookups_total',
+      help: 'Object cache lookups: hit, miss (origin fetch), joined (shared a fetch under way)',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.cacheBytes = new Gauge({ name: 'mutp_proxy_cache_bytes', help: 'Bytes in the object cache', registers });
+    this.cacheEntries = new Gauge({ name: 'mutp_proxy_cache_entries', help: 'Objects in the cache', registers });
+    this.originErrors = new Counter({
+      name: 'mutp_proxy_origin_errors_total',
+      help: 'Failed origin fetches by kind (not-found, origin-error, timeout, too-large, refused, internal)',
+      labelNames: ['kind'],
+      registers,
+    });
+    this.malformedDatagrams = new Counter({
+      name: 'mutp_proxy_malformed_datagrams_total',
+      help: 'Datagrams from clients that failed to decode (dropped)',
+      registers,
+    });
+    this.unknownTransferDatagrams = new Counter({
+      name: 'mutp_proxy_unknown_transfer_datagrams_total',
+      help: 'Datagrams for transfers this proxy does not have (dropped)',
+      registers,
+    });
+    this.peers = new Gauge({ name: 'mutp_proxy_peers', help: 'Client peer connections', registers });
+    this.uploadWaits = new Counter({
+      name: 'mutp_proxy_upload_limit_waits_total',
+      help: 'Times a sender waited for the upload limit (token bucket)',
+      registers,
+    });
+    this.httpRequests = new Counter({
+      name: 'mutp_proxy_http_requests_total',
+      help: 'HTTP requests by route and status',
+      labelNames: ['route', 'status'],
+      registers,
+    });
+    if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'mutp_proxy_' });
+  }
+}

@@ -1,0 +1,36 @@
+/**
+ * Where MUTP transfers and the HTTP baseline get objects: the URL policy first (cheap, no
+ * network), then the cache, which fetches from the origin through the SSRF guard on a miss.
+ */
+import { checkUrl, OriginPolicy } from './address-policy';
+import { asServeError, ServeError } from './errors';
+import { CachedObject, ObjectCache } from './object-cache';
+
+export interface ObjectProvider {
+  /** The object at `url`; rejects with a ServeError. */
+  get(url: string): Promise<CachedObject>;
+}
+
+export class ObjectSource implements ObjectProvider {
+  constructor(
+    private readonly policy: OriginPolicy,
+    private readonly cache: ObjectCache,
+    private readonly onRefused?: (error: ServeError) => void,
+  ) {}
+
+  async get(url: string): Promise<CachedObject> {
+    let href: string;
+    try {
+      href = checkUrl(url, this.policy).href;
+    } catch (e) {
+      const error = asServeError(e);
+      this.onRefused?.(error);
+      throw error;
+    }
+    try {
+      return await this.cache.get(href);
+    } catch (e) {
+      throw asServeError(e);
+    }
+  }
+}

@@ -1,0 +1,284 @@
+/**
+ * The proxy's WebSocket to origo: registers (secret, name, HTTP URL, capacity, limits, modes),
+ * beats every heartbeatIntervalMs with its load, and relays WebRTC signalling for client
+ * connections to and from the PeerManager. Every frame from origo is validated with the shared
+ * schemas. It reconnects by itself with capped exponential backoff when origo closes or restarts
+ * and registers again with the proxyId origo gave it. An `error` {code: 'unauthorized'} is fatal:
+ * the link stops and reports it (a wrong secret must not spin).
+ */
+import {
+  IceCandidate,
+  MAX_SIGNAL_BYTES,
+  Mode,
+  origoToProxy,
+  parseSignal,
+  ProxyToOrigo,
+  SessionDescription,
+  SIGNALLING_VERSION,
+} from '@mutp/shared';
+import type { Logger } from 'pino';
+import WebSocket from 'ws';
+import type { SignalSink } from './peer-manager';
+
+export interface Load {
+  activeTransfers: number;
+  uploadBps: number;
+  capacityBps: number;
+}
+
+export interface OrigoLinkOptions {
+  url: string;
+  secret: string;
+  name: string;
+  httpUrl: string;
+  capacityBps: number;
+  maxTransfers: number;
+  modes: Mode[];
+  logger: Logger;
+  load: () => Load;
+  onSignal: (message: {
+    connectionId: string;
+    clientId: string;
+    description?: SessionDescription;
+    candidate?: IceCandidate;
+  }) => void;
+  onConnectionClosed: (connectionId: string, reason: string) => void;
+  /** Origo refused the proxy for good (wrong secret): the proxy should stop. */
+  onFatal: (error: Error) => void;
+  onRegistered?: (proxyId: string) => void;
+  reconnectInitialMs?: number;
+  reconnectMaxMs?: number;
+  /** Gives up on a connection attempt after this long. */
+  connectTimeoutMs?: number;
+}
+
+export type OrigoLinkState = 'connecting' | 'registering' | 'registered' | 'waiting' | 'stopped';
+
+export interface OrigoLinkStats {
+  state: OrigoLinkState;
+  proxyId?: string;
+  connects: number;
+  registrations: number;
+  invalidFrames: number;
+  signalsDropped: number;
+}
+
+export class OrigoLinkError extends Error {
+  override readonly name = 'OrigoLinkError';
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export class OrigoLink implements SignalSink {
+  private ws?: WebSocket;
+  private currentState: OrigoLinkState = 'stopped';
+  private id?: string;
+  private attempt = 0;
+  private reconnectTimer?: NodeJS.Timeout;
+  private heartbeatTimer?: NodeJS.Timeout;
+  private lastHeardAt = 0;
+  private stopped = true;
+  private readonly log: Logger;
+  private readonly counters = { connects: 0, registrations: 0, invalidFrames: 0, signalsDropped: 0 };
+
+  constructor(private readonly options: OrigoLinkOptions) {
+    this.log = options.logger.child({ component: 'origo' });
+  }
+
+  get state(): OrigoLinkState {
+    return this.currentState;
+  }
+
+  get proxyId(): string | undefined {
+    return this.id;
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.connect();
+  }
+
+  /** Closes the socket and stops reconnecting. */
+  async close(): Promise<void> {
+    this.stopped = true;
+    this.currentState = 'stopped';
+    clearTimeout(this.reconnectTimer);
+    this.stopHeartbeat();
+    const ws = this.ws;
+    this.ws = undefined;
+    if (!ws) return;
+    if (ws.readyState === WebSocket.CLOSED) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        ws.terminate();
+        resolve();
+      }, 1000);
+      ws.once('close', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      if (ws.readyState === WebSocket.CONNECTING) ws.terminate();
+      else ws.close(1001, 'proxy shutting down');
+    });
+  }
+
+  stats(): OrigoLinkStats {
+    return { state: this.currentState, proxyId: this.id, ...this.counters };
+  }
+
+  // ---------------------------------------------------------------- SignalSink
+
+  signal(message: { connectionId: string; description?: SessionDescription; candidate?: IceCandidate }): void {
+    this.send({ type: 'signal', ...message });
+  }
+
+  connectionClosed(connectionId: string, reason: string): void {
+    this.send({ type: 'connection-closed', connectionId, reason: reason.slice(0, 256) });
+  }
+
+  // ---------------------------------------------------------------- connection
+
+  private connect(): void {
+    if (this.stopped) return;
+    this.currentState = 'connecting';
+    this.counters.connects++;
+    const ws = new WebSocket(this.options.url, {
+      maxPayload: MAX_SIGNAL_BYTES,
+      handshakeTimeout: this.options.connectTimeoutMs ?? 10_000,
+      perMessageDeflate: false,
+    });
+    this.ws = ws;
+    ws.on('open', () => {
+      if (ws !== this.ws) return;
+      this.currentState = 'registering';
+      this.lastHeardAt = performance.now();
+      this.send({
+        type: 'register',
+        version: SIGNALLING_VERSION,
+        secret: this.options.secret,
+        ...(this.id ? { proxyId: this.id } : {}),
+        name: this.options.name,
+        httpUrl: this.options.httpUrl,
+        capacityBps: this.options.capacityBps,
+        maxTransfers: this.options.maxTransfers,
+        modes: this.options.modes,
+      });
+    });
+    ws.on('message', (data: WebSocket.RawData, isBinary: boolean) => {
+      if (ws !== this.ws) return;
+      this.lastHeardAt = performance.now();
+      if (isBinary) {
+        this.counters.invalidFrames++;
+        return;
+      }
+      this.onFrame(data.toString());
+    });
+    ws.on('pong', () => {
+      if (ws === this.ws) this.lastHeardAt = performance.now();
+    });
+    ws.on('error', (e) => {
+      // 'close' follows; keep the log quiet while origo is simply down.
+      this.log.debug({ err: e.message }, 'origo socket error');
+    });
+    ws.on('close', (code, reason) => {
+      if (ws !== this.ws) return;
+      this.ws = undefined;
+      this.stopHeartbeat();
+      if (this.stopped) return;
+      this.log.warn({ code, reason: reason.toString() }, 'origo connection closed');
+      this.scheduleReconnect();
+    });
+  }
+
+  private scheduleReconnect(): void {
+    if (this.stopped) return;
+    this.currentState = 'waiting';
+    const initial = this.options.reconnectInitialMs ?? 500;
+    const max = this.options.reconnectMaxMs ?? 30_000;
+    const base = Math.min(max, initial * 2 ** Math.min(this.attempt, 20));
+    this.attempt++;
+    // Jitter so a fleet of proxies does not reconnect in lockstep after an origo restart.
+    const delay = Math.round(base * (0.5 + 0.5 * Math.random()));
+    this.log.info({ delayMs: delay, attempt: this.attempt }, 'reconnecting to origo');
+    this.reconnectTimer = setTimeout(() => this.connect(), delay);
+  }
+
+  private onFrame(frame: string): void {
+    const parsed = parseSignal(origoToProxy, frame);
+    if (!parsed.ok) {
+      this.counters.invalidFrames++;
+      this.log.warn({ error: parsed.error }, 'invalid message from origo');
+      return;
+    }
+    const m = parsed.value;
+    switch (m.type) {
+      case 'registered': {
+        const first = this.id === undefined;
+        if (this.id !== undefined && this.id !== m.proxyId)
+          this.log.warn({ was: this.id, now: m.proxyId }, 'origo assigned a new proxyId');
+        this.id = m.proxyId;
+        this.attempt = 0;
+        this.counters.registrations++;
+        this.currentState = 'registered';
+        this.log.info({ proxyId: m.proxyId, first }, 'registered with origo');
+        this.startHeartbeat(m.heartbeatIntervalMs);
+        this.options.onRegistered?.(m.proxyId);
+        break;
+      }
+      case 'signal':
+        this.options.onSignal(m);
+        break;
+      case 'connection-closed':
+        this.options.onConnectionClosed(m.connectionId, m.reason);
+        break;
+      case 'error':
+        if (m.code === 'unauthorized') {
+          const error = new OrigoLinkError(m.code, `origo refused this proxy: ${m.message}`);
+          this.log.fatal({ code: m.code, message: m.message }, 'origo rejected the proxy secret (unauthorized)');
+          void this.close();
+          this.options.onFatal(error);
+        } else {
+          this.log.warn({ code: m.code, message: m.message }, 'error from origo');
+        }
+        break;
+    }
+  }
+
+  private startHeartbeat(intervalMs: number): void {
+    this.stopHeartbeat();
+    const beat = () => {
+      const ws = this.ws;
+      if (!ws || ws.readyState !== WebSocket.OPEN) return;
+      // Origo silent for three intervals (no message, no pong): the link is dead, start over.
+      if (performance.now() - this.lastHeardAt > 3 * intervalMs + 1000) {
+        this.log.warn('origo silent, reconnecting');
+        ws.terminate();
+        return;
+      }
+      const load = this.options.load();
+      this.send({ type: 'heartbeat', ...load });
+      ws.ping();
+    };
+    this.heartbeatTimer = setInterval(beat, intervalMs);
+    beat();
+  }
+
+  private stopHeartbeat(): void {
+    clearInterval(this.heartbeatTimer);
+    this.heartbeatTimer = undefined;
+  }
+
+  private send(message: ProxyToOrigo): void {
+    const ws = this.ws;
+    if (!ws || ws.readyState !== WebSocket.OPEN) {
+      if (message.type === 'signal' || message.type === 'connection-closed') this.counters.signalsDropped++;
+      return;
+    }
+    ws.send(JSON.stringify(message));
+  }
+}

@@ -1,0 +1,167 @@
+/**
+ * Client peer connections of this proxy: one answerer RTCPeerConnection per connectionId that
+ * origo relays an offer for, each with a TransferHost serving its channels. Bounded in total and
+ * per client id; peers that never connect, or stay disconnected, are closed after a while.
+ */
+import type { IceCandidate, SessionDescription } from '@mutp/shared';
+import { CHANNEL_LABELS, DatagramChannel, RtcFactory, RtcPeer } from '@mutp/shared/node';
+import type { Logger } from 'pino';
+import { TransferHost, TransferHostStats, TransferServices } from './transfer-host';
+
+/** Where the proxy's half of the signalling goes (origo). */
+export interface SignalSink {
+  signal(message: { connectionId: string; description?: SessionDescription; candidate?: IceCandidate }): void;
+  connectionClosed(connectionId: string, reason: string): void;
+}
+
+export interface PeerManagerOptions {
+  rtc: RtcFactory;
+  services: TransferServices;
+  logger: Logger;
+  maxPeers: number;
+  maxPeersPerClient: number;
+  /** A peer not connected this long after its offer is closed. */
+  connectTimeoutMs?: number;
+  /** A disconnected peer that does not come back within this is closed. */
+  disconnectGraceMs?: number;
+}
+
+interface Entry {
+  connectionId: string;
+  clientId: string;
+  peer: RtcPeer;
+  host: TransferHost;
+  timer?: NodeJS.Timeout;
+}
+
+export class PeerManager {
+  sink?: SignalSink;
+  private readonly peers = new Map<string, Entry>();
+  private readonly perClient = new Map<string, number>();
+  private readonly log: Logger;
+  private ignoredSignals = 0;
+  private refusedPeers = 0;
+
+  constructor(private readonly options: PeerManagerOptions) {
+    this.log = options.logger.child({ component: 'peers' });
+  }
+
+  get size(): number {
+    return this.peers.size;
+  }
+
+  /** A `signal` from origo: an offer for a new connection, or a candidate for a known one. */
+  handleSignal(message: {
+    connectionId: string;
+    clientId: string;
+    description?: SessionDescription;
+    candidate?: IceCandidate;
+  }): void {
+    const entry = this.peers.get(message.connectionId);
+    if (message.description) {
+      if (message.description.type !== 'offer' || entry) {
+        // Only fresh offers: renegotiation is not part of MUTP.
+        this.ignoredSignals++;
+        this.log.debug({ connectionId: message.connectionId }, 'ignored a description');
+        return;
+      }
+      this.accept(message.connectionId, message.clientId, message.description);
+      return;
+    }
+    if (!entry || entry.clientId !== message.clientId || !message.candidate) {
+      this.ignoredSignals++;
+      return;
+    }
+    try {
+      entry.peer.addRemoteCandidate(message.candidate);
+    } catch (e) {
+      this.log.debug({ connectionId: entry.connectionId, err: e }, 'bad remote candidate');
+    }
+  }
+
+  /** Origo says the client closed (or lost) the connection. */
+  handleClosed(connectionId: string, reason: string): void {
+    this.remove(connectionId, `client: ${reason}`, false);
+  }
+
+  closeAll(reason = 'proxy shutting down'): void {
+    for (const id of [...this.peers.keys()]) this.remove(id, reason, true);
+  }
+
+  stats(): { peers: number; ignoredSignals: number; refusedPeers: number; hosts: TransferHostStats[] } {
+    return {
+      peers: this.peers.size,
+      ignoredSignals: this.ignoredSignals,
+      refusedPeers: this.refusedPeers,
+      hosts: [...this.peers.values()].map((e) => e.host.stats()),
+    };
+  }
+
+  private accept(connectionId: string, clientId: string, offer: SessionDescription): void {
+    const o = this.options;
+    const mine = this.perClient.get(clientId) ?? 0;
+    if (this.peers.size >= o.maxPeers || mine >= o.maxPeersPerClient) {
+      this.refusedPeers++;
+      const reason = this.peers.size >= o.maxPeers ? 'overloaded: peer limit' : 'overloaded: client peer limit';
+      this.log.warn({ connectionId, clientId, reason }, 'refused a peer');
+      this.sink?.connectionClosed(connectionId, reason);
+      return;
+    }
+    let peer: RtcPeer;
+    try {
+      peer = o.rtc.createPeer('answerer');
+    } catch (e) {
+      this.log.error({ err: e, connectionId }, 'cannot create a peer connection');
+      this.sink?.connectionClosed(connectionId, 'internal error');
+      return;
+    }
+    const host = new TransferHost(clientId, o.services);
+    const entry: Entry = { connectionId, clientId, peer, host };
+    this.peers.set(connectionId, entry);
+    this.perClient.set(clientId, mine + 1);
+    o.services.metrics.peers.set(this.peers.size);
+
+    peer.onLocalDescription = (description) => this.sink?.signal({ connectionId, description });
+    peer.onLocalCandidate = (candidate) => this.sink?.signal({ connectionId, candidate });
+    peer.onChannel = (channel: DatagramChannel) => {
+      if ((CHANNEL_LABELS as readonly string[]).includes(channel.label)) host.attach(channel);
+      else channel.close();
+    };
+    peer.onStateChange = (state) => {
+      if (state === 'connected') this.setTimer(entry, undefined);
+      else if (state === 'disconnected') this.setTimer(entry, o.disconnectGraceMs ?? 10_000, 'disconnected too long');
+      else if (state === 'failed' || state === 'closed') this.remove(connectionId, `peer ${state}`, true);
+    };
+    host.onClosed = () => this.remove(connectionId, 'data channel closed', true);
+    this.setTimer(entry, o.connectTimeoutMs ?? 30_000, 'not connected in time');
+    this.log.info({ connectionId, clientId }, 'peer accepted');
+    try {
+      peer.setRemoteDescription(offer);
+    } catch (e) {
+      this.log.warn({ err: e, connectionId }, 'bad offer');
+      this.remove(connectionId, 'bad offer', true);
+    }
+  }
+
+  private setTimer(entry: Entry, ms: number | undefined, reason = ''): void {
+    clearTimeout(entry.timer);
+    entry.timer = ms === undefined ? undefined : setTimeout(() => this.remove(entry.connectionId, reason, true), ms);
+  }
+
+  private remove(connectionId: string, reason: string, notify: boolean): void {
+    const entry = this.peers.get(connectionId);
+    if (!entry) return;
+    this.peers.delete(connectionId);
+    clearTimeout(entry.timer);
+    const left = (this.perClient.get(entry.clientId) ?? 1) - 1;
+    if (left > 0) this.perClient.set(entry.clientId, left);
+    else this.perClient.delete(entry.clientId);
+    this.options.services.metrics.peers.set(this.peers.size);
+    entry.host.onClosed = undefined;
+    entry.host.close(reason);
+    entry.peer.onStateChange = undefined;
+    entry.peer.close();
+    this.log.info({ connectionId, clientId: entry.clientId, reason }, 'peer closed');
+    if (notify) this.sink?.connectionClosed(connectionId, reason.slice(0, 256));
+  }
+}

@@ -1,0 +1,257 @@
+/**
+ * One edge proxy: HTTP endpoint (baseline, health, metrics), object cache behind the SSRF-guarded
+ * origin fetch, upload shaping, client peer connections with their transfer hosts, and the link
+ * to origo. `createProxy(config)` builds it without starting anything, so tests run it in-process.
+ */
+import { networkInterfaces } from 'node:os';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import type { Codec, Mode } from '@mutp/shared';
+import { createNodeRtcFactory, RtcFactory } from '@mutp/shared/node';
+import { loadNodeCodecs } from '@mutp/wasm/node';
+import pino, { Logger } from 'pino';
+import { AddressClass, LookupAll, OriginPolicy } from './address-policy';
+import { Admission } from './admission';
+import type { ProxyConfig } from './config';
+import { asServeError } from './errors';
+import { createHttpServer } from './http-server';
+import { ProxyMetrics } from './metrics';
+import { ObjectCache, ObjectCacheStats } from './object-cache';
+import { ObjectSource } from './object-source';
+import { fetchOrigin } from './origin-fetch';
+import { OrigoLink, OrigoLinkStats } from './origo-link';
+import { PeerManager } from './peer-manager';
+import { RateMeter } from './rate-meter';
+import { TokenBucket, TokenBucketStats } from './token-bucket';
+import { TransferHostStats, TransferServices } from './transfer-host';
+
+export interface ProxyDeps {
+  logger?: Logger;
+  /** WebRTC implementation (default: node-datachannel with the config's ICE settings). */
+  rtc?: RtcFactory;
+  /** Codecs (default: loadNodeCodecs(), loaded once at start). */
+  codecs?: Partial<Record<Mode, Codec>>;
+  /** Resolver for origin hosts (tests). */
+  lookup?: LookupAll;
+  /** Tests: exactly these non-public address classes are allowed (e.g. only loopback). */
+  allowedClasses?: ReadonlySet<AddressClass>;
+  /** Called when the proxy must stop for good (origo refused the secret). */
+  onFatal?: (error: Error) => void;
+}
+
+export interface ProxyStats {
+  name: string;
+  proxyId?: string;
+  uptimeMs: number;
+  httpUrl?: string;
+  activeTransfers: number;
+  maxTransfers: number;
+  uploadBps: number;
+  capacityBps: number;
+  bytesSent: number;
+  cache: ObjectCacheStats;
+  bucket: TokenBucketStats;
+  origo?: OrigoLinkStats;
+  peers: { peers: number; ignoredSignals: number; refusedPeers: number; hosts: TransferHostStats[] };
+}
+
+export interface Proxy {
+  start(): Promise<{ httpUrl: string }>;
+  close(): Promise<void>;
+  stats(): ProxyStats;
+  /** Shared parts, for tests and embedding (e.g. a TransferHost without origo). */
+  readonly services: TransferServices;
+  readonly peers: PeerManager;
+  readonly logger: Logger;
+}
+
+export const ALL_MODES: readonly Mode[] = ['uncoded', 'rlnc', 'fountain'];
+
+export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
+  const logger = deps.logger ?? pino({ level: config.logLevel, base: { service: 'mutp-proxy', name: config.name } });
+  const startedAt = performance.now();
+  const metrics = new ProxyMetrics({ defaultMetrics: true });
+  const abort = new AbortController();
+  const policy: OriginPolicy = {
+    allowedOrigins: config.allowedOrigins,
+    allowPrivateOrigins: config.allowPrivateOrigins,
+    allowedClasses: deps.allowedClasses,
+  };
+  if (config.allowPrivateOrigins)
+    logger.warn(
+      '--allow-private-origins is on: origins on loopback/private/link-local addresses are allowed (tests only)',
+    );
+  const cache = new ObjectCache({
+    maxBytes: config.cacheBytes,
+    fetch: (url) =>
+      fetchOrigin(url, {
+        ...policy,
+        maxBytes: config.maxObjectBytes,
+        headersTimeoutMs: config.originTimeoutMs,
+        totalTimeoutMs: Math.max(config.originTimeoutMs, config.originTotalTimeoutMs),
+        lookup: deps.lookup,
+        signal: abort.signal,
+      }).catch((e: unknown) => {
+        const error = asServeError(e);
+        metrics.originErrors.inc({ kind: error.kind });
+        logger.info({ url, kind: error.kind, message: error.message }, 'origin fetch failed');
+        throw error;
+      }),
+    onLookup: (outcome) => metrics.cacheLookups.inc({ outcome }),
+  });
+  const objects = new ObjectSource(policy, cache, (error) => metrics.originErrors.inc({ kind: error.kind }));
+  const capacityBps = config.uploadLimitKBps * 1024;
+  const bucket = new TokenBucket(capacityBps, undefined, performance.now());
+  const meter = new RateMeter();
+  const admission = new Admission({ maxTransfers: config.maxTransfers, maxPerClient: config.maxTransfersPerClient });
+  const services: TransferServices = {
+    codecs: deps.codecs ?? {},
+    objects,
+    bucket,
+    admission,
+    metrics,
+    meter,
+    logger,
+  };
+  const rtc =
+    deps.rtc ??
+    createNodeRtcFactory({
+      bindAddress: config.iceBind,
+      portRangeBegin: config.icePortRange?.[0],
+      portRangeEnd: config.icePortRange?.[1],
+      mtu: config.mtu,
+      enableIceUdpMux: config.iceUdpMux || undefined,
+      name: 'proxy',
+    });
+  const peers = new PeerManager({
+    rtc,
+    services,
+    logger,
+    maxPeers: config.maxPeers,
+    maxPeersPerClient: config.maxPeersPerClient,
+  });
+  let server: Server | undefined;
+  let link: OrigoLink | undefined;
+  let httpUrl: string | undefined;
+  let closed = false;
+
+  const stats = (): ProxyStats => {
+    const c = cache.stats();
+    metrics.cacheBytes.set(c.bytes);
+    metrics.cacheEntries.set(c.entries);
+    return {
+      name: config.name,
+      proxyId: link?.proxyId,
+      uptimeMs: Math.round(performance.now() - startedAt),
+      httpUrl,
+      activeTransfers: admission.activeTransfers,
+      maxTransfers: config.maxTransfers,
+      uploadBps: Math.round(meter.bytesPerSecond()),
+      capacityBps,
+      bytesSent: meter.totalBytes,
+      cache: c,
+      bucket: bucket.stats(),
+      origo: link?.stats(),
+      peers: peers.stats(),
+    };
+  };
+
+  return {
+    services,
+    peers,
+    logger,
+    stats,
+    async start() {
+      if (server) throw new Error('proxy already started');
+      if (!deps.codecs) services.codecs = await loadNodeCodecs();
+      const modes = ALL_MODES.filter((m) => services.codecs[m] !== undefined);
+      if (modes.length === 0) throw new Error('no codec loaded: the proxy could serve no mode');
+      server = createHttpServer({
+        objects,
+        bucket,
+        admission,
+        metrics,
+        meter,
+        logger,
+        health: () => {
+          const s = stats();
+          return { status: 'ok', ...s, peers: { ...s.peers, hosts: undefined } };
+        },
+      });
+      const listening = server;
+      await new Promise<void>((resolve, reject) => {
+        listening.once('error', reject);
+        listening.listen(config.httpPort, config.httpHost, () => {
+          listening.off('error', reject);
+          resolve();
+        });
+      });
+      const port = (listening.address() as AddressInfo).port;
+      httpUrl = config.advertisedHttpUrl ?? deriveHttpUrl(config.httpHost, port);
+      logger.info(
+        { httpUrl, listen: `${config.httpHost}:${port}`, modes, uploadLimitBps: capacityBps },
+        'HTTP endpoint up',
+      );
+      if (config.origoUrl) {
+        link = new OrigoLink({
+          url: config.origoUrl,
+          secret: config.secret,
+          name: config.name,
+          httpUrl,
+          capacityBps,
+          maxTransfers: config.maxTransfers,
+          modes,
+          logger,
+          load: () => ({
+            activeTransfers: admission.activeTransfers,
+            uploadBps: Math.round(meter.bytesPerSecond()),
+            capacityBps,
+          }),
+          onSignal: (m) => peers.handleSignal(m),
+          onConnectionClosed: (id, reason) => peers.handleClosed(id, reason),
+          onFatal: (error) => deps.onFatal?.(error),
+        });
+        peers.sink = link;
+        link.start();
+      } else {
+        logger.warn('no origo URL: serving the HTTP endpoints only');
+      }
+      return { httpUrl };
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      abort.abort();
+      peers.closeAll();
+      await link?.close();
+      if (server) {
+        const s = server;
+        s.closeIdleConnections();
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(() => s.closeAllConnections(), 2000);
+          s.close(() => {
+            clearTimeout(timer);
+            resolve();
+          });
+        });
+      }
+      logger.info('proxy closed');
+    },
+  };
+}
+
+/** http://host:port; a wildcard bind advertises the first external IPv4 address. */
+function deriveHttpUrl(host: string, port: number): string {
+  let h = host;
+  if (h === '0.0.0.0' || h === '::' || h === '') {
+    h = '127.0.0.1';
+    for (const list of Object.values(networkInterfaces())) {
+      const external = list?.find((a) => a.family === 'IPv4' && !a.internal);
+      if (external) {
+        h = external.address;
+        break;
+      }
+    }
+  }
+  return `http://${h.includes(':') ? `[${h}]` : h}:${port}`;
+}

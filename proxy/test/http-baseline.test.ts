@@ -1,0 +1,141 @@
+/** The Parallel HTTP baseline, /healthz and /metrics of an in-process proxy (no origo). */
+import { createHash } from 'node:crypto';
+import { request } from 'node:http';
+import { createProxy, Proxy } from '../src/proxy';
+import { LOOPBACK_ONLY, makeObject, objectOrigin, silentLogger, TestServer, testConfig } from './helpers';
+
+const OBJECT = makeObject(700_000, 9);
+let origin: TestServer;
+let proxy: Proxy;
+let base: string;
+
+beforeAll(async () => {
+  origin = await objectOrigin({ '/seg1.m4s': OBJECT, '/empty': new Uint8Array(0) }, 'video/iso.segment');
+  proxy = createProxy(testConfig(), { logger: silentLogger(), allowedClasses: LOOPBACK_ONLY });
+  base = (await proxy.start()).httpUrl;
+});
+
+afterAll(async () => {
+  await proxy.close();
+  await origin.close();
+});
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+}
+
+/** GET with node:http (and headers the proxy must not forward). */
+function get(url: string): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { headers: { cookie: 'session=secret', authorization: 'Bearer x' } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const via = (target: string) => `${base}/v1/http?url=${encodeURIComponent(target)}`;
+
+test('streams the object byte-exact with Content-Length, Content-Type and digest', async () => {
+  const hitsBefore = origin.hits;
+  const a = await get(via(`${origin.url}/seg1.m4s`));
+  expect(a.status).toBe(200);
+  expect(a.body.equals(Buffer.from(OBJECT))).toBe(true);
+  expect(a.headers['content-length']).toBe(String(OBJECT.length));
+  expect(a.headers['content-type']).toBe('video/iso.segment');
+  expect(a.headers['x-mutp-sha256']).toBe(createHash('sha256').update(OBJECT).digest('hex'));
+  // Second request: from the cache.
+  const b = await get(via(`${origin.url}/seg1.m4s`));
+  expect(b.body.equals(Buffer.from(OBJECT))).toBe(true);
+  expect(origin.hits).toBe(hitsBefore + 1);
+  const empty = await get(via(`${origin.url}/empty`));
+  expect(empty.status).toBe(200);
+  expect(empty.body.length).toBe(0);
+  expect(empty.headers['content-length']).toBe('0');
+});
+
+test('origin 404 maps to 404 with a JSON error body', async () => {
+  const a = await get(via(`${origin.url}/nope.m4s`));
+  expect(a.status).toBe(404);
+  expect(a.headers['content-type']).toMatch(/application\/json/);
+  expect(JSON.parse(a.body.toString())).toMatchObject({ error: 'not-found' });
+});
+
+test('SSRF: private and link-local targets and other schemes are refused with 403, nothing fetched', async () => {
+  for (const target of ['http://169.254.169.254/latest/meta-data/', 'http://[fd00::1]/', 'file:///etc/passwd']) {
+    const a = await get(via(target));
+    expect([target, a.status]).toEqual([target, 403]);
+    expect(JSON.parse(a.body.toString())).toMatchObject({ error: 'refused' });
+  }
+  const missing = await get(`${base}/v1/http`);
+  expect(missing.status).toBe(400);
+});
+
+test('a proxy without allowPrivateOrigins refuses its own loopback origin', async () => {
+  const strict = createProxy(testConfig(), { logger: silentLogger() });
+  try {
+    const url = (await strict.start()).httpUrl;
+    const hits = origin.hits;
+    const a = await get(`${url}/v1/http?url=${encodeURIComponent(`${origin.url}/seg1.m4s`)}`);
+    expect(a.status).toBe(403);
+    expect(JSON.parse(a.body.toString()).message).toMatch(/loopback/);
+    expect(origin.hits).toBe(hits);
+  } finally {
+    await strict.close();
+  }
+});
+
+test('too large objects map to 413', async () => {
+  const small = createProxy(testConfig({ maxObjectBytes: 1000 }), {
+    logger: silentLogger(),
+    allowedClasses: LOOPBACK_ONLY,
+  });
+  try {
+    const url = (await small.start()).httpUrl;
+    const a = await get(`${url}/v1/http?url=${encodeURIComponent(`${origin.url}/seg1.m4s`)}`);
+    expect(a.status).toBe(413);
+    expect(JSON.parse(a.body.toString())).toMatchObject({ error: 'too-large' });
+  } finally {
+    await small.close();
+  }
+});
+
+test('the upload limit shapes the HTTP body too', async () => {
+  const shaped = createProxy(testConfig({ uploadLimitKBps: 4096 }), {
+    logger: silentLogger(),
+    allowedClasses: LOOPBACK_ONLY,
+  });
+  try {
+    const url = (await shaped.start()).httpUrl;
+    const a = await get(`${url}/v1/http?url=${encodeURIComponent(`${origin.url}/seg1.m4s`)}`);
+    expect(a.body.equals(Buffer.from(OBJECT))).toBe(true);
+    const bucket = shaped.stats().bucket;
+    expect(bucket.bytesTaken).toBe(OBJECT.length);
+    expect(bucket.waits).toBeGreaterThan(0);
+  } finally {
+    await shaped.close();
+  }
+});
+
+test('/healthz and /metrics', async () => {
+  const h = await get(`${base}/healthz`);
+  expect(h.status).toBe(200);
+  const health = JSON.parse(h.body.toString());
+  expect(health).toMatchObject({ status: 'ok', name: 'test-proxy', maxTransfers: 64, capacityBps: 0 });
+  expect(health.cache.hits).toBeGreaterThanOrEqual(1);
+  const m = await get(`${base}/metrics`);
+  expect(m.status).toBe(200);
+  const text = m.body.toString();
+  expect(text).toMatch(/mutp_proxy_transfers_total\{mode="http",outcome="done"\} \d+/);
+  expect(text).toMatch(/mutp_proxy_bytes_sent_total\{kind="http"\} \d+/);
+  expect(text).toMatch(/mutp_proxy_cache_lookups_total\{outcome="hit"\} \d+/);
+  expect(text).toMatch(/mutp_proxy_origin_errors_total\{kind="not-found"\} 1/);
+  expect(text).toMatch(/mutp_proxy_origin_errors_total\{kind="refused"\} \d+/);
+  expect((await get(`${base}/nothing`)).status).toBe(404);
+});

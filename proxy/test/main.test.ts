@@ -1,0 +1,139 @@
+/**
+ * The proxy as a process (tsx proxy/src/main.ts): a wrong secret exits non-zero with a clear log
+ * line; SIGTERM closes everything and exits 0. Configuration from flags and environment.
+ */
+import { ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { buildCommand, parseConfig } from '../src/config';
+import { startFakeOrigo } from './fake-origo';
+import { until, within } from './helpers';
+
+const ROOT = join(__dirname, '..', '..');
+const TSX = join(ROOT, 'node_modules', '.bin', 'tsx');
+
+function run(args: string[], env: NodeJS.ProcessEnv = {}) {
+  const child = spawn(TSX, [join(ROOT, 'proxy', 'src', 'main.ts'), ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output = { text: '' };
+  child.stdout!.on('data', (d: Buffer) => (output.text += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (output.text += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, output, exited };
+}
+
+function stop(child: ChildProcess) {
+  if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+}
+
+test('a wrong secret stops the process with a clear message and a non-zero exit', async () => {
+  const origo = await startFakeOrigo('right-secret');
+  const p = run(['--origo', origo.url, '--log-level', 'info'], { MUTP_PROXY_SECRET: 'wrong-secret' });
+  try {
+    const code = await within(p.exited, 30_000, `proxy exit (output: ${p.output.text})`);
+    expect(code).toBe(3);
+    expect(p.output.text).toMatch(/unauthorized/);
+    expect(p.output.text).toMatch(/MUTP_PROXY_SECRET/);
+    expect(origo.connections).toBe(1);
+  } finally {
+    stop(p.child);
+    await origo.close();
+  }
+});
+
+test('SIGTERM closes the proxy and exits 0', async () => {
+  const origo = await startFakeOrigo('s3cret');
+  const p = run(['--origo', origo.url, '--secret', 's3cret', '--name', 'edge-test', '--upload-limit', '896']);
+  try {
+    await until(() => origo.registrations.length === 1, 30_000, `registration (output: ${p.output.text})`);
+    expect(origo.registrations[0].name).toBe('edge-test');
+    const register = origo.received.find((m) => m.type === 'register');
+    expect(register).toMatchObject({ capacityBps: 896 * 1024 });
+    p.child.kill('SIGTERM');
+    const code = await within(p.exited, 15_000, `exit after SIGTERM (output: ${p.output.text})`);
+    expect(code).toBe(0);
+    expect(p.output.text).toMatch(/proxy closed/);
+  } finally {
+    stop(p.child);
+    await origo.close();
+  }
+});
+
+test('a missing secret is a usage error', async () => {
+  const p = run(['--origo', 'ws://127.0.0.1:1/v1/proxy']);
+  const code = await within(p.exited, 30_000, 'exit without secret');
+  expect(code).toBe(2);
+  expect(p.output.text).toMatch(/--secret/);
+});
+
+describe('configuration', () => {
+  const parse = (args: string[], env: Record<string, string> = {}) => {
+    const saved = { ...process.env };
+    Object.assign(process.env, env);
+    try {
+      const command = buildCommand()
+        .exitOverride()
+        .configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
+      return parseConfig(['node', 'main', ...args], command);
+    } finally {
+      process.env = saved;
+    }
+  };
+
+  test('defaults', () => {
+    const c = parse(['--secret', 'x']);
+    expect(c).toMatchObject({
+      secret: 'x',
+      httpPort: 0,
+      httpHost: '127.0.0.1',
+      cacheBytes: 256 * 1024 * 1024,
+      maxObjectBytes: 64 * 1024 * 1024,
+      uploadLimitKBps: 0,
+      allowedOrigins: '*',
+      allowPrivateOrigins: false,
+      maxTransfers: 256,
+      maxTransfersPerClient: 16,
+      originTimeoutMs: 15000,
+      logLevel: 'info',
+    });
+    expect(c.origoUrl).toBeUndefined();
+  });
+
+  test('flags and environment', () => {
+    const c = parse(
+      [
+        '--origo',
+        'ws://127.0.0.1:8700/v1/proxy',
+        '--cache-bytes',
+        '64MiB',
+        '--ice-port-range',
+        '50000-50100',
+        '--allowed-origins',
+        'https://cdn.example.com, http://media.example.org:8080',
+        '--mtu',
+        '1400',
+      ],
+      { MUTP_PROXY_SECRET: 'env-secret', MUTP_PROXY_UPLOAD_LIMIT: '1792', MUTP_PROXY_ALLOW_PRIVATE_ORIGINS: '1' },
+    );
+    expect(c).toMatchObject({
+      origoUrl: 'ws://127.0.0.1:8700/v1/proxy',
+      secret: 'env-secret',
+      cacheBytes: 64 * 1024 * 1024,
+      icePortRange: [50000, 50100],
+      allowedOrigins: ['https://cdn.example.com', 'http://media.example.org:8080'],
+      uploadLimitKBps: 1792,
+      allowPrivateOrigins: true,
+      mtu: 1400,
+    });
+  });
+
+  test('bad values are refused', () => {
+    expect(() => parse(['--secret', 'x', '--origo', 'http://nope'])).toThrow();
+    expect(() => parse(['--secret', 'x', '--ice-port-range', '9-1'])).toThrow();
+    expect(() => parse(['--secret', 'x', '--allowed-origins', 'https://a.example/path'])).toThrow();
+    expect(() => parse(['--secret', 'x', '--upload-limit', '-5'])).toThrow();
+    expect(() => parse(['--secret', 'x', '--max-object-bytes', '2GiB'])).toThrow();
+  });
+});

@@ -1,0 +1,100 @@
+/** The object cache: byte bound and LRU order, one origin fetch for concurrent requests, no cached failures. */
+import { createHash } from 'node:crypto';
+import { ServeError } from '../src/errors';
+import { FetchResult, ObjectCache } from '../src/object-cache';
+
+/** A fetcher whose answers the test releases by hand. */
+function manualFetcher() {
+  const calls: string[] = [];
+  const waiting = new Map<string, { resolve: (r: FetchResult) => void; reject: (e: Error) => void }[]>();
+  return {
+    calls,
+    fetch(url: string): Promise<FetchResult> {
+      calls.push(url);
+      return new Promise((resolve, reject) => {
+        const list = waiting.get(url) ?? [];
+        list.push({ resolve, reject });
+        waiting.set(url, list);
+      });
+    },
+    answer(url: string, bytes: Uint8Array, contentType = 'video/mp4') {
+      for (const w of waiting.get(url) ?? []) w.resolve({ bytes, contentType });
+      waiting.delete(url);
+    },
+    fail(url: string, error: Error) {
+      for (const w of waiting.get(url) ?? []) w.reject(error);
+      waiting.delete(url);
+    },
+  };
+}
+
+const bytes = (n: number, fill = 1) => new Uint8Array(n).fill(fill);
+
+test('stores objects with their SHA-256 and content type; hits do not fetch again', async () => {
+  const f = manualFetcher();
+  const cache = new ObjectCache({ maxBytes: 1000, fetch: (u) => f.fetch(u) });
+  const pending = cache.get('http://o/a');
+  f.answer('http://o/a', bytes(100, 7), 'video/webm');
+  const a = await pending;
+  expect(a.contentType).toBe('video/webm');
+  expect(Buffer.from(a.digest).toString('hex')).toBe(createHash('sha256').update(bytes(100, 7)).digest('hex'));
+  expect(await cache.get('http://o/a')).toBe(a);
+  expect(f.calls).toEqual(['http://o/a']);
+  expect(cache.stats()).toMatchObject({ hits: 1, misses: 1, entries: 1, bytes: 100 });
+});
+
+test('byte bound with least-recently-used eviction', async () => {
+  const f = { fetch: async (url: string) => ({ bytes: bytes(Number(new URL(url).pathname.slice(1))) }) };
+  const cache = new ObjectCache({ maxBytes: 1000, fetch: f.fetch });
+  await cache.get('http://o/400');
+  await cache.get('http://o/300');
+  await cache.get('http://o/400'); // 400 is now the most recently used
+  await cache.get('http://o/500'); // 1200 > 1000: the least recently used (300) goes
+  expect(cache.has('http://o/300')).toBe(false);
+  expect(cache.has('http://o/400')).toBe(true);
+  expect(cache.has('http://o/500')).toBe(true);
+  expect(cache.stats().bytes).toBe(900);
+  // Larger than the whole cache: served, not stored, nothing else evicted.
+  const huge = await cache.get('http://o/2000');
+  expect(huge.bytes.length).toBe(2000);
+  expect(cache.has('http://o/2000')).toBe(false);
+  expect(cache.stats().bytes).toBe(900);
+});
+
+test('concurrent requests for one URL share one origin fetch', async () => {
+  const f = manualFetcher();
+  const lookups: string[] = [];
+  const cache = new ObjectCache({ maxBytes: 1000, fetch: (u) => f.fetch(u), onLookup: (o) => lookups.push(o) });
+  const all = [cache.get('http://o/x'), cache.get('http://o/x'), cache.get('http://o/x')];
+  expect(cache.stats().inFlight).toBe(1);
+  f.answer('http://o/x', bytes(10));
+  const [a, b, c] = await Promise.all(all);
+  expect(a).toBe(b);
+  expect(b).toBe(c);
+  expect(f.calls).toEqual(['http://o/x']);
+  expect(lookups).toEqual(['miss', 'joined', 'joined']);
+  expect(cache.stats().inFlight).toBe(0);
+});
+
+test('failures are not cached: every waiter gets the error, the next request fetches again', async () => {
+  const f = manualFetcher();
+  const cache = new ObjectCache({ maxBytes: 1000, fetch: (u) => f.fetch(u) });
+  const first = [cache.get('http://o/y'), cache.get('http://o/y')];
+  f.fail('http://o/y', new ServeError('origin-error', 'origin answered 503'));
+  for (const p of first) await expect(p).rejects.toThrow('origin answered 503');
+  expect(cache.stats()).toMatchObject({ failures: 1, entries: 0, inFlight: 0 });
+  const again = cache.get('http://o/y');
+  expect(f.calls).toEqual(['http://o/y', 'http://o/y']);
+  f.answer('http://o/y', bytes(5));
+  expect((await again).bytes.length).toBe(5);
+});
+
+test('a cache of 0 bytes stores nothing but still shares fetches', async () => {
+  const f = manualFetcher();
+  const cache = new ObjectCache({ maxBytes: 0, fetch: (u) => f.fetch(u) });
+  const both = [cache.get('http://o/z'), cache.get('http://o/z')];
+  f.answer('http://o/z', bytes(3));
+  await Promise.all(both);
+  expect(f.calls.length).toBe(1);
+  expect(cache.has('http://o/z')).toBe(false);
+});

@@ -1,0 +1,215 @@
+/**
+ * The link to origo against a fake origo: registration and heartbeats (validated with the shared
+ * schemas), reconnection with the same proxyId after an origo restart, a wrong secret stopping
+ * the link, invalid frames ignored; and a whole proxy serving a download whose signalling goes
+ * through the fake origo.
+ */
+import { Codec, Mode, uncodedCodec } from '@mutp/shared';
+import { createNodeRtcFactory, releaseNodeRtc } from '@mutp/shared/node';
+import { loadNodeCodecs } from '@mutp/wasm/node';
+import { OrigoLink, OrigoLinkOptions } from '../src/origo-link';
+import { createProxy } from '../src/proxy';
+import { startFakeOrigo } from './fake-origo';
+import { download, LOOPBACK_ONLY, makeObject, objectOrigin, silentLogger, testConfig, until, within } from './helpers';
+
+afterAll(() => releaseNodeRtc());
+
+function linkOptions(url: string, over: Partial<OrigoLinkOptions> = {}): OrigoLinkOptions {
+  return {
+    url,
+    secret: 's3cret',
+    name: 'edge-1',
+    httpUrl: 'http://127.0.0.1:9999',
+    capacityBps: 917504,
+    maxTransfers: 32,
+    modes: ['uncoded', 'rlnc', 'fountain'],
+    logger: silentLogger(),
+    load: () => ({ activeTransfers: 3, uploadBps: 1234, capacityBps: 917504 }),
+    onSignal: () => undefined,
+    onConnectionClosed: () => undefined,
+    onFatal: () => undefined,
+    reconnectInitialMs: 20,
+    reconnectMaxMs: 200,
+    ...over,
+  };
+}
+
+test('registers, beats, and re-registers with the same proxyId after origo restarts', async () => {
+  const origo = await startFakeOrigo('s3cret', 100);
+  const registered: string[] = [];
+  const link = new OrigoLink(linkOptions(origo.url, { onRegistered: (id) => registered.push(id) }));
+  try {
+    link.start();
+    await until(() => registered.length === 1, 5000, 'first registration');
+    const register = origo.received.find((m) => m.type === 'register');
+    expect(register).toEqual({
+      type: 'register',
+      version: 1,
+      secret: 's3cret',
+      name: 'edge-1',
+      httpUrl: 'http://127.0.0.1:9999',
+      capacityBps: 917504,
+      maxTransfers: 32,
+      modes: ['uncoded', 'rlnc', 'fountain'],
+    });
+    await until(() => origo.received.some((m) => m.type === 'heartbeat'), 5000, 'a heartbeat');
+    expect(origo.received.find((m) => m.type === 'heartbeat')).toEqual({
+      type: 'heartbeat',
+      activeTransfers: 3,
+      uploadBps: 1234,
+      capacityBps: 917504,
+    });
+    const proxyId = registered[0];
+    expect(link.proxyId).toBe(proxyId);
+
+    await origo.stop();
+    await until(() => link.state === 'waiting' || link.state === 'connecting', 5000, 'link noticed the restart');
+    await origo.start();
+    await until(() => registered.length === 2, 10_000, 're-registration after the restart');
+    expect(registered[1]).toBe(proxyId);
+    expect(origo.registrations.at(-1)).toEqual({ proxyId, name: 'edge-1' });
+    expect(origo.invalid).toEqual([]);
+  } finally {
+    await link.close();
+    await origo.close();
+  }
+});
+
+test('a wrong secret stops the link for good (no reconnect loop)', async () => {
+  const origo = await startFakeOrigo('right');
+  const fatal: Error[] = [];
+  const link = new OrigoLink(linkOptions(origo.url, { secret: 'wrong', onFatal: (e) => fatal.push(e) }));
+  try {
+    link.start();
+    await until(() => fatal.length === 1, 5000, 'fatal error');
+    expect(fatal[0].message).toMatch(/refused/);
+    expect(link.state).toBe('stopped');
+    // Several backoff periods (20..200 ms) later, still one connection.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(origo.connections).toBe(1);
+    expect(fatal.length).toBe(1);
+  } finally {
+    await link.close();
+    await origo.close();
+  }
+});
+
+test('invalid frames from origo are ignored; signals are passed on', async () => {
+  const origo = await startFakeOrigo('s3cret');
+  const signals: string[] = [];
+  const closed: string[] = [];
+  const link = new OrigoLink(
+    linkOptions(origo.url, {
+      onSignal: (m) => signals.push(`${m.clientId}/${m.connectionId}`),
+      onConnectionClosed: (id, reason) => closed.push(`${id}:${reason}`),
+    }),
+  );
+  try {
+    link.start();
+    await until(() => link.state === 'registered', 5000, 'registered');
+    origo.send('not json');
+    origo.send('{"type":"signal","connectionId":"c1"}'); // neither description nor candidate
+    origo.send('{"type":"surprise"}');
+    origo.send({ type: 'signal', connectionId: 'c1', clientId: 'k1', candidate: { candidate: 'x', mid: '0' } });
+    origo.send({ type: 'connection-closed', connectionId: 'c1', reason: 'bye' });
+    await until(() => closed.length === 1, 5000, 'connection-closed passed on');
+    expect(signals).toEqual(['k1/c1']);
+    expect(closed).toEqual(['c1:bye']);
+    expect(link.stats().invalidFrames).toBe(3);
+    link.connectionClosed('c9', 'gone');
+    await until(() => origo.received.some((m) => m.type === 'connection-closed'), 5000, 'connection-closed sent');
+  } finally {
+    await link.close();
+    await origo.close();
+  }
+});
+
+test('a proxy serves a download whose signalling goes through origo', async () => {
+  const object = makeObject(400_000, 5);
+  const origin = await objectOrigin({ '/seg.ts': object });
+  const origo = await startFakeOrigo('s3cret', 200);
+  const codecs: Record<Mode, Codec> = await loadNodeCodecs();
+  const proxy = createProxy(testConfig({ origoUrl: origo.url, secret: 's3cret', uploadLimitKBps: 1792 }), {
+    logger: silentLogger(),
+    allowedClasses: LOOPBACK_ONLY,
+    codecs,
+  });
+  const client = createNodeRtcFactory({ bindAddress: '127.0.0.1' }).createPeer('offerer');
+  try {
+    await proxy.start();
+    await until(() => proxy.stats().origo?.state === 'registered', 5000, 'proxy registered');
+    const register = origo.received.find((m) => m.type === 'register');
+    expect(register).toMatchObject({ capacityBps: 1792 * 1024, modes: ['uncoded', 'rlnc', 'fountain'] });
+
+    // The client's half, relayed by "origo".
+    origo.onFrame = (m) => {
+      if (m.type !== 'signal' || m.connectionId !== 'conn-1') return;
+      if (m.description) client.setRemoteDescription(m.description);
+      if (m.candidate) client.addRemoteCandidate(m.candidate);
+    };
+    client.onLocalDescription = (description) =>
+      origo.send({ type: 'signal', connectionId: 'conn-1', clientId: 'client-1', description });
+    client.onLocalCandidate = (candidate) =>
+      origo.send({ type: 'signal', connectionId: 'conn-1', clientId: 'client-1', candidate });
+    const data = client.createChannel('mutp-data');
+    const feedback = client.createChannel('mutp-feedback');
+    client.startOffer();
+    await until(() => data.isOpen && feedback.isOpen, 10_000, 'channels open through origo signalling');
+    expect(proxy.stats().peers.peers).toBe(1);
+
+    const rx = await within(
+      download([{ data, feedback }], { url: `${origin.url}/seg.ts`, mode: 'rlnc', codec: codecs.rlnc }),
+      30_000,
+      'download through the proxy',
+    );
+    expect(rx.status).toBe('complete');
+    expect(Buffer.from(rx.takeObject()).equals(Buffer.from(object))).toBe(true);
+    await until(
+      () => origo.received.some((m) => m.type === 'heartbeat' && m.uploadBps > 0),
+      5000,
+      'load in a heartbeat',
+    );
+
+    // Origo reports the client gone: the proxy drops the peer.
+    origo.send({ type: 'connection-closed', connectionId: 'conn-1', reason: 'client left' });
+    await until(() => proxy.stats().peers.peers === 0, 5000, 'peer removed');
+    expect(proxy.stats().activeTransfers).toBe(0);
+  } finally {
+    client.close();
+    await proxy.close();
+    await origo.close();
+    await origin.close();
+  }
+});
+
+test('peers over the per-client limit are refused with connection-closed', async () => {
+  const origo = await startFakeOrigo('s3cret');
+  const proxy = createProxy(testConfig({ origoUrl: origo.url, secret: 's3cret', maxPeersPerClient: 1 }), {
+    logger: silentLogger(),
+    codecs: { uncoded: uncodedCodec },
+  });
+  const factory = createNodeRtcFactory({ bindAddress: '127.0.0.1' });
+  const peers = [factory.createPeer('offerer'), factory.createPeer('offerer')];
+  try {
+    await proxy.start();
+    await until(() => proxy.stats().origo?.state === 'registered', 5000, 'proxy registered');
+    peers.forEach((peer, i) => {
+      peer.onLocalDescription = (description) =>
+        origo.send({ type: 'signal', connectionId: `c${i}`, clientId: 'same-client', description });
+      peer.createChannel('mutp-data');
+      peer.startOffer();
+    });
+    await until(
+      () => origo.received.some((m) => m.type === 'connection-closed' && m.connectionId === 'c1'),
+      10_000,
+      'second peer refused',
+    );
+    const refusal = origo.received.find((m) => m.type === 'connection-closed');
+    expect(refusal).toMatchObject({ connectionId: 'c1', reason: expect.stringMatching(/overloaded/) });
+    expect(proxy.stats().peers.peers).toBe(1);
+  } finally {
+    for (const p of peers) p.close();
+    await proxy.close();
+    await origo.close();
+  }
+});

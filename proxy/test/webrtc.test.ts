@@ -1,0 +1,135 @@
+/**
+ * shared/node/webrtc.ts: two node-datachannel peers in one process on loopback, both MUTP
+ * channels open, 2000 DATA-sized messages under bufferedAmount back-pressure, the low-water
+ * callback, a clean close, and node-datachannel's cleanup at the end.
+ */
+import { createNodeRtcFactory, DatagramChannel, PeerState, releaseNodeRtc } from '@mutp/shared/node';
+import { allOpen, loopbackPair, until, within } from './helpers';
+
+afterAll(() => releaseNodeRtc());
+
+const MESSAGES = 2000;
+const SIZE = 1138; // a DATA_RLNC datagram at the default symbol size: unsplit at MTU 1280
+const HIGH_WATER = 4 * 1200;
+
+function message(i: number): Uint8Array {
+  const bytes = new Uint8Array(SIZE);
+  bytes[0] = i >>> 8;
+  bytes[1] = i & 0xff;
+  for (let k = 2; k < SIZE; k++) bytes[k] = (i * 31 + k) & 0xff;
+  return bytes;
+}
+
+function check(bytes: Uint8Array): number {
+  if (bytes.length !== SIZE) return -1;
+  const i = (bytes[0] << 8) | bytes[1];
+  for (let k = 2; k < SIZE; k++) if (bytes[k] !== ((i * 31 + k) & 0xff)) return -1;
+  return i;
+}
+
+test('two peers connect on loopback and carry 2000 messages with back-pressure', async () => {
+  const factory = createNodeRtcFactory({ bindAddress: '127.0.0.1' });
+  const states: PeerState[] = [];
+  const remote = new Map<string, DatagramChannel>();
+  const pair = loopbackPair(factory, (c) => remote.set(c.label, c));
+  pair.answerer.onStateChange = (s) => states.push(s);
+  try {
+    await within(allOpen([pair.data, pair.feedback], 10_000, 'offerer channels open'), 11_000, 'offerer channels');
+    await until(() => remote.size === 2, 10_000, 'both channels at the answerer');
+    await until(() => remote.get('mutp-data')!.isOpen, 5000, 'answerer data channel open');
+    expect([...remote.keys()].sort()).toEqual(['mutp-data', 'mutp-feedback']);
+    expect(pair.offerer.state).toBe('connected');
+    await until(() => states.includes('connected'), 5000, 'answerer connected');
+
+    // Feedback direction: answerer -> offerer on the feedback channel.
+    const back = new Promise<Uint8Array>((resolve) => (pair.feedback.onMessage = resolve));
+    remote.get('mutp-feedback')!.send(new Uint8Array([1, 2, 3]));
+    expect(Array.from(await within(back, 5000, 'message on the feedback channel'))).toEqual([1, 2, 3]);
+
+    const seen = new Set<number>();
+    let corrupt = 0;
+    const receiver = remote.get('mutp-data')!;
+    const allReceived = new Promise<void>((resolve) => {
+      receiver.onMessage = (bytes) => {
+        expect(bytes).toBeInstanceOf(Uint8Array);
+        const i = check(bytes);
+        if (i < 0 || seen.has(i)) corrupt++;
+        else seen.add(i);
+        if (seen.size === MESSAGES) resolve();
+      };
+    });
+
+    let sent = 0;
+    let refused = 0;
+    let lowCallbacks = 0;
+    let sawBackPressure = false;
+    let allSent!: () => void;
+    const sentAll = new Promise<void>((resolve) => (allSent = resolve));
+    const pump = () => {
+      while (sent < MESSAGES) {
+        if (pair.data.bufferedAmount >= HIGH_WATER) {
+          sawBackPressure = true;
+          return;
+        }
+        if (!pair.data.send(message(sent))) refused++;
+        sent++;
+      }
+      allSent();
+    };
+    pair.data.setLowWaterMark(HIGH_WATER / 2, () => {
+      lowCallbacks++;
+      pump();
+    });
+    pump();
+    await within(sentAll, 20_000, `all ${MESSAGES} messages handed to the channel`);
+    expect(refused).toBe(0);
+    // Unreliable channel: on loopback nothing should be lost, but allow a little for a loaded CI.
+    await within(allReceived, 10_000, `received all messages`).catch(() => undefined);
+    expect(sawBackPressure).toBe(true);
+    expect(lowCallbacks).toBeGreaterThan(0);
+    expect(corrupt).toBe(0);
+    expect(seen.size).toBeGreaterThanOrEqual(MESSAGES * 0.95);
+
+    // Close: both sides see the channels close, send() refuses afterwards.
+    const remoteClosed = new Promise<void>((resolve) => (receiver.onClose = () => resolve()));
+    pair.offerer.close();
+    expect(pair.offerer.state).toBe('closed');
+    expect(pair.data.send(message(0))).toBe(false);
+    expect(pair.data.isOpen).toBe(false);
+    await within(remoteClosed, 10_000, 'answerer data channel closed');
+    await until(() => ['closed', 'disconnected', 'failed'].includes(pair.answerer.state), 10_000, 'answerer closed');
+  } finally {
+    pair.close();
+  }
+});
+
+test('candidates that arrive before the remote description are applied after it', async () => {
+  const factory = createNodeRtcFactory({ bindAddress: '127.0.0.1' });
+  const offerer = factory.createPeer('offerer');
+  const answerer = factory.createPeer('answerer');
+  const candidates: { candidate: string; mid: string }[] = [];
+  let offer: { type: 'offer' | 'answer'; sdp: string } | undefined;
+  offerer.onLocalCandidate = (c) => candidates.push(c);
+  offerer.onLocalDescription = (d) => (offer = d);
+  answerer.onLocalDescription = (d) => offerer.setRemoteDescription(d);
+  answerer.onLocalCandidate = (c) => offerer.addRemoteCandidate(c);
+  const opened = new Promise<void>((resolve) => {
+    answerer.onChannel = (c) => {
+      c.onOpen = () => resolve();
+    };
+  });
+  try {
+    const data = offerer.createChannel('mutp-data');
+    offerer.startOffer();
+    await until(() => offer !== undefined && candidates.length > 0, 10_000, 'offer and candidates');
+    // Wrong order on purpose: candidates first.
+    for (const c of candidates) answerer.addRemoteCandidate(c);
+    offerer.onLocalCandidate = (c) => answerer.addRemoteCandidate(c);
+    answerer.setRemoteDescription(offer!);
+    await within(opened, 10_000, 'channel open at the answerer');
+    await until(() => data.isOpen, 5000, 'channel open at the offerer');
+  } finally {
+    offerer.close();
+    answerer.close();
+  }
+});

@@ -1,0 +1,2 @@
+// `@mutp/shared/node`: Node-only adapters of the shared core (never imported by browser code).
+export * from './webrtc';
