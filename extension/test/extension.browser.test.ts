@@ -179,7 +179,9 @@ describe('a page with an HLS stream while origo is down', () => {
         TabStats
       >;
       const tab = got[`tab:${tabId}`];
-      return tab && tab.segments.length > 0 && Object.keys(tab.frames).length > 0 ? tab : undefined;
+      // Counters and download records arrive in separate messages: wait for both.
+      const fellBack = Object.values(tab?.frames ?? {}).some((c) => c.fallbacks['origo-unreachable'] === 1);
+      return tab && tab.segments.length > 0 && fellBack ? tab : undefined;
     });
     expect(stats.segments[0]).toMatchObject({ ok: false, reason: 'origo-unreachable', url: `${server.url}/seg/0.m4s` });
   });
