@@ -174,16 +174,20 @@ export class MutpClient {
     // Concurrent downloads wait for the same connection instead of opening a second one.
     const pending = this.pendingLinks.get(proxy.proxyId);
     if (pending) return pending;
-    const connectionId = `c${(this.host.random() >>> 0).toString(36)}${this.nextLink++}`;
-    const link = new ProxyLink(proxy, connectionId);
-    const opening = link.open(session, this.host.rtc, this.host.clock, this.config.connectTimeoutMs).then(() => {
-      this.links.set(proxy.proxyId, link);
-      return link;
-    });
+    // One retry with a fresh connection: a first attempt can lose an ICE race at start-up.
+    const opening = this.openLink(session, proxy).catch(() => this.openLink(session, proxy));
     this.pendingLinks.set(proxy.proxyId, opening);
     const forget = () => this.pendingLinks.delete(proxy.proxyId);
     opening.then(forget, forget);
     return opening;
+  }
+
+  private async openLink(session: OrigoSession, proxy: ProxyInfo): Promise<ProxyLink> {
+    const connectionId = `c${(this.host.random() >>> 0).toString(36)}${this.nextLink++}`;
+    const link = new ProxyLink(proxy, connectionId);
+    await link.open(session, this.host.rtc, this.host.clock, this.config.connectTimeoutMs);
+    this.links.set(proxy.proxyId, link);
+    return link;
   }
 
   private report(
