@@ -9,7 +9,7 @@ log() { printf '[setup] %s\n' "$*"; }
 # System packages: emscripten and a C toolchain build wasm/ (python3 and the toolchain also build
 # better-sqlite3 for origo), chromium runs the in-browser codec benchmark and the end-to-end
 # tests, ffmpeg makes the test streams.
-APT_PACKAGES=(ca-certificates git build-essential python3 emscripten chromium ffmpeg)
+APT_PACKAGES=(ca-certificates git build-essential python3 emscripten chromium firefox-esr ffmpeg)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ "${#missing[@]}" -gt 0 ]; then

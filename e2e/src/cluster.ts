@@ -44,6 +44,8 @@ export interface Cluster {
   kill(name: string): void;
   /** Restarts origo on the same port (proxies must re-register by themselves). */
   restartOrigo(): Promise<void>;
+  /** Stops origo (SIGTERM) and leaves it down; restartOrigo() brings it back on the same port. */
+  stopOrigo(): Promise<void>;
   /** Admin listing of the registered proxies. */
   listProxies(): Promise<{ proxyId: string; name: string }[]>;
   stop(): Promise<void>;
@@ -154,6 +156,9 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
       await stopProcess(origo);
       origo = startOrigo();
       await waitFor('origo', readyTimeoutMs, admin, () => tail(origoLog));
+    },
+    async stopOrigo() {
+      await stopProcess(origo);
     },
     listProxies: async () => (await admin()) ?? [],
     async stop() {

@@ -21,10 +21,19 @@ const CONTENT_TYPES: Record<string, string> = {
   '.bin': 'application/octet-stream',
 };
 
+export interface OriginRequest {
+  method: string;
+  path: string;
+  userAgent: string;
+  range?: string;
+}
+
 export interface Origin {
   url: string;
   /** Requests served per path (for "every segment went through MUTP" checks). */
   requests: Map<string, number>;
+  /** Every request in arrival order, with the client's User-Agent (browser or proxy). */
+  log: OriginRequest[];
   close(): Promise<void>;
 }
 
@@ -46,9 +55,17 @@ const MAX_SYNTHETIC_BYTES = 256 * 1024 * 1024;
 export function startOrigin(options: { port?: number; host?: string; root?: string } = {}): Promise<Origin> {
   const root = options.root ?? MEDIA_DIR;
   const requests = new Map<string, number>();
+  const log: OriginRequest[] = [];
   const server: Server = createServer((req, res) => {
     const path = decodeURIComponent((req.url ?? '/').split('?')[0]);
     requests.set(path, (requests.get(path) ?? 0) + 1);
+    if (log.length >= 100_000) log.shift();
+    log.push({
+      method: req.method ?? '?',
+      path,
+      userAgent: String(req.headers['user-agent'] ?? ''),
+      ...(req.headers.range ? { range: String(req.headers.range) } : {}),
+    });
     res.setHeader('access-control-allow-origin', '*');
     res.setHeader('access-control-expose-headers', 'content-length, content-range, content-type');
     if (req.method === 'OPTIONS') {
@@ -69,6 +86,7 @@ export function startOrigin(options: { port?: number; host?: string; root?: stri
       resolve({
         url: `http://${options.host ?? '127.0.0.1'}:${port}`,
         requests,
+        log,
         close: () =>
           new Promise<void>((done) => {
             server.closeAllConnections();

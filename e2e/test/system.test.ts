@@ -73,10 +73,21 @@ describe('four unshaped proxies', () => {
     expect(result.sources.length).toBe(n);
   });
 
-  test('http (Parallel HTTP baseline) returns the object byte-exact', async () => {
-    const url = `${origin.url}/object/300000/9`;
+  test('http (Parallel HTTP baseline) returns the object byte-exact and origo stores its record', async () => {
+    const bytes = 1_500_000;
+    const url = `${origin.url}/object/${bytes}/9`;
     const result = await client.get(url, { mode: 'http', proxies: 3 });
-    expect(sha(result.object)).toBe(sha(syntheticObject(300_000, 9)));
+    expect(sha(result.object)).toBe(sha(syntheticObject(bytes, 9)));
+    const until = Date.now() + 10_000;
+    for (;;) {
+      const response = await fetch(`${cluster.origoUrl}/v1/records?mode=http`, {
+        headers: { authorization: `Bearer ${cluster.adminToken}` },
+      });
+      const { records } = (await response.json()) as { records: { url: string; bytes: number }[] };
+      if (records.some((r) => r.url === url && r.bytes === bytes)) break;
+      if (Date.now() > until) throw new Error(`origo stored no http record for ${url} within 10 s`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
   });
 
   test.each([

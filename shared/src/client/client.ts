@@ -209,12 +209,16 @@ export class MutpClient {
       goodputBps: r.goodputBps,
       normalizedGoodput: Math.min(1, r.normalizedGoodput),
       status: 'complete',
-      proxies: r.sources.map((s) => ({
-        proxyId: s.proxyId,
-        received: 'received' in s ? s.received : s.bytes,
-        useful: 'useful' in s ? s.useful : s.share === 1 ? s.bytes : 0,
-        share: s.share,
-      })),
+      // Counts are in packets; Parallel HTTP bytes are counted in symbol-sized packets too.
+      proxies: r.sources.map((s) => {
+        const packets = Math.ceil(s.bytes / this.config.symbolSize);
+        return {
+          proxyId: s.proxyId,
+          received: 'received' in s ? s.received : packets,
+          useful: 'useful' in s ? s.useful : s.share === 1 ? packets : 0,
+          share: s.share,
+        };
+      }),
     };
     session.sendRecord(record);
   }

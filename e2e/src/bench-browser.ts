@@ -1,0 +1,434 @@
+/**
+ * `npm run bench:browser -- [--json] [--stream high/hls-ts/index.m3u8] [--repeats 1]`: a real
+ * player (hls.js in headless Chromium with the built extension) plays a stream from the local
+ * origin through the extension in each mode (http = Parallel HTTP through the proxies, uncoded,
+ * rlnc, fountain) with N ∈ {1, 2, 4} shaped proxies (N = 1: 896 KB/s; N = 2: 896 + 1792;
+ * N = 4: 2 × 896 + 2 × 1792). Each N gets its own origo + proxies (the extension only chooses how
+ * many proxies, so the set must be exactly the cell's), with the proxies' caches warmed first.
+ *
+ * A play runs until the player has fetched every segment of the playlist (the rest of the
+ * stream is then buffered: no later rebuffering can come from the network). Per segment, the
+ * extension's own download records (per-tab statistics in chrome.storage.session: transfer time,
+ * goodput, normalized goodput, per-proxy shares) are collected; origo's records are counted
+ * alongside. Rebuffering (`waiting` after the first `playing`) and fallbacks come from the page.
+ *
+ * Writes e2e/results/bench-browser.csv (one line per segment), bench-browser.json (rows),
+ * SVG/HTML box plots of goodput and normalized goodput per mode and N, and PNGs of them
+ * (screenshots by the same Chromium), prints a table, and with --json the rows as a JSON array
+ * on the last line of stdout.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Command } from 'commander';
+import { boxPlotSvg, BoxSeries, boxStats, quantile } from './box-plot';
+import {
+  ChromiumSession,
+  Counters,
+  ensureExtensionBuilt,
+  launchChromium,
+  pageCounters,
+  PlayerState,
+  playerState,
+  SegmentRecord,
+  totalFallbacks,
+  waitFor,
+} from './browser';
+import { Cluster, startCluster } from './cluster';
+import { Origin, startOrigin } from './origin';
+import { startPlayerPages } from './player-pages';
+import { adminProxies, origoRecords } from './proxy-metrics';
+
+const MODES = ['http', 'uncoded', 'rlnc', 'fountain'] as const;
+type BenchMode = (typeof MODES)[number];
+const COLORS: Record<BenchMode, string> = {
+  http: '#9e9e9e',
+  uncoded: '#4e79a7',
+  rlnc: '#e15759',
+  fountain: '#59a14f',
+};
+
+const program = new Command()
+  .name('bench:browser')
+  .description('Per-segment goodput of a real player (hls.js, Chromium, the extension) by mode and number of proxies.')
+  .option('--json', 'print the rows as a JSON array on the last line of stdout')
+  .option('--stream <path>', 'HLS manifest under e2e/media/out', 'high/hls-ts/index.m3u8')
+  .option('--repeats <n>', 'plays per mode and N (fresh page, fresh connections)', (v) => Number(v), 1)
+  .option('--sources <list>', 'numbers of proxies', '1,2,4')
+  .option('--modes <list>', 'modes', MODES.join(','))
+  .option('--out <dir>', 'results directory', join(__dirname, '..', 'results'))
+  .option('--play-timeout <s>', 'longest a play may take, seconds', (v) => Number(v), 150)
+  .parse();
+const opts = program.opts<{
+  json?: boolean;
+  stream: string;
+  repeats: number;
+  sources: string;
+  modes: string;
+  out: string;
+  playTimeout: number;
+}>();
+
+/** N = 1: 896; N = 2: 896 + 1792; N = 4: 2 × 896 + 2 × 1792 (KB/s, 1 KB = 1024 B). */
+function capsFor(n: number): number[] {
+  if (n === 1) return [896];
+  return Array.from({ length: n }, (_, i) => (i < n / 2 ? 896 : 1792));
+}
+
+const median = (xs: number[]) =>
+  quantile(
+    [...xs].sort((a, b) => a - b),
+    0.5,
+  );
+const round = (x: number, d = 3) => (Number.isFinite(x) ? Math.round(x * 10 ** d) / 10 ** d : null);
+const log = (s: string) => process.stderr.write(`bench:browser ${s}\n`);
+
+interface PlayResult {
+  repeat: number;
+  segments: SegmentRecord[];
+  counters: Counters;
+  state: PlayerState;
+  startupMs: number;
+  wallMs: number;
+}
+
+interface Cell {
+  mode: BenchMode;
+  sources: number;
+  capsKBps: number[];
+  plays: PlayResult[];
+  origoRecords: number;
+}
+
+/** Fetches every segment once through each proxy's HTTP endpoint (headers only), so no cell pays the origin fetch. */
+async function warmProxies(cluster: Cluster, segmentUrls: string[]): Promise<void> {
+  const proxies = await adminProxies(cluster);
+  await Promise.all(
+    proxies.map(async (p) => {
+      for (const url of segmentUrls) {
+        const r = await fetch(`${p.httpUrl.replace(/\/+$/, '')}/v1/http?url=${encodeURIComponent(url)}`);
+        if (!r.ok) throw new Error(`warming ${p.name} with ${url}: HTTP ${r.status}`);
+        await r.body?.cancel();
+      }
+    }),
+  );
+}
+
+async function segmentUrlsOf(manifestUrl: string): Promise<string[]> {
+  const text = await (await fetch(manifestUrl)).text();
+  const urls = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'))
+    .map((l) => new URL(l, manifestUrl).href);
+  const init = /#EXT-X-MAP:URI="([^"]+)"/.exec(text);
+  if (init) urls.unshift(new URL(init[1], manifestUrl).href);
+  if (urls.length === 0) throw new Error(`${manifestUrl}: no segments (bench:browser plays HLS media playlists)`);
+  return urls;
+}
+
+async function playOnce(
+  chromium: ChromiumSession,
+  playerUrl: string,
+  segmentCount: number,
+  repeat: number,
+): Promise<PlayResult> {
+  const page = await chromium.browser.newPage();
+  const pageErrors: string[] = [];
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  const t0 = Date.now();
+  try {
+    await page.goto(playerUrl, { waitUntil: 'load' });
+    let state: PlayerState | undefined;
+    let counters: Counters | undefined;
+    await waitFor(
+      `the player to fetch all ${segmentCount} segments`,
+      async () => {
+        state = await playerState(page);
+        counters = await pageCounters(page);
+        if (state.errors.length > 0 || pageErrors.length > 0) {
+          throw new Error(`player error: ${[...state.errors, ...pageErrors].join('; ')}`);
+        }
+        if (!counters) return undefined;
+        const accounted = counters.served + counters.aborted + totalFallbacks(counters);
+        return accounted >= segmentCount && state.loaded.length >= segmentCount && state.started ? true : undefined;
+      },
+      opts.playTimeout * 1000,
+    ).catch((e: unknown) => {
+      throw new Error(
+        `${String(e)}; currentTime ${state?.currentTime}, counters ${JSON.stringify(counters)}, errors ${JSON.stringify(state?.errors)}`,
+      );
+    });
+    const tab = await waitFor(
+      'the download records in storage.session',
+      async () => {
+        const t = await chromium.tabStats(playerUrl);
+        return t && t.segments.length >= counters!.intercepted ? t : undefined;
+      },
+      10_000,
+    );
+    const playing = state!.events.find((e) => e[0] === 'playing');
+    return {
+      repeat,
+      segments: tab.segments,
+      counters: counters!,
+      state: state!,
+      startupMs: playing ? playing[2] : NaN,
+      wallMs: Date.now() - t0,
+    };
+  } finally {
+    await page.close();
+  }
+}
+
+interface Row {
+  mode: BenchMode;
+  sources: number;
+  capsKBps: number[];
+  stream: string;
+  plays: number;
+  segments: number;
+  medianSegmentGoodputBps: number;
+  p25SegmentGoodputBps: number | null;
+  p75SegmentGoodputBps: number | null;
+  normalizedGoodput: number | null;
+  medianSegmentMs: number | null;
+  medianStartupMs: number | null;
+  stalls: number;
+  fallbacks: number;
+  fallbackReasons: Record<string, number>;
+  /** Mean share of each proxy (by cap) over the segments. */
+  proxyShares: Record<string, number>;
+  origoRecords: number;
+  speedupVsHttp: number | null;
+}
+
+function rowOf(cell: Cell): Row {
+  const segs = cell.plays.flatMap((p) => p.segments.filter((s) => s.ok && !s.cached));
+  const goodputs = segs.map((s) => s.goodputBps).sort((a, b) => a - b);
+  const reasons: Record<string, number> = {};
+  for (const p of cell.plays)
+    for (const [k, v] of Object.entries(p.counters.fallbacks)) reasons[k] = (reasons[k] ?? 0) + v;
+  const shares: Record<string, number[]> = {};
+  for (const s of segs) for (const p of s.proxies) (shares[p.name] ??= []).push(p.share);
+  return {
+    mode: cell.mode,
+    sources: cell.sources,
+    capsKBps: cell.capsKBps,
+    stream: opts.stream,
+    plays: cell.plays.length,
+    segments: segs.length,
+    medianSegmentGoodputBps: Math.round(median(goodputs)),
+    p25SegmentGoodputBps: round(quantile(goodputs, 0.25), 0),
+    p75SegmentGoodputBps: round(quantile(goodputs, 0.75), 0),
+    normalizedGoodput: round(median(segs.map((s) => Math.min(1, s.normalizedGoodput)))),
+    medianSegmentMs: round(median(segs.map((s) => s.durationMs)), 1),
+    medianStartupMs: round(median(cell.plays.map((p) => p.startupMs)), 0),
+    stalls: cell.plays.reduce((a, p) => a + p.state.stalls, 0),
+    fallbacks: Object.values(reasons).reduce((a, b) => a + b, 0),
+    fallbackReasons: reasons,
+    proxyShares: Object.fromEntries(
+      Object.entries(shares)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([k, v]) => [k, round(v.reduce((a, b) => a + b, 0) / v.length) ?? 0]),
+    ),
+    origoRecords: cell.origoRecords,
+    speedupVsHttp: null,
+  };
+}
+
+function csvOf(cells: Cell[]): string {
+  const lines = [
+    'mode,sources,caps_kBps,play,segment,bytes,duration_ms,total_ms,goodput_Bps,normalized_goodput,ok,reason,shares',
+  ];
+  for (const c of cells)
+    for (const p of c.plays)
+      for (const s of p.segments) {
+        const shares = s.proxies.map((x) => `${x.name}:${round(x.share, 4)}`).join(' ');
+        lines.push(
+          [
+            c.mode,
+            c.sources,
+            c.capsKBps.join('/'),
+            p.repeat,
+            new URL(s.url).pathname.split('/').pop(),
+            s.bytes,
+            round(s.durationMs, 1),
+            round(s.totalMs, 1),
+            Math.round(s.goodputBps),
+            round(s.normalizedGoodput, 4),
+            s.ok,
+            s.reason ?? '',
+            shares,
+          ].join(','),
+        );
+      }
+  return `${lines.join('\n')}\n`;
+}
+
+async function renderPng(chromium: ChromiumSession, svg: string, file: string): Promise<void> {
+  const page = await chromium.browser.newPage();
+  try {
+    await page.setViewport({ width: 900, height: 460, deviceScaleFactor: 2 });
+    await page.setContent(`<!doctype html><html><body style="margin:0">${svg}</body></html>`);
+    const svgElement = await page.$('svg');
+    if (!svgElement) throw new Error('plot page has no svg');
+    await svgElement.screenshot({ path: file as `${string}.png` });
+  } finally {
+    await page.close();
+  }
+}
+
+function printTable(rows: Row[]): void {
+  const mb = (b: number | null) => (b === null ? '-' : (b / 1e6).toFixed(2));
+  console.log(
+    'mode      N  caps KB/s            segs  median MB/s  p25-p75 MB/s   norm.gp  median ms  startup ms  stalls  fallbacks  x http  shares',
+  );
+  for (const r of rows) {
+    console.log(
+      `${r.mode.padEnd(9)} ${String(r.sources)}  ${r.capsKBps.join('/').padEnd(20)} ${String(r.segments).padStart(4)}  ` +
+        `${mb(r.medianSegmentGoodputBps).padStart(11)}  ${`${mb(r.p25SegmentGoodputBps)}-${mb(r.p75SegmentGoodputBps)}`.padStart(12)}  ` +
+        `${String(r.normalizedGoodput).padStart(7)}  ${String(r.medianSegmentMs).padStart(9)}  ${String(r.medianStartupMs).padStart(10)}  ` +
+        `${String(r.stalls).padStart(6)}  ${String(r.fallbacks).padStart(9)}  ${String(r.speedupVsHttp ?? '-').padStart(6)}  ` +
+        Object.entries(r.proxyShares)
+          .map(([k, v]) => `${k}:${v}`)
+          .join(' '),
+    );
+  }
+}
+
+async function main(): Promise<void> {
+  const sources = opts.sources.split(',').map(Number);
+  const modes = opts.modes.split(',') as BenchMode[];
+  for (const m of modes) if (!MODES.includes(m)) throw new Error(`unknown mode ${m}`);
+  ensureExtensionBuilt();
+  mkdirSync(opts.out, { recursive: true });
+  const origin: Origin = await startOrigin();
+  const pages = await startPlayerPages();
+  const chromium = await launchChromium();
+  const cells: Cell[] = [];
+  const t0 = Date.now();
+  try {
+    const manifestUrl = `${origin.url}/${opts.stream}`;
+    const segmentUrls = await segmentUrlsOf(manifestUrl);
+    const playerUrl = pages.playerUrl('hls', manifestUrl);
+    for (const n of sources) {
+      const caps = capsFor(n);
+      const cluster = await startCluster({
+        proxies: caps.map((uploadKBps, i) => ({ name: `p${i}-${uploadKBps}`, uploadKBps })),
+        allowPrivateOrigins: true,
+      });
+      try {
+        await warmProxies(cluster, segmentUrls);
+        for (const mode of modes) {
+          await chromium.setSettings({ origoUrl: cluster.clientUrl, mode, proxies: n, exposeCounters: true });
+          const recordsBefore = (await origoRecords(cluster, mode)).length;
+          const cell: Cell = { mode, sources: n, capsKBps: caps, plays: [], origoRecords: 0 };
+          for (let r = 0; r < opts.repeats; r++) {
+            const play = await playOnce(chromium, playerUrl, segmentUrls.length, r);
+            cell.plays.push(play);
+            const ok = play.segments.filter((s) => s.ok);
+            log(
+              `${mode} N=${n} play ${r + 1}/${opts.repeats}: ${ok.length}/${segmentUrls.length} segments by MUTP, ` +
+                `median ${(median(ok.map((s) => s.goodputBps)) / 1e6).toFixed(2)} MB/s, stalls ${play.state.stalls}, ` +
+                `fallbacks ${JSON.stringify(play.counters.fallbacks)}, ${(play.wallMs / 1000).toFixed(1)} s`,
+            );
+            await new Promise((res) => setTimeout(res, 500)); // the proxies end their transfers
+          }
+          cell.origoRecords = (await origoRecords(cluster, mode)).length - recordsBefore;
+          cells.push(cell);
+        }
+      } finally {
+        await cluster.stop();
+      }
+    }
+
+    const rows = cells.map(rowOf);
+    for (const r of rows) {
+      const http = rows.find((x) => x.mode === 'http' && x.sources === r.sources);
+      r.speedupVsHttp = http ? round(r.medianSegmentGoodputBps / http.medianSegmentGoodputBps, 2) : null;
+    }
+
+    // Files: per-segment CSV, rows, plots.
+    writeFileSync(join(opts.out, 'bench-browser.csv'), csvOf(cells));
+    writeFileSync(join(opts.out, 'bench-browser.json'), `${JSON.stringify(rows, null, 2)}\n`);
+    const groups = sources.map((n) => `N = ${n} (${capsFor(n).join(' + ')} KB/s)`);
+    const series = (value: (s: SegmentRecord) => number): BoxSeries[] =>
+      cells.map((c) => ({
+        group: groups[sources.indexOf(c.sources)],
+        series: c.mode,
+        values: c.plays.flatMap((p) => p.segments.filter((s) => s.ok && !s.cached).map(value)),
+      }));
+    const plots = [
+      {
+        file: 'bench-browser-goodput',
+        svg: boxPlotSvg(
+          series((s) => s.goodputBps / 1e6),
+          {
+            title: `Per-segment goodput in Chromium (hls.js, ${opts.stream})`,
+            yLabel: 'goodput (MB/s)',
+            groups,
+            series: modes,
+            colors: COLORS,
+            reference: {
+              label: 'sum of caps',
+              values: Object.fromEntries(
+                sources.map((n, i) => [groups[i], (capsFor(n).reduce((a, b) => a + b, 0) * 1024) / 1e6]),
+              ),
+            },
+          },
+        ),
+      },
+      {
+        file: 'bench-browser-normalized-goodput',
+        svg: boxPlotSvg(
+          series((s) => Math.min(1, s.normalizedGoodput)),
+          {
+            title: `Per-segment normalized goodput in Chromium (hls.js, ${opts.stream})`,
+            yLabel: 'normalized goodput (useful / received)',
+            groups,
+            series: modes,
+            colors: COLORS,
+            yMax: 1,
+          },
+        ),
+      },
+    ];
+    for (const p of plots) {
+      writeFileSync(join(opts.out, `${p.file}.svg`), `${p.svg}\n`);
+      writeFileSync(
+        join(opts.out, `${p.file}.html`),
+        `<!doctype html><html><head><meta charset="utf-8"><title>${p.file}</title></head><body>${p.svg}</body></html>\n`,
+      );
+      await renderPng(chromium, p.svg, join(opts.out, `${p.file}.png`));
+    }
+
+    printTable(rows);
+    const n4 = (mode: BenchMode) => rows.find((r) => r.mode === mode && r.sources === 4);
+    for (const mode of ['rlnc', 'fountain'] as const) {
+      const r = n4(mode);
+      if (r && r.speedupVsHttp !== null)
+        console.log(
+          `target N=4 ${mode} median segment goodput >= 2.5 x http: ${r.speedupVsHttp} x (${r.speedupVsHttp >= 2.5 ? 'met' : 'NOT met'})`,
+        );
+    }
+    const codedStalls = rows.filter((r) => r.mode !== 'http').reduce((a, r) => a + r.stalls, 0);
+    console.log(
+      `target zero stalls in coded modes: ${codedStalls} stalls (${codedStalls === 0 ? 'met' : 'NOT met'}); ` +
+        `results in ${opts.out} (bench-browser.csv, bench-browser-*.png/svg/html); ${((Date.now() - t0) / 1000).toFixed(0)} s`,
+    );
+    for (const c of cells) {
+      const st = boxStats(c.plays.flatMap((p) => p.segments.filter((s) => s.ok).map((s) => s.goodputBps)));
+      if (!st) log(`${c.mode} N=${c.sources}: no segment served by MUTP`);
+    }
+    if (opts.json) console.log(JSON.stringify(rows));
+  } finally {
+    await chromium.close();
+    await pages.close();
+    await origin.close();
+  }
+}
+
+main().catch((e: unknown) => {
+  console.error(e instanceof Error ? e.stack : e);
+  process.exit(1);
+});

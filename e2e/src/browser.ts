@@ -1,0 +1,323 @@
+/**
+ * Real browsers with the built MUTP extension, for the playback tests and bench:browser:
+ * Debian's Chromium (puppeteer-core, new headless mode, the extension loaded unpacked, options set
+ * through its service worker, per-tab statistics read from storage.session) and Firefox ESR
+ * (WebDriver BiDi, the extension installed as a temporary add-on with its options preset in a
+ * copied package). See shared notes/environment.md and extension/README.md ("For tests").
+ */
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import puppeteer, { Browser, Page, WebWorker } from 'puppeteer-core';
+
+const ROOT = join(__dirname, '..', '..');
+export const EXTENSION_DIR = join(ROOT, 'extension');
+export const CHROME_EXTENSION = join(EXTENSION_DIR, 'dist', 'chrome');
+export const FIREFOX_EXTENSION = join(EXTENSION_DIR, 'dist', 'firefox');
+export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/lib/chromium/chromium';
+export const FIREFOX_PATH = process.env.FIREFOX_PATH ?? '/usr/lib/firefox-esr/firefox-esr';
+
+export const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-dev-shm-usage',
+  '--autoplay-policy=no-user-gesture-required',
+  // Pages in tabs that are not in front must keep playing and running timers at full speed.
+  '--disable-background-timer-throttling',
+  '--disable-renderer-backgrounding',
+  '--disable-backgrounding-occluded-windows',
+  // WebRTC to the local proxies: real host candidates (libdatachannel cannot resolve mDNS names).
+  '--disable-features=WebRtcHideLocalIpsWithMdns',
+  '--allow-loopback-in-peer-connection',
+];
+
+/** Firefox preferences: muted autoplay, host ICE candidates without mDNS obfuscation, loopback. */
+export const FIREFOX_PREFS: Record<string, unknown> = {
+  'media.autoplay.default': 0,
+  'media.autoplay.blocking_policy': 0,
+  'media.peerconnection.ice.obfuscate_host_addresses': false,
+  'media.peerconnection.ice.loopback': true,
+  'media.peerconnection.ice.default_address_only': false,
+  'media.peerconnection.ice.no_host': false,
+  'dom.min_background_timeout_value': 4,
+  'app.update.enabled': false,
+  'browser.shell.checkDefaultBrowser': false,
+};
+
+/** The extension options (extension/src/common/settings.ts); partial objects are completed there. */
+export interface ExtensionSettings {
+  enabled?: boolean;
+  origoUrl?: string;
+  mode?: 'http' | 'uncoded' | 'rlnc' | 'fountain';
+  proxies?: number;
+  disabledSites?: string[];
+  urlPatterns?: string[];
+  deadlineMs?: number;
+  maxObjectBytes?: number;
+  rangeCacheBytes?: number;
+  concurrency?: number;
+  exposeCounters?: boolean;
+}
+
+/** The hook's counters (extension/src/common/counters.ts). */
+export interface Counters {
+  media: number;
+  intercepted: number;
+  served: number;
+  servedBytes: number;
+  aborted: number;
+  fallbacks: Record<string, number>;
+  manifests: number;
+  segmentsKnown: number;
+  requests: number;
+}
+
+/** One download record of the extension (extension/src/common/messages.ts SegmentRecord). */
+export interface SegmentRecord {
+  at: number;
+  url: string;
+  ok: boolean;
+  reason?: string;
+  mode: string;
+  bytes: number;
+  objectBytes: number;
+  durationMs: number;
+  totalMs: number;
+  goodputBps: number;
+  normalizedGoodput: number;
+  cached: boolean;
+  range?: string;
+  proxies: { name: string; proxyId?: string; share: number; useful?: number }[];
+}
+
+/** The background's per-tab statistics (extension/src/common/stats.ts TabStats). */
+export interface TabStats {
+  tabId: number;
+  pageUrl: string;
+  updatedAt: number;
+  frames: Record<string, Counters>;
+  segments: SegmentRecord[];
+  proxies: Record<string, { name: string; downloads: number; bytes: number }>;
+}
+
+/** The parts of the extension API the tests call inside the service worker. */
+interface ChromeApi {
+  storage: {
+    local: { set(items: Record<string, unknown>): Promise<void>; get(key: string): Promise<Record<string, unknown>> };
+    session: { get(key: string | null): Promise<Record<string, unknown>>; clear(): Promise<void> };
+  };
+  tabs: { query(q: object): Promise<{ id?: number; url?: string }[]> };
+}
+
+/** dist/ is older than any input of the extension build. */
+function newestMtime(path: string): number {
+  if (!existsSync(path)) return 0;
+  const s = statSync(path);
+  if (!s.isDirectory()) return s.mtimeMs;
+  let newest = 0;
+  for (const name of readdirSync(path)) newest = Math.max(newest, newestMtime(join(path, name)));
+  return newest;
+}
+
+/** Builds the extension (production, `npm run build -w extension`) when dist/ is missing or stale. */
+export function ensureExtensionBuilt(): void {
+  const built = ['chrome', 'firefox'].map((b) => join(EXTENSION_DIR, 'dist', b, 'manifest.json'));
+  const inputs = [
+    ...['src', 'static', 'webpack.config.mjs', 'package.json'].map((p) => join(EXTENSION_DIR, p)),
+    ...['shared/src', 'wasm/src', 'wasm/dist'].map((p) => join(ROOT, p)),
+  ];
+  const newestInput = Math.max(...inputs.map(newestMtime));
+  if (built.every((m) => existsSync(m) && statSync(m).mtimeMs >= newestInput)) return;
+  execFileSync('npm', ['run', 'build', '-w', 'extension'], { cwd: ROOT, stdio: 'pipe', timeout: 300_000 });
+}
+
+export function requireBrowser(path: string, apt: string): void {
+  if (!existsSync(path)) throw new Error(`${path} not found: apt-get install -y ${apt} (scripts/setup.sh)`);
+}
+
+/** Polls `probe` until it returns a value; the error says what was awaited and the last failure. */
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > until) {
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+export interface ChromiumSession {
+  browser: Browser;
+  /** Undefined when launched without the extension. */
+  extensionId?: string;
+  /** Replaces the extension's stored settings (applies to open pages at once). */
+  setSettings(settings: ExtensionSettings): Promise<void>;
+  /** The background's statistics of the tab showing `pageUrl`. */
+  tabStats(pageUrl: string): Promise<TabStats | undefined>;
+  close(): Promise<void>;
+}
+
+async function serviceWorker(browser: Browser): Promise<{ worker: WebWorker; extensionId: string }> {
+  const target = await browser.waitForTarget(
+    (t) =>
+      t.type() === 'service_worker' && t.url().startsWith('chrome-extension://') && t.url().endsWith('/background.js'),
+    { timeout: 20_000 },
+  );
+  const worker = await target.worker();
+  if (!worker) throw new Error('the extension service worker has no worker handle');
+  return { worker, extensionId: new URL(target.url()).host };
+}
+
+/** Chromium with (default) or without the built extension, in a fresh profile. */
+export async function launchChromium(options: { extension?: boolean; args?: string[] } = {}): Promise<ChromiumSession> {
+  requireBrowser(CHROMIUM_PATH, 'chromium');
+  const withExtension = options.extension ?? true;
+  const userDataDir = mkdtempSync(join(tmpdir(), 'mutp-e2e-chromium-'));
+  const args = [...CHROMIUM_ARGS, ...(options.args ?? [])];
+  if (withExtension)
+    args.push(`--disable-extensions-except=${CHROME_EXTENSION}`, `--load-extension=${CHROME_EXTENSION}`);
+  const browser = await puppeteer.launch({
+    executablePath: CHROMIUM_PATH,
+    headless: true,
+    userDataDir,
+    protocolTimeout: 60_000,
+    enableExtensions: withExtension,
+    args,
+  });
+  let worker: WebWorker | undefined;
+  let extensionId: string | undefined;
+  try {
+    if (withExtension) ({ worker, extensionId } = await serviceWorker(browser));
+  } catch (e) {
+    await browser.close().catch(() => undefined);
+    rmSync(userDataDir, { recursive: true, force: true });
+    throw e;
+  }
+  const chrome = () => {
+    if (!worker) throw new Error('Chromium was launched without the extension');
+    return worker;
+  };
+  return {
+    browser,
+    extensionId,
+    async setSettings(settings) {
+      await chrome().evaluate(
+        (s) => (globalThis as unknown as { chrome: ChromeApi }).chrome.storage.local.set({ settings: s }),
+        settings as Record<string, unknown>,
+      );
+    },
+    async tabStats(pageUrl) {
+      return (await chrome().evaluate(async (url) => {
+        const api = (globalThis as unknown as { chrome: ChromeApi }).chrome;
+        const tab = (await api.tabs.query({})).find((t) => t.url === url);
+        if (tab?.id === undefined) return undefined;
+        const key = `tab:${tab.id}`;
+        return (await api.storage.session.get(key))[key];
+      }, pageUrl)) as TabStats | undefined;
+    },
+    async close() {
+      await browser.close().catch(() => undefined);
+      rmSync(userDataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface FirefoxSession {
+  browser: Browser;
+  close(): Promise<void>;
+}
+
+/**
+ * Firefox ESR with the extension installed as a temporary add-on; its options come from
+ * `preset-settings.json` in a copy of dist/firefox (BiDi cannot reach moz-extension:// pages).
+ */
+export async function launchFirefox(settings: ExtensionSettings): Promise<FirefoxSession> {
+  requireBrowser(FIREFOX_PATH, 'firefox-esr');
+  const addonDir = mkdtempSync(join(tmpdir(), 'mutp-e2e-addon-'));
+  cpSync(FIREFOX_EXTENSION, addonDir, { recursive: true });
+  writeFileSync(join(addonDir, 'preset-settings.json'), JSON.stringify(settings));
+  let browser: Browser | undefined;
+  try {
+    browser = await puppeteer.launch({
+      browser: 'firefox',
+      executablePath: FIREFOX_PATH,
+      headless: true,
+      protocolTimeout: 60_000,
+      extraPrefsFirefox: FIREFOX_PREFS,
+    });
+    await browser.installExtension(addonDir);
+  } catch (e) {
+    await browser?.close().catch(() => undefined);
+    rmSync(addonDir, { recursive: true, force: true });
+    throw e;
+  }
+  const b = browser;
+  return {
+    browser: b,
+    async close() {
+      await b.close().catch(() => undefined);
+      rmSync(addonDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** What the player page reports (e2e/src/player-pages.ts). */
+export interface PlayerState {
+  player: string;
+  src: string;
+  currentTime: number;
+  duration: number;
+  readyState: number;
+  paused: boolean;
+  ended: boolean;
+  started: boolean;
+  /** `waiting` events after playback first started (rebuffering), and `stalled` events. */
+  stalls: number;
+  stalledEvents: number;
+  events: [string, number, number][];
+  errors: string[];
+  warnings: string[];
+  /** Every media object the player's loader got, hashed in the page. */
+  loaded: { url: string; bytes: number; sha256: string; at: number }[];
+  hashing: number;
+}
+
+type PageWindow = {
+  __player?: { state(): PlayerState };
+  __mutp?: { counters(): Counters; config(): Record<string, unknown> };
+};
+
+export async function playerState(page: Page): Promise<PlayerState> {
+  return page.evaluate(() => {
+    const w = globalThis as unknown as PageWindow;
+    if (!w.__player) throw new Error('the player page did not set window.__player');
+    return w.__player.state();
+  });
+}
+
+/** The hook's counters in the page (needs `exposeCounters: true`); undefined before settings arrived. */
+export async function pageCounters(page: Page): Promise<Counters | undefined> {
+  return page.evaluate(() => (globalThis as unknown as PageWindow).__mutp?.counters());
+}
+
+export async function hookConfig(page: Page): Promise<Record<string, unknown> | undefined> {
+  return page.evaluate(() => (globalThis as unknown as PageWindow).__mutp?.config());
+}
+
+export function totalFallbacks(c: Counters): number {
+  return Object.values(c.fallbacks).reduce((a, b) => a + b, 0);
+}
