@@ -10,6 +10,9 @@ import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFi
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer, { Browser, Page, WebWorker } from 'puppeteer-core';
+import type { Counters } from '../../extension/src/common/counters';
+
+export type { Counters };
 
 const ROOT = join(__dirname, '..', '..');
 export const EXTENSION_DIR = join(ROOT, 'extension');
@@ -62,19 +65,6 @@ export interface ExtensionSettings {
   rangeCacheBytes?: number;
   concurrency?: number;
   exposeCounters?: boolean;
-}
-
-/** The hook's counters (extension/src/common/counters.ts). */
-export interface Counters {
-  media: number;
-  intercepted: number;
-  served: number;
-  servedBytes: number;
-  aborted: number;
-  fallbacks: Record<string, number>;
-  manifests: number;
-  segmentsKnown: number;
-  requests: number;
 }
 
 /** One download record of the extension (extension/src/common/messages.ts SegmentRecord). */
