@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer, { Browser, Page, WebWorker } from 'puppeteer-core';
 import type { Counters } from '../../extension/src/common/counters';
+import { CHROMIUM_ARGS as EXTENSION_TEST_CHROMIUM_ARGS, CHROMIUM_PATH } from '../../extension/test/helpers/chromium';
 
 export type { Counters };
 
@@ -18,25 +19,15 @@ const ROOT = join(__dirname, '..', '..');
 export const EXTENSION_DIR = join(ROOT, 'extension');
 export const CHROME_EXTENSION = join(EXTENSION_DIR, 'dist', 'chrome');
 export const FIREFOX_EXTENSION = join(EXTENSION_DIR, 'dist', 'firefox');
-export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/lib/chromium/chromium';
 export const FIREFOX_PATH = process.env.FIREFOX_PATH ?? '/usr/lib/firefox-esr/firefox-esr';
+export { CHROMIUM_PATH };
 
+/** The extension tests' Chromium flags, plus full speed for pages that are not in front. */
 export const CHROMIUM_ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-  '--disable-dev-shm-usage',
-  '--autoplay-policy=no-user-gesture-required',
-  // Pages in tabs that are not in front must keep playing and running timers at full speed.
+  ...EXTENSION_TEST_CHROMIUM_ARGS,
   '--disable-background-timer-throttling',
   '--disable-renderer-backgrounding',
   '--disable-backgrounding-occluded-windows',
-  // WebRTC to the local proxies: real host candidates (libdatachannel cannot resolve mDNS names).
-  '--disable-features=WebRtcHideLocalIpsWithMdns',
-  '--allow-loopback-in-peer-connection',
 ];
 
 /** Firefox preferences: muted autoplay, host ICE candidates without mDNS obfuscation, loopback. */
