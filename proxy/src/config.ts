@@ -4,7 +4,7 @@
  */
 import { hostname } from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { MAX_OBJECT_BYTES } from '@mutp/shared';
+import { MAX_DATAGRAM_BYTES, MAX_OBJECT_BYTES } from '@mutp/shared';
 import { normalizeOrigins } from './address-policy';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -26,6 +26,8 @@ export interface ProxyConfig {
   maxObjectBytes: number;
   /** Upload limit in KB/s (1 KB = 1024 B); 0 = none. */
   uploadLimitKBps: number;
+  /** Token bucket size in bytes; 0 = about 4 ms at the limit (see defaultBurstBytes). */
+  uploadBurstBytes: number;
   allowedOrigins: '*' | string[];
   allowPrivateOrigins: boolean;
   maxTransfers: number;
@@ -49,6 +51,7 @@ export const DEFAULT_CONFIG: Omit<ProxyConfig, 'secret'> = {
   cacheBytes: 256 * MiB,
   maxObjectBytes: 64 * MiB,
   uploadLimitKBps: 0,
+  uploadBurstBytes: 0,
   allowedOrigins: '*',
   allowPrivateOrigins: false,
   maxTransfers: 256,
@@ -191,6 +194,20 @@ export function buildCommand(): Command {
     )
     .addOption(
       new Option(
+        '--upload-burst <bytes>',
+        'bytes the upload limit lets go back to back (e.g. 64KiB); 0 = about 4 ms at the limit, as a capped link',
+      )
+        .env('MUTP_PROXY_UPLOAD_BURST')
+        .argParser((t) => {
+          const v = parseBytes(t);
+          if (v !== 0 && (v < MAX_DATAGRAM_BYTES || v > 64 * MiB))
+            throw new InvalidArgumentError(`must be 0 or in ${MAX_DATAGRAM_BYTES}..${64 * MiB}`);
+          return v;
+        })
+        .default(d.uploadBurstBytes),
+    )
+    .addOption(
+      new Option(
         '--allowed-origins <list>',
         'comma-separated origins (https://cdn.example.com) or * = any public origin',
       )
@@ -269,6 +286,7 @@ export function parseConfig(argv: string[], command: Command = buildCommand()): 
     cacheBytes: o.cacheBytes,
     maxObjectBytes: o.maxObjectBytes,
     uploadLimitKBps: o.uploadLimit,
+    uploadBurstBytes: o.uploadBurst,
     allowedOrigins: o.allowedOrigins,
     allowPrivateOrigins: o.allowPrivateOrigins,
     maxTransfers: o.maxTransfers,

@@ -21,7 +21,7 @@ export interface HttpBaselineDeps {
   clock?: () => number;
 }
 
-/** Write size without an upload limit (with one, writes are at most the bucket's burst). */
+/** Write size without an upload limit (with one, writes are half the bucket's burst). */
 const UNLIMITED_CHUNK_BYTES = 256 * 1024;
 
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
@@ -90,7 +90,8 @@ export async function serveHttpBaseline(
 async function streamShaped(deps: HttpBaselineDeps, res: ServerResponse, bytes: Uint8Array): Promise<boolean> {
   const clock = deps.clock ?? (() => performance.now());
   const { bucket } = deps;
-  const chunkBytes = bucket.unlimited ? UNLIMITED_CHUNK_BYTES : bucket.burstBytes;
+  // Half the burst: tokens keep accruing while a late timer wakes us, instead of overflowing.
+  const chunkBytes = bucket.unlimited ? UNLIMITED_CHUNK_BYTES : Math.max(1, Math.floor(bucket.burstBytes / 2));
   let closed = false;
   const onClose = () => {
     closed = true;

@@ -101,7 +101,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
   });
   const objects = new ObjectSource(policy, cache, (error) => metrics.originErrors.inc({ kind: error.kind }));
   const capacityBps = config.uploadLimitKBps * 1024;
-  const bucket = new TokenBucket(capacityBps, undefined, performance.now());
+  const bucket = new TokenBucket(capacityBps, config.uploadBurstBytes || undefined, performance.now());
   const meter = new RateMeter();
   const admission = new Admission({ maxTransfers: config.maxTransfers, maxPerClient: config.maxTransfersPerClient });
   const services: TransferServices = {

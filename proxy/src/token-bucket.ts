@@ -4,6 +4,8 @@
  * Tokens are bytes; they accrue at `rateBps` up to `burstBytes`. A rate of 0 means unlimited:
  * every call succeeds at once. Time is passed in (ms), so tests drive it with their own clock.
  */
+import { MAX_DATAGRAM_BYTES } from '@mutp/shared';
+
 export interface TokenBucketStats {
   rateBps: number;
   burstBytes: number;
@@ -14,7 +16,19 @@ export interface TokenBucketStats {
   waits: number;
 }
 
-export const DEFAULT_BURST_BYTES = 16 * 1024;
+/** Burst in time at the rate: as much as a 1 ms timer that fires a few ms late has to catch up. */
+const DEFAULT_BURST_MS = 4;
+/** Never less than a few largest datagrams, so a send never waits for a bucket it cannot fill. */
+const MIN_BURST_BYTES = 4 * MAX_DATAGRAM_BYTES;
+
+/**
+ * The default burst for a rate. Small on purpose: a capped edge link spaces packets at its rate,
+ * and a large burst leaves back to back at the start and after every pause, which the client's
+ * rate estimate (packet trains) reads as a much faster source.
+ */
+export function defaultBurstBytes(rateBps: number): number {
+  return Math.max(MIN_BURST_BYTES, Math.ceil((rateBps * DEFAULT_BURST_MS) / 1000));
+}
 
 /** Rounding slack: a deficit this small counts as none (else waits could shrink below the clock's resolution). */
 const EPSILON_BYTES = 1e-6;
@@ -26,7 +40,7 @@ export class TokenBucket {
 
   constructor(
     readonly rateBps: number,
-    readonly burstBytes: number = DEFAULT_BURST_BYTES,
+    readonly burstBytes: number = defaultBurstBytes(rateBps),
     now: number = 0,
   ) {
     if (!(rateBps >= 0) || !Number.isFinite(rateBps)) throw new RangeError('rateBps must be a finite number >= 0');

@@ -462,8 +462,14 @@ export class TransferHost {
         bytesSent: s.bytesSent,
         lost: s.lost,
         expired: s.expired,
+        blockedByInFlight: s.blockedByInFlight,
+        nothingToSend: s.nothingToSend,
+        srttMs: round1(t.sender!.rtt.smoothed),
+        minRttMs: round1(t.sender!.rtt.min),
       },
       'transfer ended',
     );
   }
 }
+
+const round1 = (x: number) => Math.round(x * 10) / 10;

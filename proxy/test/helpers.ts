@@ -220,6 +220,7 @@ export function testConfig(
     cacheBytes: 32 << 20,
     maxObjectBytes: 8 << 20,
     uploadLimitKBps: 0,
+    uploadBurstBytes: 0,
     allowedOrigins: '*',
     allowPrivateOrigins: false,
     maxTransfers: 64,

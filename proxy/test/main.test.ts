@@ -91,6 +91,7 @@ describe('configuration', () => {
       cacheBytes: 256 * 1024 * 1024,
       maxObjectBytes: 64 * 1024 * 1024,
       uploadLimitKBps: 0,
+      uploadBurstBytes: 0,
       allowedOrigins: '*',
       allowPrivateOrigins: false,
       maxTransfers: 256,
@@ -114,6 +115,8 @@ describe('configuration', () => {
         'https://cdn.example.com, http://media.example.org:8080',
         '--mtu',
         '1400',
+        '--upload-burst',
+        '32KiB',
       ],
       { MUTP_PROXY_SECRET: 'env-secret', MUTP_PROXY_UPLOAD_LIMIT: '1792', MUTP_PROXY_ALLOW_PRIVATE_ORIGINS: '1' },
     );
@@ -124,6 +127,7 @@ describe('configuration', () => {
       icePortRange: [50000, 50100],
       allowedOrigins: ['https://cdn.example.com', 'http://media.example.org:8080'],
       uploadLimitKBps: 1792,
+      uploadBurstBytes: 32 * 1024,
       allowPrivateOrigins: true,
       mtu: 1400,
     });
@@ -135,5 +139,6 @@ describe('configuration', () => {
     expect(() => parse(['--secret', 'x', '--allowed-origins', 'https://a.example/path'])).toThrow();
     expect(() => parse(['--secret', 'x', '--upload-limit', '-5'])).toThrow();
     expect(() => parse(['--secret', 'x', '--max-object-bytes', '2GiB'])).toThrow();
+    expect(() => parse(['--secret', 'x', '--upload-burst', '100'])).toThrow(); // below one datagram
   });
 });

@@ -1,6 +1,7 @@
 /** Token bucket and rate meter with an injected clock (ms). */
 import { RateMeter } from '../src/rate-meter';
-import { TokenBucket } from '../src/token-bucket';
+import { MAX_DATAGRAM_BYTES } from '@mutp/shared';
+import { defaultBurstBytes, TokenBucket } from '../src/token-bucket';
 
 test('starts full, refills at the rate, never above the burst', () => {
   const b = new TokenBucket(1000, 500, 0); // 1000 B/s, 500 B burst
@@ -35,6 +36,17 @@ test('requests above the burst wait for a full bucket instead of for ever', () =
   const b = new TokenBucket(1000, 500, 0);
   b.take(500, 0);
   expect(b.waitTime(10_000, 0)).toBeCloseTo(500);
+});
+
+test('the default burst is about 4 ms at the rate, and never less than four datagrams', () => {
+  expect(new TokenBucket(1792 * 1024).burstBytes).toBe(Math.ceil(1792 * 1024 * 0.004)); // 7341 B
+  expect(new TokenBucket(896 * 1024).burstBytes).toBe(4 * MAX_DATAGRAM_BYTES);
+  expect(defaultBurstBytes(100 * 1024 * 1024)).toBe(Math.ceil(100 * 1024 * 1024 * 0.004));
+  // Back to back from a full bucket at 896 KB/s: four datagrams, then paced by the rate.
+  const b = new TokenBucket(896 * 1024, undefined, 0);
+  let sent = 0;
+  while (b.take(1200, 0)) sent++;
+  expect(sent).toBe(4);
 });
 
 test('a rate of 0 is unlimited', () => {

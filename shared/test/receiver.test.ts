@@ -573,6 +573,21 @@ describe('RateEstimator', () => {
     expect(e.bytesPerSecond).toBeCloseTo(1e6, -3);
   });
 
+  test('a bunched train among the first two does not hold the estimate up', () => {
+    // A start-up burst (or a receiver stall) delivers a train 20x faster than the path.
+    for (const bunched of [0, 1]) {
+      const e = new RateEstimator(16, 5);
+      let t = 0;
+      const seen: number[] = [];
+      for (let train = 0; train < 12; train++) {
+        t = feed(e, range(16 * train, 16 * train + 16), 1000, train === bunched ? 20e6 : 1e6, t);
+        if (train > 0) seen.push(e.bytesPerSecond);
+      }
+      // Once a paced train has closed, the estimate is the path's rate and stays there.
+      for (const rate of seen.slice(bunched === 0 ? 1 : 0)) expect(rate / 1e6).toBeCloseTo(1, 2);
+    }
+  });
+
   test('follows a rise in rate once it holds for 3 of the last 5 trains', () => {
     const e = new RateEstimator(16, 5);
     let t = 0;
