@@ -91,10 +91,10 @@ describe('four unshaped proxies', () => {
   });
 
   test.each([
-    ['404', '/status/404', /source error 1/],
-    ['500', '/status/500', /source error 2/],
-    ['timeout', '/hang', /source error 2/],
-    ['oversize', '/big/100000000', /source error 3/],
+    ['404', '/status/404', /origin not found \(1\): origin answered 404/],
+    ['500', '/status/500', /origin error \(2\)/],
+    ['timeout', '/hang', /origin error \(2\)/],
+    ['oversize', '/big/100000000', /object too large \(3\)/],
   ])('origin %s gives a clear error and the proxies keep serving', async (_name, path, message) => {
     await expectClientError(
       client.get(`${origin.url}${path}`, { mode: 'rlnc', proxies: 2 }),
@@ -192,7 +192,7 @@ describe('faults', () => {
       await expectClientError(
         client.get(`${origin.url}/object/1000/1`, { mode: 'uncoded', proxies: 1 }),
         'download-failed',
-        /source error 4/,
+        /bad request \(4\)/,
       );
     } finally {
       client.close();

@@ -155,7 +155,7 @@ test('an origin 404 reaches the client as ERROR OriginNotFound and fails the sou
     expect(rx.error?.code).toBe('all-sources-failed');
     const source = rx.stats().sources[0];
     expect(source.state).toBe('failed');
-    expect(source.error).toContain(`source error ${ErrorCode.OriginNotFound}`);
+    expect(source.error).toContain(`origin not found (${ErrorCode.OriginNotFound})`);
     expect(source.error).toContain('404');
     expect(r.hosts[0].stats().errorsSent).toBeGreaterThanOrEqual(1);
   } finally {

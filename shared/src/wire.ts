@@ -55,6 +55,22 @@ export const ErrorCode = {
   Unsupported: 7,
 } as const;
 
+const ERROR_CODE_NAMES: Record<number, string> = {
+  1: 'origin not found',
+  2: 'origin error',
+  3: 'object too large',
+  4: 'bad request',
+  5: 'overloaded',
+  6: 'internal error',
+  7: 'unsupported',
+};
+
+/** A wire error code for people: "origin not found (1)"; unknown codes as "error 42". */
+export function describeErrorCode(code: number): string {
+  const name = ERROR_CODE_NAMES[code];
+  return name ? `${name} (${code})` : `error ${code}`;
+}
+
 export const HEADER_BYTES = 6;
 export const DATA_UNCODED_HEADER_BYTES = HEADER_BYTES + 8;
 export const DATA_RLNC_HEADER_BYTES = HEADER_BYTES + 12;

@@ -11,6 +11,7 @@ import { Layout } from '../layout';
 import { MAX_OBJECT_BYTES, MAX_SOURCES, UNLIMITED_IN_FLIGHT } from '../limits';
 import {
   decode,
+  describeErrorCode,
   encodeFeedbackFountain,
   encodeFeedbackRlnc,
   encodeFeedbackUncoded,
@@ -250,7 +251,7 @@ export class Receiver {
         this.onData(source, m.seq, m.block, m.blockId, m.payload, bytes.length, now, this.opts.mode === 'fountain');
         break;
       case MessageType.Error:
-        this.markSource(source, 'failed', `source error ${m.code}: ${m.message}`);
+        this.markSource(source, 'failed', `source error, ${describeErrorCode(m.code)}: ${m.message}`);
         break;
       default:
         source.stats.malformed++;

@@ -1,0 +1,132 @@
+/**
+ * `mutp get` as a user runs it: its own process against origo and two proxy processes. Checks
+ * the saved bytes, what it prints, and every documented exit code.
+ */
+import { ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Cluster, spawnService, startCluster } from '../src/cluster';
+import { Origin, startOrigin, syntheticObject } from '../src/origin';
+
+jest.setTimeout(120_000);
+
+interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `mutp <args>` to its end; kills it (and fails) if it takes longer than `limitMs`. */
+function mutp(args: string[], limitMs = 60_000): Promise<CliRun> {
+  const child: ChildProcess = spawnService('client/src/cli.ts', args, {});
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`mutp ${args.join(' ')} still running after ${limitMs} ms\n${stdout}\n${stderr}`));
+    }, limitMs);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+let origin: Origin;
+let cluster: Cluster;
+let dir: string;
+
+beforeAll(async () => {
+  origin = await startOrigin();
+  cluster = await startCluster({
+    proxies: [0, 1].map((i) => ({ name: `cli-p${i}`, uploadKBps: 0 })),
+    allowPrivateOrigins: true,
+  });
+  dir = mkdtempSync(join(tmpdir(), 'mutp-cli-'));
+});
+
+afterAll(async () => {
+  await cluster?.stop();
+  await origin?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+test.each(['rlnc', 'fountain', 'http'])(
+  '%s: saves the verified object, prints goodput and shares, exit 0',
+  async (mode) => {
+    const out = join(dir, `${mode}.bin`);
+    const url = `${origin.url}/object/300000/41`;
+    const run = await mutp([
+      'get',
+      url,
+      '--mode',
+      mode,
+      '--proxies',
+      '2',
+      '--origo',
+      cluster.clientUrl,
+      '-o',
+      out,
+      '--json',
+    ]);
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
+    expect(Buffer.from(readFileSync(out)).equals(Buffer.from(syntheticObject(300000, 41)))).toBe(true);
+    expect(run.stdout).toMatch(new RegExp(`300000 bytes in \\d+ ms \\(${mode}\\), goodput [\\d.]+ MB/s`));
+    expect(run.stdout).toMatch(/cli-p0 +share +[\d.]+%/);
+    expect(run.stdout).toMatch(/cli-p1 +share +[\d.]+%/);
+    const lines = run.stdout.trim().split('\n');
+    const summary = JSON.parse(lines[lines.length - 1]) as {
+      bytes: number;
+      mode: string;
+      sources: { share: number }[];
+    };
+    expect(summary).toMatchObject({ bytes: 300000, mode });
+    expect(summary.sources).toHaveLength(2);
+    expect(summary.sources.reduce((a, s) => a + s.share, 0)).toBeCloseTo(1, 6);
+  },
+);
+
+test('an origin 404 fails the download: exit 1 with the reason, no file', async () => {
+  const out = join(dir, 'missing.bin');
+  const run = await mutp([
+    'get',
+    `${origin.url}/status/404`,
+    '--proxies',
+    '2',
+    '--origo',
+    cluster.clientUrl,
+    '-o',
+    out,
+  ]);
+  expect(run.code).toBe(1);
+  expect(run.stderr).toMatch(/^mutp: .*origin not found \(1\): origin answered 404/m);
+  expect(() => readFileSync(out)).toThrow();
+});
+
+test('origo unreachable: exit 3', async () => {
+  // The origin's port speaks HTTP but is no WebSocket endpoint; port 9 (discard) refuses.
+  const run = await mutp(['get', `${origin.url}/object/1000/1`, '--origo', 'ws://127.0.0.1:9/v1/client']);
+  expect(run.code).toBe(3);
+  expect(run.stderr).toMatch(/^mutp: /m);
+});
+
+test('more proxies than exist still downloads from those there are', async () => {
+  const run = await mutp(['get', `${origin.url}/object/100000/42`, '--proxies', '5', '--origo', cluster.clientUrl]);
+  expect(run.code).toBe(0);
+  expect(run.stdout).toMatch(/100000 bytes in/);
+});
+
+test.each([
+  [['get', 'ftp://example.org/x'], /not an http\(s\) URL/],
+  [['get', 'http://example.org/x', '--proxies', '0'], /positive integer/],
+  [['get', 'http://example.org/x', '--mode', 'tcp'], /Allowed choices/],
+  [['fetch', 'http://example.org/x'], /unknown command/],
+])('bad usage %j: exit 2 with a message', async (args, message) => {
+  const run = await mutp(args);
+  expect(run.code).toBe(2);
+  expect(run.stderr).toMatch(message);
+});
