@@ -107,6 +107,22 @@ test('an origin 404 fails the download: exit 1 with the reason, no file', async 
   expect(() => readFileSync(out)).toThrow();
 });
 
+test('--timeout while the origin hangs: exit 4', async () => {
+  // The proxies wait up to 15 s for the origin's headers; the CLI gives up after 2 s.
+  const run = await mutp([
+    'get',
+    `${origin.url}/hang`,
+    '--proxies',
+    '2',
+    '--origo',
+    cluster.clientUrl,
+    '--timeout',
+    '2000',
+  ]);
+  expect(run.code).toBe(4);
+  expect(run.stderr).toMatch(/^mutp: /m);
+});
+
 test('origo unreachable: exit 3', async () => {
   // The origin's port speaks HTTP but is no WebSocket endpoint; port 9 (discard) refuses.
   const run = await mutp(['get', `${origin.url}/object/1000/1`, '--origo', 'ws://127.0.0.1:9/v1/client']);
