@@ -12,6 +12,9 @@ import { join } from 'node:path';
 import puppeteer, { Browser, Page, WebWorker } from 'puppeteer-core';
 import type { Counters } from '../../extension/src/common/counters';
 import { CHROMIUM_ARGS as EXTENSION_TEST_CHROMIUM_ARGS, CHROMIUM_PATH } from '../../extension/test/helpers/chromium';
+import { waitFor } from '../../extension/test/helpers/wait';
+
+export { waitFor };
 
 export type { Counters };
 
@@ -119,26 +122,6 @@ export function ensureExtensionBuilt(): void {
 
 export function requireBrowser(path: string, apt: string): void {
   if (!existsSync(path)) throw new Error(`${path} not found: apt-get install -y ${apt} (scripts/setup.sh)`);
-}
-
-/** Polls `probe` until it returns a value; the error says what was awaited and the last failure. */
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > until) {
-      throw new Error(
-        `timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 export interface ChromiumSession {

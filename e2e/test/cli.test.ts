@@ -49,6 +49,11 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'mutp-cli-'));
 });
 
+/** `mutp get <origin path> --origo <the cluster's> [flags]`. */
+function get(path: string, ...flags: string[]): Promise<CliRun> {
+  return mutp(['get', `${origin.url}${path}`, '--origo', cluster.clientUrl, ...flags]);
+}
+
 afterAll(async () => {
   await cluster?.stop();
   await origin?.close();
@@ -59,20 +64,7 @@ test.each(['rlnc', 'fountain', 'http'])(
   '%s: saves the verified object, prints goodput and shares, exit 0',
   async (mode) => {
     const out = join(dir, `${mode}.bin`);
-    const url = `${origin.url}/object/300000/41`;
-    const run = await mutp([
-      'get',
-      url,
-      '--mode',
-      mode,
-      '--proxies',
-      '2',
-      '--origo',
-      cluster.clientUrl,
-      '-o',
-      out,
-      '--json',
-    ]);
+    const run = await get('/object/300000/41', '--mode', mode, '--proxies', '2', '-o', out, '--json');
     expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
     expect(Buffer.from(readFileSync(out)).equals(Buffer.from(syntheticObject(300000, 41)))).toBe(true);
     expect(run.stdout).toMatch(new RegExp(`300000 bytes in \\d+ ms \\(${mode}\\), goodput [\\d.]+ MB/s`));
@@ -92,16 +84,7 @@ test.each(['rlnc', 'fountain', 'http'])(
 
 test('an origin 404 fails the download: exit 1 with the reason, no file', async () => {
   const out = join(dir, 'missing.bin');
-  const run = await mutp([
-    'get',
-    `${origin.url}/status/404`,
-    '--proxies',
-    '2',
-    '--origo',
-    cluster.clientUrl,
-    '-o',
-    out,
-  ]);
+  const run = await get('/status/404', '--proxies', '2', '-o', out);
   expect(run.code).toBe(1);
   expect(run.stderr).toMatch(/^mutp: .*origin not found \(1\): origin answered 404/m);
   expect(() => readFileSync(out)).toThrow();
@@ -109,29 +92,20 @@ test('an origin 404 fails the download: exit 1 with the reason, no file', async 
 
 test('--timeout while the origin hangs: exit 4', async () => {
   // The proxies wait up to 15 s for the origin's headers; the CLI gives up after 2 s.
-  const run = await mutp([
-    'get',
-    `${origin.url}/hang`,
-    '--proxies',
-    '2',
-    '--origo',
-    cluster.clientUrl,
-    '--timeout',
-    '2000',
-  ]);
+  const run = await get('/hang', '--proxies', '2', '--timeout', '2000');
   expect(run.code).toBe(4);
   expect(run.stderr).toMatch(/^mutp: /m);
 });
 
 test('origo unreachable: exit 3', async () => {
-  // The origin's port speaks HTTP but is no WebSocket endpoint; port 9 (discard) refuses.
+  // Nothing listens on port 9 (discard) here: the connection is refused.
   const run = await mutp(['get', `${origin.url}/object/1000/1`, '--origo', 'ws://127.0.0.1:9/v1/client']);
   expect(run.code).toBe(3);
   expect(run.stderr).toMatch(/^mutp: /m);
 });
 
 test('more proxies than exist still downloads from those there are', async () => {
-  const run = await mutp(['get', `${origin.url}/object/100000/42`, '--proxies', '5', '--origo', cluster.clientUrl]);
+  const run = await get('/object/100000/42', '--proxies', '5');
   expect(run.code).toBe(0);
   expect(run.stdout).toMatch(/100000 bytes in/);
 });

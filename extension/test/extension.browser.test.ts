@@ -14,6 +14,7 @@ import type { Page, WebWorker } from 'puppeteer-core';
 import { ensureBuilt } from './helpers/build';
 import { launchChromium, LaunchedBrowser } from './helpers/chromium';
 import { startTestServer, TestServer } from './helpers/server';
+import { waitFor } from './helpers/wait';
 import type { Counters } from '../src/common/counters';
 import type { TabStats } from '../src/common/stats';
 
@@ -36,22 +37,6 @@ function unusedPort(): Promise<number> {
       s.close(() => resolve(port));
     });
   });
-}
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 const PAGE_HTML = `<!doctype html><html><head><script>
