@@ -55,19 +55,14 @@ export const ErrorCode = {
   Unsupported: 7,
 } as const;
 
-const ERROR_CODE_NAMES: Record<number, string> = {
-  1: 'origin not found',
-  2: 'origin error',
-  3: 'object too large',
-  4: 'bad request',
-  5: 'overloaded',
-  6: 'internal error',
-  7: 'unsupported',
-};
+/** "OriginNotFound" -> "origin not found", by code, from ErrorCode itself. */
+const ERROR_CODE_NAMES = new Map<number, string>(
+  Object.entries(ErrorCode).map(([name, code]) => [code, name.replace(/(?<!^)([A-Z])/g, ' $1').toLowerCase()]),
+);
 
 /** A wire error code for people: "origin not found (1)"; unknown codes as "error 42". */
 export function describeErrorCode(code: number): string {
-  const name = ERROR_CODE_NAMES[code];
+  const name = ERROR_CODE_NAMES.get(code);
   return name ? `${name} (${code})` : `error ${code}`;
 }
 

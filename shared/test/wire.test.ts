@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import {
   decode,
+  describeErrorCode,
   encode,
   encodeDataRlnc,
   encodeDataUncoded,
@@ -17,6 +18,7 @@ import {
   encodeMeta,
   encodeRequest,
   encodeStop,
+  ErrorCode,
   FeedbackCommon,
   MAX_DATAGRAM_BYTES,
   MAX_ERROR_MESSAGE_BYTES,
@@ -703,4 +705,11 @@ describe('decode on hostile input', () => {
       { seed: 0xbad, numRuns: 2000 },
     );
   });
+});
+
+test('error codes read as words for people, unknown ones as numbers', () => {
+  expect(describeErrorCode(ErrorCode.OriginNotFound)).toBe('origin not found (1)');
+  expect(describeErrorCode(ErrorCode.ObjectTooLarge)).toBe('object too large (3)');
+  for (const code of Object.values(ErrorCode)) expect(describeErrorCode(code)).toMatch(/^[a-z ]+ \(\d\)$/);
+  expect(describeErrorCode(42)).toBe('error 42');
 });
