@@ -24,7 +24,7 @@ const program = new Command()
   .name('bench:e2e')
   .description('End-to-end goodput over real loopback WebRTC against shaped proxies, with the simulator alongside.')
   .option('--json', 'print the rows as a JSON array on the last line of stdout')
-  .option('--repeats <n>', 'downloads per cell (medians)', (v) => Number(v), 3)
+  .option('--repeats <n>', "downloads per cell from the proxies' caches (medians), after one cold", (v) => Number(v), 3)
   .option('--quick', 'only 2 MiB objects and N = 4')
   .parse();
 const opts = program.opts<{ json?: boolean; repeats: number; quick?: boolean }>();
