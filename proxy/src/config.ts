@@ -4,7 +4,7 @@
  */
 import { hostname } from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { MAX_DATAGRAM_BYTES, MAX_OBJECT_BYTES } from '@mutp/shared';
+import { MAX_DATAGRAM_BYTES, MAX_OBJECT_BYTES, MAX_SYMBOL_SIZE, MIN_SYMBOL_SIZE } from '@mutp/shared';
 import { normalizeOrigins } from './address-policy';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -23,6 +23,14 @@ export interface ProxyConfig {
   mtu?: number;
   iceUdpMux: boolean;
   cacheBytes: number;
+  /** Memory for transfer state beyond the cache: sender bookkeeping, codec copies, fetch buffers. */
+  transferMemoryBytes: number;
+  /** Origin fetches under way at once. */
+  maxOriginFetches: number;
+  /** Smallest symbol size a client may ask for. */
+  minSymbolSize: number;
+  /** A client peer with no transfer and no datagram for this long is closed. */
+  peerIdleTimeoutMs: number;
   maxObjectBytes: number;
   /** Upload limit in KB/s (1 KB = 1024 B); 0 = none. */
   uploadLimitKBps: number;
@@ -49,6 +57,10 @@ export const DEFAULT_CONFIG: Omit<ProxyConfig, 'secret'> = {
   httpHost: '127.0.0.1',
   iceUdpMux: false,
   cacheBytes: 256 * MiB,
+  transferMemoryBytes: 256 * MiB,
+  maxOriginFetches: 32,
+  minSymbolSize: 256,
+  peerIdleTimeoutMs: 30_000,
   maxObjectBytes: 64 * MiB,
   uploadLimitKBps: 0,
   uploadBurstBytes: 0,
@@ -177,6 +189,33 @@ export function buildCommand(): Command {
         .default(d.cacheBytes, '256MiB'),
     )
     .addOption(
+      new Option(
+        '--transfer-memory <bytes>',
+        'memory for transfers beyond the cache (sender state, codec copies, origin fetch buffers); full = new transfers refused',
+      )
+        .env('MUTP_PROXY_TRANSFER_MEMORY')
+        .argParser(parseBytes)
+        .default(d.transferMemoryBytes, '256MiB'),
+    )
+    .addOption(
+      new Option('--max-origin-fetches <n>', 'origin fetches under way at once')
+        .env('MUTP_PROXY_MAX_ORIGIN_FETCHES')
+        .argParser(integer(1, 10_000))
+        .default(d.maxOriginFetches),
+    )
+    .addOption(
+      new Option('--min-symbol-size <bytes>', 'smallest symbol size a client may ask for')
+        .env('MUTP_PROXY_MIN_SYMBOL_SIZE')
+        .argParser(integer(MIN_SYMBOL_SIZE, MAX_SYMBOL_SIZE))
+        .default(d.minSymbolSize),
+    )
+    .addOption(
+      new Option('--peer-idle-timeout-ms <ms>', 'close a client peer with no transfer and no datagram for this long')
+        .env('MUTP_PROXY_PEER_IDLE_TIMEOUT_MS')
+        .argParser(integer(1000, 3_600_000))
+        .default(d.peerIdleTimeoutMs),
+    )
+    .addOption(
       new Option('--max-object-bytes <bytes>', `largest object served (at most ${MAX_OBJECT_BYTES})`)
         .env('MUTP_PROXY_MAX_OBJECT_BYTES')
         .argParser((t) => {
@@ -284,6 +323,10 @@ export function parseConfig(argv: string[], command: Command = buildCommand()): 
     mtu: o.mtu,
     iceUdpMux: o.iceUdpMux ?? false,
     cacheBytes: o.cacheBytes,
+    transferMemoryBytes: o.transferMemory,
+    maxOriginFetches: o.maxOriginFetches,
+    minSymbolSize: o.minSymbolSize,
+    peerIdleTimeoutMs: o.peerIdleTimeoutMs,
     maxObjectBytes: o.maxObjectBytes,
     uploadLimitKBps: o.uploadLimit,
     uploadBurstBytes: o.uploadBurst,

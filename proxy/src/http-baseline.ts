@@ -5,7 +5,7 @@
  * error body.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Admission } from './admission';
+import { Admission } from '@mutp/shared';
 import { asServeError, httpStatus } from './errors';
 import { ProxyMetrics } from './metrics';
 import { ObjectProvider } from './object-source';
@@ -55,7 +55,16 @@ export async function serveHttpBaseline(
   try {
     let object;
     try {
-      object = await deps.objects.get(target);
+      // A client that hangs up while the origin is fetched withdraws its wait (and the fetch, if
+      // nobody else waits for it).
+      const withdraw = new AbortController();
+      const onGone = () => withdraw.abort();
+      res.once('close', onGone);
+      try {
+        object = await deps.objects.get(target, withdraw.signal);
+      } finally {
+        res.off('close', onGone);
+      }
     } catch (e) {
       const error = asServeError(e);
       outcome = error.kind;
@@ -80,7 +89,7 @@ export async function serveHttpBaseline(
     else res.destroy();
     return 500;
   } finally {
-    slot.release();
+    slot.grant.release();
     deps.metrics.transfersActive.dec({ mode: 'http' });
     deps.metrics.transfersTotal.inc({ mode: 'http', outcome });
   }

@@ -7,8 +7,8 @@ import { asServeError, ServeError } from './errors';
 import { CachedObject, ObjectCache } from './object-cache';
 
 export interface ObjectProvider {
-  /** The object at `url`; rejects with a ServeError. */
-  get(url: string): Promise<CachedObject>;
+  /** The object at `url`; rejects with a ServeError. Aborting `signal` withdraws this request. */
+  get(url: string, signal?: AbortSignal): Promise<CachedObject>;
 }
 
 export class ObjectSource implements ObjectProvider {
@@ -18,7 +18,7 @@ export class ObjectSource implements ObjectProvider {
     private readonly onRefused?: (error: ServeError) => void,
   ) {}
 
-  async get(url: string): Promise<CachedObject> {
+  async get(url: string, signal?: AbortSignal): Promise<CachedObject> {
     let href: string;
     try {
       href = checkUrl(url, this.policy).href;
@@ -28,7 +28,7 @@ export class ObjectSource implements ObjectProvider {
       throw error;
     }
     try {
-      return await this.cache.get(href);
+      return await this.cache.get(href, signal);
     } catch (e) {
       throw asServeError(e);
     }

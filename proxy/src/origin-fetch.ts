@@ -24,8 +24,10 @@ export interface OriginFetchOptions extends OriginPolicy {
   /** Resolver (tests inject one); default getaddrinfo. */
   lookup?: LookupAll;
   userAgent?: string;
-  /** Aborts the fetch (proxy shutting down). */
+  /** Aborts the fetch (proxy shutting down, nobody waits for the object any more). */
   signal?: AbortSignal;
+  /** Charges body bytes to a memory budget as they arrive; false stops the fetch ('overloaded'). */
+  reserve?: (bytes: number) => boolean;
 }
 
 export interface FetchedObject {
@@ -191,6 +193,10 @@ function requestOnce(
         received += chunk.length;
         if (received > options.maxBytes) {
           finish(new ServeError('too-large', `object exceeds the limit of ${options.maxBytes} bytes`));
+          return;
+        }
+        if (options.reserve && !options.reserve(chunk.length)) {
+          finish(new ServeError('overloaded', 'proxy memory budget is full'));
           return;
         }
         chunks.push(chunk);

@@ -6,12 +6,11 @@
 import { networkInterfaces } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import type { Codec, Mode } from '@mutp/shared';
+import { Admission, type Codec, type Mode } from '@mutp/shared';
 import { createNodeRtcFactory, RtcFactory } from '@mutp/shared/node';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import pino, { Logger } from 'pino';
 import { AddressClass, LookupAll, OriginPolicy } from './address-policy';
-import { Admission } from './admission';
 import type { ProxyConfig } from './config';
 import { asServeError } from './errors';
 import { createHttpServer } from './http-server';
@@ -81,16 +80,25 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
     logger.warn(
       '--allow-private-origins is on: origins on loopback/private/link-local addresses are allowed (tests only)',
     );
+  // Every byte beyond the cache (sender state, codec copies, fetch buffers) is charged here first.
+  const admission = new Admission({
+    maxTransfers: config.maxTransfers,
+    maxPerClient: config.maxTransfersPerClient,
+    memoryBytes: config.transferMemoryBytes,
+  });
   const cache = new ObjectCache({
     maxBytes: config.cacheBytes,
-    fetch: (url) =>
+    budget: admission.memory,
+    maxConcurrentFetches: config.maxOriginFetches,
+    fetch: (url, control) =>
       fetchOrigin(url, {
         ...policy,
         maxBytes: config.maxObjectBytes,
         headersTimeoutMs: config.originTimeoutMs,
         totalTimeoutMs: Math.max(config.originTimeoutMs, config.originTotalTimeoutMs),
         lookup: deps.lookup,
-        signal: abort.signal,
+        signal: AbortSignal.any([abort.signal, control.signal]),
+        reserve: control.reserve,
       }).catch((e: unknown) => {
         const error = asServeError(e);
         metrics.originErrors.inc({ kind: error.kind });
@@ -103,7 +111,6 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
   const capacityBps = config.uploadLimitKBps * 1024;
   const bucket = new TokenBucket(capacityBps, config.uploadBurstBytes || undefined, performance.now());
   const meter = new RateMeter();
-  const admission = new Admission({ maxTransfers: config.maxTransfers, maxPerClient: config.maxTransfersPerClient });
   const services: TransferServices = {
     codecs: deps.codecs ?? {},
     objects,
@@ -112,6 +119,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
     metrics,
     meter,
     logger,
+    endpointLimits: { minSymbolSize: config.minSymbolSize, idleTimeoutMs: config.peerIdleTimeoutMs },
   };
   const rtc =
     deps.rtc ??

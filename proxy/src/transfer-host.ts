@@ -1,34 +1,28 @@
 /**
- * Serves the MUTP transfers of one client peer connection. Datagrams from the client arrive on
- * either channel: a REQUEST for a new transferId starts a transfer (limits, object from the
- * cache, then a sans-IO `Sender`), FEEDBACK / STOP / repeated REQUESTs go to that transfer's
- * sender. Sending is late-binding: while the data channel's bufferedAmount is below a small
- * low-water mark and the proxy's token bucket has tokens, the active senders are polled
- * round-robin; otherwise the pump waits for the channel's low-water callback or the bucket's
- * refill. One timer per host follows the earliest sender deadline. Nothing a client sends can
- * crash it: malformed datagrams and datagrams for unknown transfers are counted and dropped.
+ * The I/O around one client peer's `SourceEndpoint` (the sans-IO core decides everything about
+ * transfers: routing, admission, refusals, STOP, codec failures). This host owns the channels,
+ * the pacing and the metrics: datagrams from either channel go to the endpoint; objects are
+ * fetched when the endpoint asks and the fetch is withdrawn when it stops asking; sending is
+ * late-binding (while the data channel holds less than a low-water mark and the proxy's token
+ * bucket has tokens, the endpoint is polled for the next datagram); one timer follows the
+ * endpoint's deadline. Nothing a client sends can crash it.
  */
 import {
+  Admission,
   Codec,
-  decode,
-  encodeError,
+  EndpointEvent,
+  EndpointLimits,
   MAX_DATAGRAM_BYTES,
-  MessageType,
   Mode,
-  RequestMessage,
-  schedulerSupports,
-  seededRandom,
-  Sender,
   SenderConfig,
+  SourceEndpoint,
 } from '@mutp/shared';
 import { DATA_CHANNEL_LABEL } from '@mutp/shared/node';
 import type { DatagramChannel } from '@mutp/shared/node';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { Admission } from './admission';
-import { asServeError, ServeError, wireErrorCode } from './errors';
+import { asServeError, wireErrorCode } from './errors';
 import { ProxyMetrics } from './metrics';
-import { CachedObject } from './object-cache';
 import { ObjectProvider } from './object-source';
 import { RateMeter } from './rate-meter';
 import { TokenBucket } from './token-bucket';
@@ -45,6 +39,7 @@ export interface TransferServices {
   /** The pump sends while the data channel holds less than this (a few datagrams). */
   lowWaterBytes?: number;
   senderConfig?: Partial<SenderConfig>;
+  endpointLimits?: Partial<EndpointLimits>;
   /** Seeds of the per-transfer coefficient generators (default: crypto random). */
   seed?: () => number;
   clock?: () => number;
@@ -62,42 +57,24 @@ export interface TransferHostStats {
   bytesSent: number;
   malformed: number;
   unknownTransfer: number;
+  codecFailures: number;
   /** Times the pump stopped because the upload limit had no tokens. */
   uploadLimited: number;
   /** Times it stopped because the data channel was full (bufferedAmount at the low-water mark). */
   channelFull: number;
 }
 
-interface Transfer {
-  id: number;
-  request: RequestMessage;
-  startedAt: number;
-  release: () => void;
-  sender?: Sender;
-  /** The client stopped it (or the peer closed) while its object was being fetched. */
-  cancelled: boolean;
-}
-
-/** ERRORs recently sent, so a repeated REQUEST gets the same answer without a new fetch. */
-interface RecentError {
-  url: string;
-  datagram: Uint8Array;
-  at: number;
-}
-const RECENT_ERROR_MS = 5000;
-const MAX_RECENT_ERRORS = 64;
+const cryptoSeed = () => randomBytes(4).readUInt32BE(0);
 
 export class TransferHost {
-  /** Called once when the host closed (peer gone or close()). */
+  /** Called once when the host closed (peer gone, idle, or close()). */
   onClosed?: () => void;
 
   private data?: DatagramChannel;
   private readonly channels = new Set<DatagramChannel>();
-  private readonly transfers = new Map<number, Transfer>();
-  /** Active senders in round-robin order. */
-  private order: Transfer[] = [];
-  private cursor = 0;
-  private readonly recentErrors = new Map<number, RecentError>();
+  private readonly endpoint: SourceEndpoint;
+  /** Origin fetches this peer's transfers wait for, by transfer id. */
+  private readonly fetches = new Map<number, AbortController>();
   private pumping = false;
   private closed = false;
   private deadlineTimer?: NodeJS.Timeout;
@@ -106,16 +83,9 @@ export class TransferHost {
   private readonly lowWater: number;
   private readonly clock: () => number;
   private readonly log: Logger;
-  private readonly counters = {
-    transfersStarted: 0,
-    errorsSent: 0,
-    datagramsSent: 0,
-    bytesSent: 0,
-    malformed: 0,
-    unknownTransfer: 0,
-    uploadLimited: 0,
-    channelFull: 0,
-  };
+  private malformedSeen = 0;
+  private unknownSeen = 0;
+  private readonly counters = { datagramsSent: 0, bytesSent: 0, uploadLimited: 0, channelFull: 0 };
 
   constructor(
     readonly clientId: string,
@@ -124,6 +94,16 @@ export class TransferHost {
     this.lowWater = services.lowWaterBytes ?? DEFAULT_LOW_WATER_BYTES;
     this.clock = services.clock ?? (() => performance.now());
     this.log = services.logger.child({ clientId });
+    this.endpoint = new SourceEndpoint({
+      clientKey: clientId,
+      codecs: services.codecs,
+      admission: services.admission,
+      seed: services.seed ?? cryptoSeed,
+      now: this.clock(),
+      senderConfig: services.senderConfig,
+      limits: services.endpointLimits,
+    });
+    this.armDeadline();
   }
 
   /** Adds a channel of the peer: every channel receives, the data channel also sends. */
@@ -146,23 +126,16 @@ export class TransferHost {
     }
   }
 
-  /** Ends every transfer of this peer (frees the codecs) and stops the timers. */
+  /** Ends every transfer of this peer (frees the codecs, withdraws fetches) and stops the timers. */
   close(reason = 'closed'): void {
     if (this.closed) return;
     this.closed = true;
     clearTimeout(this.deadlineTimer);
     clearTimeout(this.bucketTimer);
-    for (const t of this.transfers.values()) {
-      if (t.sender) {
-        t.sender.close();
-        this.ended(t, 'closed');
-      } else {
-        t.cancelled = true;
-        t.release();
-      }
-    }
-    this.transfers.clear();
-    this.order = [];
+    this.endpoint.close(this.clock());
+    this.drainEvents();
+    for (const controller of this.fetches.values()) controller.abort();
+    this.fetches.clear();
     for (const channel of this.channels) channel.close();
     this.channels.clear();
     this.log.debug({ reason }, 'transfer host closed');
@@ -174,154 +147,125 @@ export class TransferHost {
   }
 
   stats(): TransferHostStats {
-    let pending = 0;
-    for (const t of this.transfers.values()) if (!t.sender) pending++;
+    const e = this.endpoint.stats();
     return {
       clientId: this.clientId,
+      transfersStarted: e.transfersStarted,
+      transfersActive: e.transfersActive,
+      transfersPending: e.transfersPending,
+      errorsSent: e.errorsSent,
+      malformed: e.malformed,
+      unknownTransfer: e.unknownTransfer,
+      codecFailures: e.codecFailures,
       ...this.counters,
-      transfersActive: this.order.length,
-      transfersPending: pending,
     };
   }
 
-  // ---------------------------------------------------------------- receiving
+  // ---------------------------------------------------------------- input
 
   private onDatagram(bytes: Uint8Array): void {
     if (this.closed) return;
     try {
-      this.handle(bytes);
+      this.endpoint.handleDatagram(bytes, this.clock());
+      this.countDrops();
+      this.afterInput();
     } catch (e) {
       // A bug must not take the proxy down with it; the transfer concerned times out.
       this.log.error({ err: e }, 'error while handling a datagram');
     }
   }
 
-  private handle(bytes: Uint8Array): void {
-    const now = this.clock();
-    const decoded = decode(bytes);
-    if (!decoded.ok) {
-      this.counters.malformed++;
-      this.services.metrics.malformedDatagrams.inc();
-      return;
-    }
-    const m = decoded.value;
-    const transfer = this.transfers.get(m.transferId);
-    if (transfer?.sender) {
-      transfer.sender.handleDatagram(bytes, now);
-      if (transfer.sender.status !== 'active') this.reap();
-      this.pump();
-      return;
-    }
-    if (transfer) {
-      // Still fetching: a STOP cancels; repeated REQUESTs and early feedback wait for it.
-      if (m.type === MessageType.Stop) {
-        transfer.cancelled = true;
-        transfer.release();
-        this.transfers.delete(transfer.id);
-      }
-      return;
-    }
-    if (m.type === MessageType.Request) {
-      this.start(m, now);
-      return;
-    }
-    this.counters.unknownTransfer++;
-    this.services.metrics.unknownTransferDatagrams.inc();
+  /** Metrics for datagrams the endpoint dropped (malformed, unknown transfer). */
+  private countDrops(): void {
+    const { malformed, unknownTransfer } = this.endpoint.stats();
+    const { metrics } = this.services;
+    if (malformed > this.malformedSeen) metrics.malformedDatagrams.inc(malformed - this.malformedSeen);
+    if (unknownTransfer > this.unknownSeen) metrics.unknownTransferDatagrams.inc(unknownTransfer - this.unknownSeen);
+    this.malformedSeen = malformed;
+    this.unknownSeen = unknownTransfer;
   }
 
-  private start(request: RequestMessage, now: number): void {
-    const recent = this.recentErrors.get(request.transferId);
-    if (recent && recent.url === request.url && now - recent.at < RECENT_ERROR_MS) {
-      this.sendControl(recent.datagram);
-      return;
-    }
-    const codec = this.services.codecs[request.mode];
-    if (!codec) {
-      this.refuse(request, new ServeError('unsupported', `mode ${request.mode} is not served by this proxy`), now);
-      return;
-    }
-    if (!schedulerSupports(request.mode, request.scheduler)) {
-      this.refuse(
-        request,
-        new ServeError('unsupported', `scheduler ${request.scheduler} does not support mode ${request.mode}`),
-        now,
-      );
-      return;
-    }
-    const slot = this.services.admission.tryAcquire(this.clientId);
-    if (!slot.ok) {
-      this.refuse(request, new ServeError('overloaded', slot.reason), now);
-      return;
-    }
-    const transfer: Transfer = {
-      id: request.transferId,
-      request,
-      startedAt: now,
-      release: slot.release,
-      cancelled: false,
-    };
-    this.transfers.set(transfer.id, transfer);
-    this.counters.transfersStarted++;
-    this.services.objects.get(request.url).then(
-      (object) => this.begin(transfer, codec, object),
-      (e) => {
-        if (transfer.cancelled || this.closed) return;
-        transfer.release();
-        this.transfers.delete(transfer.id);
-        this.services.metrics.transfersTotal.inc({ mode: request.mode, outcome: asServeError(e).kind });
-        this.refuse(request, asServeError(e), this.clock());
-      },
-    );
-  }
-
-  private begin(transfer: Transfer, codec: Codec, object: CachedObject): void {
-    if (transfer.cancelled || this.closed) return;
-    const now = this.clock();
-    try {
-      transfer.sender = new Sender({
-        request: transfer.request,
-        object: object.bytes,
-        digest: object.digest,
-        codec,
-        random: seededRandom(this.services.seed?.() ?? randomBytes(4).readUInt32BE(0)),
-        now,
-        config: this.services.senderConfig,
-      });
-    } catch (e) {
-      transfer.release();
-      this.transfers.delete(transfer.id);
-      this.log.error({ err: e, transferId: transfer.id }, 'cannot create the sender');
-      this.refuse(transfer.request, new ServeError('internal', 'cannot start the transfer'), now);
-      return;
-    }
-    this.order.push(transfer);
-    this.services.metrics.transfersActive.inc({ mode: transfer.request.mode });
-    this.log.debug(
-      { transferId: transfer.id, mode: transfer.request.mode, url: transfer.request.url, bytes: object.bytes.length },
-      'transfer started',
-    );
+  /** Acts on what the endpoint asked for, sends its control datagrams, then sends data. */
+  private afterInput(): void {
+    this.drainEvents();
+    for (let d = this.endpoint.pollControl(); d; d = this.endpoint.pollControl()) this.sendControl(d);
     this.pump();
   }
 
-  /** Answers a REQUEST with ERROR (and remembers it for repeats); keeps no transfer state. */
-  private refuse(request: RequestMessage, error: ServeError, now: number): void {
-    const datagram = encodeError({
-      transferId: request.transferId,
-      code: wireErrorCode(error.kind),
-      message: error.message,
-    });
-    if (this.recentErrors.size >= MAX_RECENT_ERRORS) {
-      const oldest = this.recentErrors.keys().next().value;
-      if (oldest !== undefined) this.recentErrors.delete(oldest);
+  private drainEvents(): void {
+    for (let e = this.endpoint.pollEvent(); e; e = this.endpoint.pollEvent()) this.onEvent(e);
+  }
+
+  private onEvent(e: EndpointEvent): void {
+    const { metrics } = this.services;
+    switch (e.type) {
+      case 'fetch':
+        this.fetch(e.transferId, e.url, e.mode);
+        break;
+      case 'cancel-fetch':
+        this.fetches.get(e.transferId)?.abort();
+        this.fetches.delete(e.transferId);
+        break;
+      case 'started':
+        metrics.transfersActive.inc({ mode: e.request.mode });
+        this.log.debug(
+          { transferId: e.transferId, mode: e.request.mode, url: e.request.url, bytes: e.objectBytes },
+          'transfer started',
+        );
+        break;
+      case 'ended': {
+        metrics.transfersActive.dec({ mode: e.request.mode });
+        metrics.transfersTotal.inc({ mode: e.request.mode, outcome: e.outcome });
+        const s = e.sender.stats;
+        this.log.debug(
+          {
+            transferId: e.transferId,
+            mode: e.request.mode,
+            outcome: e.outcome,
+            ms: Math.round(e.durationMs),
+            dataSent: s.dataSent,
+            bytesSent: s.bytesSent,
+            lost: s.lost,
+            expired: s.expired,
+            blockedByInFlight: s.blockedByInFlight,
+            nothingToSend: s.nothingToSend,
+            srttMs: round1(e.sender.rtt.smoothed),
+            minRttMs: round1(e.sender.rtt.min),
+          },
+          'transfer ended',
+        );
+        break;
+      }
+      case 'refused':
+        this.log.info({ transferId: e.transferId, url: e.url, code: e.code, message: e.message }, 'refused');
+        break;
+      case 'idle':
+        // Closing from inside the endpoint's event loop is safe: close() drains again and stops.
+        queueMicrotask(() => this.close('idle'));
+        break;
     }
-    this.recentErrors.delete(request.transferId);
-    this.recentErrors.set(request.transferId, { url: request.url, datagram, at: now });
-    this.counters.errorsSent++;
-    this.log.info(
-      { transferId: request.transferId, url: request.url, kind: error.kind, message: error.message },
-      'refused',
+  }
+
+  /** Fetches an object for the endpoint; the fetch lives while the transfer waits for it. */
+  private fetch(transferId: number, url: string, mode: Mode): void {
+    const controller = new AbortController();
+    this.fetches.set(transferId, controller);
+    this.services.objects.get(url, controller.signal).then(
+      (object) => {
+        if (this.fetches.get(transferId) !== controller) return;
+        this.fetches.delete(transferId);
+        this.endpoint.objectReady(transferId, object, this.clock());
+        this.afterInput();
+      },
+      (e: unknown) => {
+        if (this.fetches.get(transferId) !== controller) return; // withdrawn: nobody to answer
+        this.fetches.delete(transferId);
+        const error = asServeError(e);
+        this.services.metrics.transfersTotal.inc({ mode, outcome: error.kind });
+        this.endpoint.objectFailed(transferId, wireErrorCode(error.kind), error.message, this.clock());
+        this.afterInput();
+      },
     );
-    this.sendControl(datagram);
   }
 
   /** A control message (ERROR): the data channel if open, else the feedback channel. */
@@ -335,7 +279,7 @@ export class TransferHost {
   private pump(): void {
     if (this.closed || this.pumping) return;
     const data = this.data;
-    if (!data || !data.isOpen || this.order.length === 0) {
+    if (!data || !data.isOpen || !this.endpoint.hasActive) {
       this.armDeadline();
       return;
     }
@@ -355,7 +299,7 @@ export class TransferHost {
           this.armBucket(wait);
           break;
         }
-        const datagram = this.pollRoundRobin(now);
+        const datagram = this.endpoint.pollDatagram(now);
         if (!datagram) break; // feedback or a deadline brings more
         bucket.take(datagram.length, now);
         if (!data.send(datagram)) break;
@@ -367,21 +311,10 @@ export class TransferHost {
     } finally {
       this.pumping = false;
     }
-    this.reap();
+    // A codec failure while polling queued an ERROR and ended a transfer.
+    this.drainEvents();
+    for (let d = this.endpoint.pollControl(); d; d = this.endpoint.pollControl()) this.sendControl(d);
     this.armDeadline();
-  }
-
-  private pollRoundRobin(now: number): Uint8Array | null {
-    const n = this.order.length;
-    for (let k = 0; k < n; k++) {
-      const i = (this.cursor + k) % n;
-      const datagram = this.order[i].sender!.pollDatagram(now);
-      if (datagram) {
-        this.cursor = (i + 1) % n;
-        return datagram;
-      }
-    }
-    return null;
   }
 
   private armBucket(waitMs: number): void {
@@ -395,14 +328,10 @@ export class TransferHost {
     );
   }
 
-  /** One timer at the earliest sender deadline. */
+  /** One timer at the endpoint's deadline. */
   private armDeadline(): void {
     if (this.closed) return;
-    let deadline = Infinity;
-    for (const t of this.order) {
-      const d = t.sender!.nextDeadline();
-      if (d !== null && d < deadline) deadline = d;
-    }
+    const deadline = this.endpoint.nextDeadline() ?? Infinity;
     if (deadline === Infinity) {
       clearTimeout(this.deadlineTimer);
       this.deadlineTimer = undefined;
@@ -414,61 +343,20 @@ export class TransferHost {
     clearTimeout(this.deadlineTimer);
     this.deadlineAt = deadline;
     this.deadlineTimer = setTimeout(() => this.onDeadline(), Math.max(1, Math.ceil(deadline - this.clock())));
+    // An idle peer's timer must not keep the process alive.
+    this.deadlineTimer.unref?.();
   }
 
   private onDeadline(): void {
     this.deadlineTimer = undefined;
     this.deadlineAt = Infinity;
     if (this.closed) return;
-    const now = this.clock();
-    for (const t of this.order) {
-      const d = t.sender!.nextDeadline();
-      if (d !== null && d <= now) t.sender!.handleTimeout(now);
+    try {
+      this.endpoint.handleTimeout(this.clock());
+      this.afterInput();
+    } catch (e) {
+      this.log.error({ err: e }, 'error while handling a timeout');
     }
-    this.reap();
-    this.pump();
-  }
-
-  /** Removes finished and failed senders (they freed their codecs). */
-  private reap(): void {
-    if (!this.order.some((t) => t.sender!.status !== 'active')) return;
-    const live: Transfer[] = [];
-    for (const t of this.order) {
-      const sender = t.sender!;
-      if (sender.status === 'active') {
-        live.push(t);
-        continue;
-      }
-      this.transfers.delete(t.id);
-      this.ended(t, sender.status === 'done' ? 'done' : (sender.error?.code ?? 'failed'));
-    }
-    this.order = live;
-    if (this.cursor >= live.length) this.cursor = 0;
-  }
-
-  private ended(t: Transfer, outcome: string): void {
-    t.release();
-    const { metrics } = this.services;
-    metrics.transfersActive.dec({ mode: t.request.mode });
-    metrics.transfersTotal.inc({ mode: t.request.mode, outcome });
-    const s = t.sender!.stats;
-    this.log.debug(
-      {
-        transferId: t.id,
-        mode: t.request.mode,
-        outcome,
-        ms: Math.round(this.clock() - t.startedAt),
-        dataSent: s.dataSent,
-        bytesSent: s.bytesSent,
-        lost: s.lost,
-        expired: s.expired,
-        blockedByInFlight: s.blockedByInFlight,
-        nothingToSend: s.nothingToSend,
-        srttMs: round1(t.sender!.rtt.smoothed),
-        minRttMs: round1(t.sender!.rtt.min),
-      },
-      'transfer ended',
-    );
   }
 }
 

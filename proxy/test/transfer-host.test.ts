@@ -3,10 +3,9 @@
  * from shared/node/webrtc.ts as offerer), the shared Receiver on the client, objects from a local
  * origin through the cache and the SSRF guard (private origins allowed for the test).
  */
-import { Codec, decode, encodeRequest, ErrorCode, MessageType, Mode, seededRandom } from '@mutp/shared';
+import { Admission, Codec, decode, encodeRequest, ErrorCode, MessageType, Mode, seededRandom } from '@mutp/shared';
 import { createNodeRtcFactory, releaseNodeRtc } from '@mutp/shared/node';
 import { loadNodeCodecs } from '@mutp/wasm/node';
-import { Admission } from '../src/admission';
 import { ProxyMetrics } from '../src/metrics';
 import { ObjectCache } from '../src/object-cache';
 import { ObjectSource } from '../src/object-source';
@@ -60,14 +59,22 @@ function services(options: { uploadBps?: number; maxPerClient?: number; seed?: n
   };
   const cache = new ObjectCache({
     maxBytes: 16 << 20,
-    fetch: (url) => fetchOrigin(url, { ...policy, maxBytes: 8 << 20, headersTimeoutMs: 5000, totalTimeoutMs: 5000 }),
+    fetch: (url, control) =>
+      fetchOrigin(url, {
+        ...policy,
+        maxBytes: 8 << 20,
+        headersTimeoutMs: 5000,
+        totalTimeoutMs: 5000,
+        signal: control.signal,
+        reserve: control.reserve,
+      }),
   });
   const seeds = seededRandom(options.seed ?? 42);
   return {
     codecs,
     objects: new ObjectSource(policy, cache),
     bucket: new TokenBucket(options.uploadBps ?? 0, undefined, performance.now()),
-    admission: new Admission({ maxTransfers: 64, maxPerClient: options.maxPerClient ?? 16 }),
+    admission: new Admission({ maxTransfers: 64, maxPerClient: options.maxPerClient ?? 16, memoryBytes: 256 << 20 }),
     metrics: new ProxyMetrics(),
     meter: new RateMeter(),
     logger: silentLogger(),

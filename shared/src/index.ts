@@ -23,5 +23,6 @@ export type {
   OutgoingDatagram,
 } from './receiver/receiver';
 export { RateEstimator } from './receiver/rate-estimator';
+export * from './endpoint';
 export * from './signalling';
 export * from './client';

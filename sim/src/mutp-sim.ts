@@ -9,9 +9,12 @@
  */
 import { sha256 } from '@noble/hashes/sha256';
 import {
+  Admission,
+  AdmissionLimits,
   Codec,
-  decode,
+  EndpointLimits,
   MessageType,
+  MIN_SYMBOL_SIZE,
   Mode,
   Random,
   Receiver,
@@ -20,6 +23,8 @@ import {
   seededRandom,
   Sender,
   SenderConfig,
+  SharedEncoders,
+  SourceEndpoint,
   uncodedCodec,
 } from '@mutp/shared';
 import { EventQueue } from './event-queue';
@@ -39,6 +44,9 @@ export interface MutpSimOptions {
   object?: Uint8Array;
   /** Codecs by mode (the WebAssembly ones); uncoded and rlnc default to the TypeScript ones. */
   codecs?: CodecSet;
+  /** Each source's admission (the proxy's limits); default: one transfer's worth, 1 GiB. */
+  admission?: Partial<AdmissionLimits>;
+  endpointLimits?: Partial<EndpointLimits>;
 }
 
 export type CodecSet = Partial<Record<Mode, Codec>>;
@@ -53,6 +61,10 @@ export function codecFor(mode: Mode, codecs: CodecSet = {}): Codec {
 interface SimSource {
   index: number;
   bytesPerMs: number;
+  /** The proxy's side: the same endpoint (routing, admission, refusals) the proxy runs. */
+  endpoint: SourceEndpoint;
+  admission: Admission;
+  /** The transfer's Sender once started (kept after it ends, for its stats). */
   sender?: Sender;
   dead: boolean;
   busyUntil: number;
@@ -94,6 +106,7 @@ export function simulateMutp(s: Scenario, options: MutpSimOptions = {}): SimResu
   const sources: SimSource[] = s.capsKBps.map((cap, index) => ({
     index,
     bytesPerMs: (cap * KB) / 1000,
+    ...sourceEndpoint(index),
     dead: false,
     busyUntil: 0,
     bufferedDatagrams: 0,
@@ -105,6 +118,38 @@ export function simulateMutp(s: Scenario, options: MutpSimOptions = {}): SimResu
       const src = sources[f.source];
       if (src) src.dead = true;
     });
+  }
+
+  function sourceEndpoint(index: number): { endpoint: SourceEndpoint; admission: Admission } {
+    const admission = new Admission({ maxTransfers: 1, maxPerClient: 1, memoryBytes: 1 << 30, ...options.admission });
+    const endpoint = new SourceEndpoint({
+      clientKey: 'sim-client',
+      codecs: { [mode]: codec },
+      admission,
+      seed: () => (s.seed * 31 + index) * 1000003,
+      now: 0,
+      senderConfig: options.senderConfig,
+      // The simulated proxy serves one client that never idles out within a run, and the
+      // properties explore the protocol's whole symbol range (a proxy's policy is tighter).
+      limits: { idleTimeoutMs: Infinity, minSymbolSize: MIN_SYMBOL_SIZE, ...options.endpointLimits },
+    });
+    return { endpoint, admission };
+  }
+
+  /** The source's object is at hand at once (the simulator models no origin fetch). */
+  function drainEndpoint(src: SimSource, now: number): void {
+    const { endpoint } = src;
+    for (let e = endpoint.pollEvent(); e; e = endpoint.pollEvent()) {
+      if (e.type === 'fetch') {
+        const encoders = new SharedEncoders(object, src.admission.memory);
+        endpoint.objectReady(e.transferId, { bytes: object, digest, encoders, cached: true }, now);
+      } else if (e.type === 'started') {
+        src.sender = endpoint.sender(e.transferId);
+      }
+    }
+    for (let d = endpoint.pollControl(); d; d = endpoint.pollControl()) {
+      transmit(s.loss, now, (at) => queue.schedule(at, () => clientReceive(src.index, d, at)));
+    }
   }
 
   /** Delivers `copies` of a datagram over a lossy, jittery path. */
@@ -119,7 +164,7 @@ export function simulateMutp(s: Scenario, options: MutpSimOptions = {}): SimResu
     const sender = src.sender;
     if (!sender || src.dead) return;
     while (src.bufferedDatagrams < SEND_BUFFER_DATAGRAMS) {
-      const datagram = sender.pollDatagram(now);
+      const datagram = src.endpoint.pollDatagram(now);
       if (!datagram) break;
       options.onSenderDatagram?.(src.index, sender, datagram);
       const start = Math.max(now, src.busyUntil);
@@ -136,36 +181,24 @@ export function simulateMutp(s: Scenario, options: MutpSimOptions = {}): SimResu
   }
 
   function armSource(src: SimSource): void {
-    const deadline = src.sender?.nextDeadline();
+    const deadline = src.endpoint.nextDeadline();
     if (deadline == null || deadline >= src.armedAt) return;
     src.armedAt = deadline;
     queue.schedule(deadline, () => {
       if (src.armedAt === deadline) src.armedAt = Infinity;
-      if (!src.sender || src.dead) return;
+      if (src.dead) return;
       const now = queue.now;
-      const due = src.sender.nextDeadline();
-      if (due != null && due <= now) src.sender.handleTimeout(now);
+      const due = src.endpoint.nextDeadline();
+      if (due != null && due <= now) src.endpoint.handleTimeout(now);
+      drainEndpoint(src, now);
       pumpSource(src, now);
     });
   }
 
   function sourceReceive(src: SimSource, datagram: Uint8Array, now: number): void {
     if (src.dead) return;
-    if (!src.sender) {
-      const m = decode(datagram);
-      if (!m.ok || m.value.type !== MessageType.Request) return;
-      src.sender = new Sender({
-        request: m.value,
-        object,
-        digest,
-        codec,
-        random: seededRandom((s.seed * 31 + src.index) * 1000003),
-        now,
-        config: options.senderConfig,
-      });
-    } else {
-      src.sender.handleDatagram(datagram, now);
-    }
+    src.endpoint.handleDatagram(datagram, now);
+    drainEndpoint(src, now);
     pumpSource(src, now);
   }
 

@@ -140,6 +140,15 @@ class FountainDecoder implements UnitDecoder {
   }
 }
 
+/**
+ * Wasm heap a wirehair encoder of `objectLength` bytes holds: its copy of the message and the
+ * recovery blocks it solves for at creation (measured: see wasm/test/fountain-memory.test.ts).
+ */
+export function fountainEncoderBytes(objectLength: number): number {
+  return Math.ceil(objectLength * FOUNTAIN_ENCODER_FACTOR) + 256 * 1024;
+}
+export const FOUNTAIN_ENCODER_FACTOR = 2.25;
+
 /** The fountain codec over a loaded wirehair module. */
 export function fountainCodec(wirehair: Wirehair): Codec {
   return {
@@ -147,5 +156,6 @@ export function fountainCodec(wirehair: Wirehair): Codec {
     name: 'fountain-wirehair',
     createEncoder: (object, layout) => new FountainEncoder(wirehair, object, layout),
     createDecoder: (layout) => new FountainDecoder(wirehair, layout),
+    encoderBytes: fountainEncoderBytes,
   };
 }

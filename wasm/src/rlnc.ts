@@ -503,6 +503,11 @@ export class WasmRlncCodec implements Codec {
   createDecoder(layout: Layout): WasmRlncDecoder {
     return new WasmRlncDecoder(this.module, layout);
   }
+
+  /** The encoder's copy of the object in wasm memory (plus a scratch row). */
+  encoderBytes(objectLength: number): number {
+    return objectLength + 4096;
+  }
 }
 
 /** Loads a module (bytes or compiled) and wraps it as a codec. */

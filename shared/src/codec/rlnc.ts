@@ -146,5 +146,7 @@ export const rlncCodec: Codec = {
   mode: 'rlnc',
   name: 'rlnc-ts',
   createEncoder: (object, layout) => new RlncEncoder(object, layout),
+  // Reads the object in place: a coefficient row of its own only.
+  encoderBytes: () => 256,
   createDecoder: (layout) => new RlncDecoder(layout),
 };

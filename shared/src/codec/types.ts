@@ -37,4 +37,10 @@ export interface Codec {
   readonly name: string;
   createEncoder(object: Uint8Array, layout: Layout): UnitEncoder;
   createDecoder(layout: Layout): UnitDecoder;
+  /**
+   * Bytes of codec state an encoder of an object of this length holds beyond the object itself
+   * (copies in WebAssembly memory, code tables): what a source charges to its memory budget.
+   * Absent: one copy of the object.
+   */
+  encoderBytes?(objectLength: number): number;
 }

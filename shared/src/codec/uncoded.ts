@@ -54,5 +54,7 @@ export const uncodedCodec: Codec = {
   mode: 'uncoded',
   name: 'uncoded',
   createEncoder: (object, layout) => new UncodedEncoder(object, layout),
+  // Views of the object: no state of its own.
+  encoderBytes: () => 0,
   createDecoder: (layout) => new UncodedDecoder(layout),
 };

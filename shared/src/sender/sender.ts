@@ -16,6 +16,7 @@ import {
   decode,
   encodeMeta,
   FeedbackMessage,
+  Message,
   MessageType,
   NO_SEQ,
   RequestMessage,
@@ -244,11 +245,20 @@ export class Sender implements ScheduleView {
   handleDatagram(bytes: Uint8Array, now: number): void {
     if (this.status !== 'active') return;
     const decoded = decode(bytes);
-    if (!decoded.ok || decoded.value.transferId !== this.transferId) {
+    if (!decoded.ok) {
       this.stats.malformedReceived++;
       return;
     }
-    const m = decoded.value;
+    this.handleMessage(decoded.value, now);
+  }
+
+  /** Feed a message already decoded (the source endpoint decodes each datagram once). */
+  handleMessage(m: Message, now: number): void {
+    if (this.status !== 'active') return;
+    if (m.transferId !== this.transferId) {
+      this.stats.malformedReceived++;
+      return;
+    }
     this.lastHeardAt = now;
     switch (m.type) {
       case MessageType.FeedbackUncoded:

@@ -1,0 +1,116 @@
+/**
+ * Admission of one source (proxy): transfer slots in total and per client, and a memory budget
+ * in bytes that every transfer's state (sender bookkeeping, codec copies, objects the cache does
+ * not hold) is charged to before it is allocated. One Admission serves every client of a proxy,
+ * MUTP and Parallel HTTP alike; the simulator runs the same one per source.
+ */
+
+export interface AdmissionLimits {
+  maxTransfers: number;
+  maxPerClient: number;
+  /** Bytes of transfer state (beyond the object cache) the proxy may hold at once. */
+  memoryBytes: number;
+}
+
+/** A granted slot. Releasing twice is harmless; charges grow the slot's share of the memory budget. */
+export interface Grant {
+  /** Adds `bytes` to this slot's charge; false (and nothing charged) when the budget cannot take them. */
+  charge(bytes: number): boolean;
+  /** Bytes this slot holds now. */
+  readonly charged: number;
+  release(): void;
+}
+
+export type AdmissionResult = { ok: true; grant: Grant } | { ok: false; reason: string };
+
+/** A pool of bytes; charges are refused, never overdrawn. */
+export class MemoryBudget {
+  private usedBytes = 0;
+  private peakBytes = 0;
+
+  constructor(readonly limitBytes: number) {}
+
+  tryTake(bytes: number): boolean {
+    if (!(bytes >= 0)) throw new RangeError(`cannot charge ${bytes} bytes`);
+    if (this.usedBytes + bytes > this.limitBytes) return false;
+    this.usedBytes += bytes;
+    if (this.usedBytes > this.peakBytes) this.peakBytes = this.usedBytes;
+    return true;
+  }
+
+  /** Charges bytes that are already spent, even past the limit (later tryTake calls then fail). */
+  takeAnyway(bytes: number): void {
+    this.usedBytes += bytes;
+    if (this.usedBytes > this.peakBytes) this.peakBytes = this.usedBytes;
+  }
+
+  give(bytes: number): void {
+    this.usedBytes = Math.max(0, this.usedBytes - bytes);
+  }
+
+  get used(): number {
+    return this.usedBytes;
+  }
+
+  get peak(): number {
+    return this.peakBytes;
+  }
+}
+
+export class Admission {
+  readonly memory: MemoryBudget;
+  private active = 0;
+  private readonly perClient = new Map<string, number>();
+
+  constructor(private readonly limits: AdmissionLimits) {
+    this.memory = new MemoryBudget(limits.memoryBytes);
+  }
+
+  /** A slot charged with `bytes`, or why not (the proxy or this client at its limit, memory full). */
+  tryAcquire(clientKey: string, bytes = 0): AdmissionResult {
+    if (this.active >= this.limits.maxTransfers)
+      return { ok: false, reason: `proxy at its limit of ${this.limits.maxTransfers} transfers` };
+    const mine = this.perClient.get(clientKey) ?? 0;
+    if (mine >= this.limits.maxPerClient)
+      return { ok: false, reason: `client at its limit of ${this.limits.maxPerClient} transfers` };
+    if (!this.memory.tryTake(bytes)) return { ok: false, reason: 'proxy memory budget for transfers is full' };
+    this.active++;
+    this.perClient.set(clientKey, mine + 1);
+    return { ok: true, grant: this.grant(clientKey, bytes) };
+  }
+
+  private grant(clientKey: string, initial: number): Grant {
+    const memory = this.memory;
+    let charged = initial;
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      memory.give(charged);
+      charged = 0;
+      this.active--;
+      const left = (this.perClient.get(clientKey) ?? 1) - 1;
+      if (left > 0) this.perClient.set(clientKey, left);
+      else this.perClient.delete(clientKey);
+    };
+    return {
+      charge: (bytes) => {
+        if (released || !memory.tryTake(bytes)) return false;
+        charged += bytes;
+        return true;
+      },
+      get charged() {
+        return charged;
+      },
+      release,
+    };
+  }
+
+  get activeTransfers(): number {
+    return this.active;
+  }
+
+  get maxTransfers(): number {
+    return this.limits.maxTransfers;
+  }
+}
