@@ -103,7 +103,7 @@ export class TransferHost {
       senderConfig: services.senderConfig,
       limits: services.endpointLimits,
     });
-    this.armDeadline();
+    // The idle clock starts when the data channel opens (PeerManager times out connecting).
   }
 
   /** Adds a channel of the peer: every channel receives, the data channel also sends. */
@@ -118,12 +118,17 @@ export class TransferHost {
       this.data = channel;
       // Wake up when the channel has drained to half the mark (a few datagrams left).
       channel.setLowWaterMark(this.lowWater / 2, () => this.pump());
-      channel.onOpen = () => this.pump();
+      channel.onOpen = () => this.opened();
       channel.onClose = () => this.close('data channel closed');
-      if (channel.isOpen) this.pump();
+      if (channel.isOpen) this.opened();
     } else {
       channel.onClose = () => this.channels.delete(channel);
     }
+  }
+
+  private opened(): void {
+    this.endpoint.touch(this.clock());
+    this.pump();
   }
 
   /** Ends every transfer of this peer (frees the codecs, withdraws fetches) and stops the timers. */

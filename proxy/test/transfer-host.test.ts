@@ -3,7 +3,18 @@
  * from shared/node/webrtc.ts as offerer), the shared Receiver on the client, objects from a local
  * origin through the cache and the SSRF guard (private origins allowed for the test).
  */
-import { Admission, Codec, decode, encodeRequest, ErrorCode, MessageType, Mode, seededRandom } from '@mutp/shared';
+import {
+  Admission,
+  Codec,
+  decode,
+  encodeRequest,
+  encodeStop,
+  ErrorCode,
+  MessageType,
+  Mode,
+  seededRandom,
+  StopReason,
+} from '@mutp/shared';
 import { createNodeRtcFactory, releaseNodeRtc } from '@mutp/shared/node';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import { ProxyMetrics } from '../src/metrics';
@@ -31,12 +42,19 @@ const OBJECT = makeObject(300_000, 1);
 const BIG = makeObject(1024 * 1024, 2);
 let codecs: Record<Mode, Codec>;
 let origin: TestServer;
+/** Origin requests to /hang… still open (the origin never answers them). */
+let hanging = 0;
 const factory = createNodeRtcFactory({ bindAddress: '127.0.0.1' });
 
 beforeAll(async () => {
   codecs = await loadNodeCodecs();
   origin = await startServer((req, res) => {
-    if (req.url === '/hang') return; // never answers
+    if (req.url?.startsWith('/hang')) {
+      // Never answers; counts the connection until the proxy gives up on it.
+      hanging++;
+      req.socket.once('close', () => hanging--);
+      return;
+    }
     const body = req.url === '/object.bin' ? OBJECT : req.url === '/big.bin' ? BIG : undefined;
     if (!body) {
       res.writeHead(404).end();
@@ -51,7 +69,9 @@ afterAll(async () => {
   releaseNodeRtc();
 });
 
-function services(options: { uploadBps?: number; maxPerClient?: number; seed?: number } = {}): TransferServices {
+function services(
+  options: { uploadBps?: number; maxPerClient?: number; seed?: number; idleTimeoutMs?: number } = {},
+): TransferServices {
   const policy = {
     allowedOrigins: '*' as const,
     allowPrivateOrigins: false,
@@ -79,6 +99,7 @@ function services(options: { uploadBps?: number; maxPerClient?: number; seed?: n
     meter: new RateMeter(),
     logger: silentLogger(),
     seed: seeds,
+    endpointLimits: { idleTimeoutMs: options.idleTimeoutMs ?? 30_000 },
   };
 }
 
@@ -306,6 +327,44 @@ test('the upload limit is shared through the token bucket and holds the sender b
     expect(bucket.bytesTaken).toBeGreaterThanOrEqual(BIG.length);
     expect(bucket.waits).toBeGreaterThan(0);
     expect(r.hosts[0].stats().uploadLimited).toBeGreaterThan(0);
+  } finally {
+    r.close();
+  }
+});
+
+test('REQUEST/STOP storms leave no origin fetch behind: a STOP withdraws the fetch it started', async () => {
+  const r = await rig([services({ maxPerClient: 4 })]);
+  const client = rawClient(r.pairs[0]);
+  try {
+    for (let id = 1; id <= 300; id++) {
+      client.request(id, `${origin.url}/hang?n=${id}`);
+      r.pairs[0].feedback.send(encodeStop({ transferId: id, reason: StopReason.Cancelled }));
+      if (id % 10 === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    // Every REQUEST was either refused (the client at its limit of 4) or started a fetch its STOP
+    // withdrew; a STOP that overtook its REQUEST leaves at most the 4 slots' worth hanging.
+    await until(() => r.hosts[0].stats().transfersStarted > 0, 5000, 'the storm reached the host');
+    const afterStorm = hanging;
+    await until(
+      () => hanging <= 4,
+      3000,
+      `origin fetches to drop to 4 or fewer (still ${hanging}, ${afterStorm} after the storm)`,
+    );
+    expect(r.hosts[0].stats().transfersPending).toBeLessThanOrEqual(4);
+    r.hosts[0].close();
+    await until(() => hanging === 0, 3000, `every origin fetch to close with the peer (still ${hanging})`);
+  } finally {
+    r.close();
+  }
+});
+
+test('a peer without transfers is closed after the idle timeout', async () => {
+  const r = await rig([services({ idleTimeoutMs: 1000 })]);
+  try {
+    let closed = false;
+    r.hosts[0].onClosed = () => (closed = true);
+    await until(() => closed, 5000, 'the idle peer to be closed');
+    expect(r.hosts[0].isClosed).toBe(true);
   } finally {
     r.close();
   }

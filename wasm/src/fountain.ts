@@ -142,7 +142,7 @@ class FountainDecoder implements UnitDecoder {
 
 /**
  * Wasm heap a wirehair encoder of `objectLength` bytes holds: its copy of the message and the
- * recovery blocks it solves for at creation (measured: see wasm/test/fountain-memory.test.ts).
+ * recovery blocks it solves for at creation (measured: see wasm/test/encoder-memory.test.ts).
  */
 export function fountainEncoderBytes(objectLength: number): number {
   return Math.ceil(objectLength * FOUNTAIN_ENCODER_FACTOR) + 256 * 1024;

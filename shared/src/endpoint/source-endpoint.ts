@@ -177,6 +177,12 @@ export class SourceEndpoint {
     }
   }
 
+  /** The peer showed life without a datagram (its channel opened): restarts the idle clock. */
+  touch(now: number): void {
+    this.lastActivity = Math.max(this.lastActivity, now);
+    this.idleReported = false;
+  }
+
   /** The object a `fetch` event asked for. Ignored if the transfer ended meanwhile. */
   objectReady(transferId: number, object: SourceObject, now: number): void {
     const t = this.transfers.get(transferId);
@@ -267,13 +273,13 @@ export class SourceEndpoint {
 
   /** The next data datagram, taking active transfers in turn; null when none has one now. */
   pollDatagram(now: number): Uint8Array | null {
-    const n = this.order.length;
     let datagram: Uint8Array | null = null;
-    for (let k = 0; k < n && !datagram; k++) {
-      const i = (this.cursor + k) % n;
+    // A transfer whose codec fails leaves the order while we walk it: re-read its length.
+    for (let k = 0; k < this.order.length && !datagram; k++) {
+      const i = (this.cursor + k) % this.order.length;
       const t = this.order[i];
       datagram = this.guarded(t, now, (sender) => sender.pollDatagram(now)) ?? null;
-      if (datagram) this.cursor = (i + 1) % n;
+      if (datagram) this.cursor = (i + 1) % this.order.length;
     }
     this.reap(now);
     return datagram;
@@ -368,6 +374,7 @@ export class SourceEndpoint {
 
   private end(t: Transfer, outcome: string, now: number): void {
     if (!this.transfers.delete(t.id)) return;
+    this.lastActivity = Math.max(this.lastActivity, now);
     const sender = t.sender!;
     try {
       sender.close();
@@ -400,6 +407,7 @@ export class SourceEndpoint {
 
   private failPending(t: Transfer, code: number, message: string, now: number): void {
     this.transfers.delete(t.id);
+    this.lastActivity = Math.max(this.lastActivity, now);
     t.grant.release();
     this.refuse(t.request, code, message, now);
   }

@@ -1,0 +1,319 @@
+/**
+ * The source endpoint: routing, admission by slots and bytes, STOP at any stage, refusals, shared
+ * encoders, codec failures contained in one transfer, idle peers. Driven with real Receivers
+ * (the client side of the core) and the TypeScript codecs.
+ */
+import { sha256 } from '@noble/hashes/sha256';
+import {
+  Admission,
+  Codec,
+  decode,
+  encodeRequest,
+  encodeStop,
+  ErrorCode,
+  MessageType,
+  Receiver,
+  RequestMessage,
+  rlncCodec,
+  SharedEncoders,
+  SourceEndpoint,
+  SourceEndpointOptions,
+  SourceObject,
+  StopReason,
+  uncodedCodec,
+} from '../src';
+import type { EndpointEvent } from '../src';
+
+const OBJECT = makeObject(50_000, 3);
+const DIGEST = sha256(OBJECT);
+
+function makeObject(n: number, seed: number): Uint8Array {
+  const bytes = new Uint8Array(n);
+  let x = seed;
+  for (let i = 0; i < n; i++) {
+    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+    bytes[i] = x >>> 24;
+  }
+  return bytes;
+}
+
+function request(over: Partial<RequestMessage> = {}): Uint8Array {
+  return encodeRequest({
+    transferId: 1,
+    mode: 'rlnc',
+    scheduler: 'partitioned',
+    sourceIndex: 0,
+    sourceCount: 1,
+    window: 240,
+    generationSize: 24,
+    symbolSize: 1120,
+    url: 'https://cdn.example/seg.ts',
+    ...over,
+  });
+}
+
+function endpoint(
+  admission = new Admission({ maxTransfers: 64, maxPerClient: 4, memoryBytes: 64 << 20 }),
+  over: Partial<SourceEndpointOptions> = {},
+): { ep: SourceEndpoint; admission: Admission } {
+  const ep = new SourceEndpoint({
+    clientKey: 'client-1',
+    codecs: { rlnc: rlncCodec, uncoded: uncodedCodec },
+    admission,
+    seed: () => 7,
+    now: 0,
+    ...over,
+  });
+  return { ep, admission };
+}
+
+function events(ep: SourceEndpoint): EndpointEvent[] {
+  const out: EndpointEvent[] = [];
+  for (let e = ep.pollEvent(); e; e = ep.pollEvent()) out.push(e);
+  return out;
+}
+
+function controls(ep: SourceEndpoint): ReturnType<typeof decode>[] {
+  const out = [];
+  for (let d = ep.pollControl(); d; d = ep.pollControl()) out.push(decode(d));
+  return out;
+}
+
+function objectFor(admission: Admission, bytes = OBJECT): SourceObject {
+  return { bytes, digest: sha256(bytes), encoders: new SharedEncoders(bytes, admission.memory), cached: true };
+}
+
+/** Runs a receiver against the endpoint (no loss, 1 ms steps) until it completes; returns its status. */
+function download(ep: SourceEndpoint, rx: Receiver, onStep?: (t: number) => void): string {
+  for (let t = 0; t < 20_000 && rx.status === 'active'; t++) {
+    for (let out = rx.pollDatagram(t); out; out = rx.pollDatagram(t)) ep.handleDatagram(out.bytes, t);
+    onStep?.(t);
+    const due = ep.nextDeadline();
+    if (due !== null && due <= t) ep.handleTimeout(t);
+    for (let i = 0; i < 64; i++) {
+      const d = ep.pollDatagram(t);
+      if (!d) break;
+      rx.handleDatagram(0, d, t);
+    }
+    const rxDue = rx.nextDeadline();
+    if (rxDue !== null && rxDue <= t) rx.handleTimeout(t);
+  }
+  // The final feedback (complete) ends the source's transfer.
+  for (let out = rx.pollDatagram(20_000); out; out = rx.pollDatagram(20_000)) ep.handleDatagram(out.bytes, 20_000);
+  return rx.status;
+}
+
+function receiver(transferId = 1, codec: Codec = rlncCodec): Receiver {
+  return new Receiver({
+    transferId,
+    url: 'https://cdn.example/seg.ts',
+    mode: codec.mode,
+    sourceCount: 1,
+    window: 240,
+    generationSize: codec.mode === 'uncoded' ? 1 : 24,
+    symbolSize: 1120,
+    codec,
+    now: 0,
+  });
+}
+
+describe('SourceEndpoint', () => {
+  test('a REQUEST asks for the object, then serves it to completion and gives every byte back', () => {
+    const { ep, admission } = endpoint();
+    const rx = receiver();
+    const status = download(ep, rx, () => {
+      for (const e of events(ep))
+        if (e.type === 'fetch') {
+          expect(e).toMatchObject({ transferId: 1, url: 'https://cdn.example/seg.ts', mode: 'rlnc' });
+          ep.objectReady(e.transferId, objectFor(admission), 1);
+        }
+    });
+    expect(status).toBe('complete');
+    expect(rx.takeObject()).toEqual(OBJECT);
+    const ended = events(ep).find((e) => e.type === 'ended');
+    expect(ended).toMatchObject({ type: 'ended', outcome: 'done' });
+    expect(admission.activeTransfers).toBe(0);
+    expect(admission.memory.used).toBe(0);
+    expect(ep.stats()).toMatchObject({ transfersStarted: 1, transfersActive: 0, transfersPending: 0 });
+  });
+
+  test('a STOP while the object is fetched frees the slot at once and withdraws the fetch', () => {
+    const { ep, admission } = endpoint();
+    ep.handleDatagram(request(), 0);
+    expect(events(ep)).toEqual([{ type: 'fetch', transferId: 1, url: 'https://cdn.example/seg.ts', mode: 'rlnc' }]);
+    expect(admission.activeTransfers).toBe(1);
+    ep.handleDatagram(encodeStop({ transferId: 1, reason: StopReason.Cancelled }), 1);
+    expect(events(ep)).toEqual([{ type: 'cancel-fetch', transferId: 1 }]);
+    expect(admission.activeTransfers).toBe(0);
+    expect(admission.memory.used).toBe(0);
+    // The object arriving later starts nothing.
+    ep.objectReady(1, objectFor(admission), 2);
+    expect(events(ep)).toEqual([]);
+    expect(ep.pollDatagram(2)).toBeNull();
+  });
+
+  test('a REQUEST/STOP storm never holds more than the per-client limit of fetches', () => {
+    const { ep, admission } = endpoint();
+    let fetching = 0;
+    let most = 0;
+    for (let id = 1; id <= 1000; id++) {
+      ep.handleDatagram(request({ transferId: id, url: `https://cdn.example/${id}.ts` }), id);
+      // An attacker that sometimes lets requests pile up before stopping them.
+      if (id % 7 !== 0) ep.handleDatagram(encodeStop({ transferId: id, reason: StopReason.Cancelled }), id);
+      for (const e of events(ep)) fetching += e.type === 'fetch' ? 1 : e.type === 'cancel-fetch' ? -1 : 0;
+      most = Math.max(most, fetching);
+    }
+    expect(most).toBeLessThanOrEqual(4);
+    expect(admission.activeTransfers).toBe(fetching);
+    // Refused ones got an ERROR Overloaded, and stay bounded in the control queue.
+    const errors = controls(ep);
+    expect(errors.length).toBeGreaterThan(0);
+    expect(errors.length).toBeLessThanOrEqual(64);
+    expect(errors.every((d) => d.ok && d.value.type === MessageType.Error)).toBe(true);
+    ep.close(2000);
+    expect(events(ep).filter((e) => e.type === 'cancel-fetch')).toHaveLength(fetching);
+    expect(admission.activeTransfers).toBe(0);
+    expect(admission.memory.used).toBe(0);
+  });
+
+  test.each([
+    [{ symbolSize: 16 }, ErrorCode.Unsupported, /symbol size 16 is below/],
+    [{ mode: 'fountain' as const }, ErrorCode.Unsupported, /mode fountain is not served/],
+    [{ mode: 'uncoded' as const, scheduler: 'rarest' as const }, ErrorCode.Unsupported, /scheduler rarest/],
+  ])('refuses %j with ERROR %d and keeps no state', (over, code, message) => {
+    const { ep, admission } = endpoint();
+    ep.handleDatagram(request(over), 0);
+    const [error] = controls(ep);
+    expect(error.ok && error.value.type === MessageType.Error && error.value.code).toBe(code);
+    expect(error.ok && error.value.type === MessageType.Error && error.value.message).toMatch(message);
+    expect(admission.activeTransfers).toBe(0);
+    expect(events(ep).map((e) => e.type)).toEqual(['refused']);
+  });
+
+  test('an object too big for the memory budget is refused with Overloaded and charges nothing', () => {
+    const admission = new Admission({ maxTransfers: 8, maxPerClient: 8, memoryBytes: 200 * 1024 });
+    const { ep } = endpoint(admission);
+    ep.handleDatagram(request(), 0);
+    events(ep);
+    // Not cached: the transfer would have to pay for the 2 MB itself.
+    const big = makeObject(2 << 20, 5);
+    ep.objectReady(1, { ...objectFor(admission, big), cached: false }, 1);
+    const [error] = controls(ep);
+    expect(error.ok && error.value.type === MessageType.Error && error.value.code).toBe(ErrorCode.Overloaded);
+    expect(admission.memory.used).toBe(0);
+    expect(admission.activeTransfers).toBe(0);
+  });
+
+  test('transfers of one object share one encoder, freed when the last one ends', () => {
+    const admission = new Admission({ maxTransfers: 8, maxPerClient: 8, memoryBytes: 64 << 20 });
+    const encoders = new SharedEncoders(OBJECT, admission.memory);
+    const object: SourceObject = { bytes: OBJECT, digest: DIGEST, encoders, cached: true };
+    const a = endpoint(admission).ep;
+    const b = endpoint(admission, { clientKey: 'client-2' }).ep;
+    a.handleDatagram(request(), 0);
+    b.handleDatagram(request(), 0);
+    a.objectReady(1, object, 0);
+    b.objectReady(1, object, 0);
+    expect(a.pollDatagram(0)).not.toBeNull();
+    expect(b.pollDatagram(0)).not.toBeNull();
+    expect(encoders.size).toBe(1);
+    a.handleDatagram(encodeStop({ transferId: 1, reason: StopReason.Complete }), 1);
+    expect(encoders.size).toBe(1);
+    b.close(2);
+    expect(encoders.size).toBe(0);
+    expect(admission.memory.used).toBe(0);
+  });
+
+  test('a codec that fails mid-transfer ends that transfer with an ERROR; the others complete', () => {
+    const admission = new Admission({ maxTransfers: 8, maxPerClient: 8, memoryBytes: 64 << 20 });
+    // Fault injection at the codec boundary: an encoder that runs out of memory after 5 packets,
+    // as wirehair does when its heap is full.
+    let encoded = 0;
+    const exhausting: Codec = {
+      ...rlncCodec,
+      name: 'rlnc-exhausting',
+      createEncoder: (object, layout) => {
+        const inner = rlncCodec.createEncoder(object, layout);
+        return {
+          mode: inner.mode,
+          encodeInto: (unit, key, out) => {
+            if (++encoded > 5) throw new Error('out-of-memory: cannot allocate in the wasm heap');
+            inner.encodeInto(unit, key, out);
+          },
+          free: () => inner.free(),
+        };
+      },
+    };
+    const { ep } = endpoint(admission, { codecs: { rlnc: exhausting, uncoded: uncodedCodec } });
+    const broken = receiver(1);
+    const healthy = receiver(2, uncodedCodec);
+    ep.handleDatagram(request({ transferId: 1 }), 0);
+    ep.handleDatagram(request({ transferId: 2, mode: 'uncoded', scheduler: 'partitioned', generationSize: 1 }), 0);
+    for (const e of events(ep)) if (e.type === 'fetch') ep.objectReady(e.transferId, objectFor(admission), 0);
+    let brokenError: string | undefined;
+    for (let t = 0; t < 20_000 && healthy.status === 'active'; t++) {
+      for (const rx of [broken, healthy])
+        for (let out = rx.pollDatagram(t); out; out = rx.pollDatagram(t)) ep.handleDatagram(out.bytes, t);
+      for (let d = ep.pollControl(); d; d = ep.pollControl()) {
+        const m = decode(d);
+        if (m.ok && m.value.type === MessageType.Error) brokenError = m.value.message;
+        broken.handleDatagram(0, d, t);
+      }
+      for (let d = ep.pollDatagram(t); d; d = ep.pollDatagram(t)) {
+        const m = decode(d);
+        (m.ok && m.value.transferId === 2 ? healthy : broken).handleDatagram(0, d, t);
+      }
+      const due = ep.nextDeadline();
+      if (due !== null && due <= t) ep.handleTimeout(t);
+      for (const rx of [broken, healthy]) {
+        const d = rx.nextDeadline();
+        if (d !== null && d <= t) rx.handleTimeout(t);
+      }
+    }
+    expect(healthy.status).toBe('complete');
+    expect(healthy.takeObject()).toEqual(OBJECT);
+    expect(brokenError).toMatch(/transfer failed at the proxy: out-of-memory/);
+    expect(broken.status).toBe('failed');
+    expect(ep.stats().codecFailures).toBe(1);
+    expect(events(ep).some((e) => e.type === 'ended' && e.outcome === 'codec-error')).toBe(true);
+  });
+
+  test('a peer with no transfer and no datagram is reported idle once', () => {
+    const { ep, admission } = endpoint(undefined, { limits: { idleTimeoutMs: 1000 } });
+    expect(ep.nextDeadline()).toBe(1000);
+    ep.handleDatagram(request(), 500);
+    events(ep);
+    // A transfer waiting for its object is not idle.
+    expect(ep.nextDeadline()).toBeNull();
+    ep.objectFailed(1, ErrorCode.OriginNotFound, 'origin answered 404', 600);
+    expect(admission.activeTransfers).toBe(0);
+    expect(ep.nextDeadline()).toBe(1600);
+    ep.handleTimeout(1599);
+    expect(events(ep).map((e) => e.type)).toEqual(['refused']);
+    ep.handleTimeout(1600);
+    expect(events(ep)).toEqual([{ type: 'idle' }]);
+    expect(ep.nextDeadline()).toBeNull();
+  });
+
+  test('malformed datagrams and datagrams of unknown transfers are counted and dropped', () => {
+    const { ep } = endpoint();
+    ep.handleDatagram(new Uint8Array([1, 2, 3]), 0);
+    ep.handleDatagram(encodeStop({ transferId: 99, reason: StopReason.Cancelled }), 0);
+    expect(ep.stats()).toMatchObject({ malformed: 1, unknownTransfer: 1, transfersStarted: 0 });
+    expect(events(ep)).toEqual([]);
+  });
+
+  test('a repeated REQUEST while fetching starts no second fetch; a refused one is answered from memory', () => {
+    const { ep } = endpoint();
+    ep.handleDatagram(request(), 0);
+    ep.handleDatagram(request(), 1);
+    expect(events(ep).filter((e) => e.type === 'fetch')).toHaveLength(1);
+    ep.objectFailed(1, ErrorCode.OriginNotFound, 'origin answered 404', 2);
+    controls(ep);
+    events(ep);
+    ep.handleDatagram(request(), 3);
+    expect(events(ep)).toEqual([]);
+    const [again] = controls(ep);
+    expect(again.ok && again.value.type === MessageType.Error && again.value.code).toBe(ErrorCode.OriginNotFound);
+  });
+});
