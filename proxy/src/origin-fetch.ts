@@ -206,6 +206,11 @@ function requestOnce(
           finish(new ServeError('origin-error', `body of ${received} bytes, Content-Length said ${expected}`));
           return;
         }
+        // The joined body is a second copy while the chunks await collection: charge it too.
+        if (options.reserve && !options.reserve(received)) {
+          finish(new ServeError('overloaded', 'proxy memory budget is full'));
+          return;
+        }
         const body = Buffer.concat(chunks, received);
         const bytes = new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
         const contentType = res.headers['content-type'];
