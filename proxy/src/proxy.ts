@@ -65,6 +65,8 @@ export interface Proxy {
 }
 
 export const ALL_MODES: readonly Mode[] = ['uncoded', 'rlnc', 'fountain'];
+/** A codec's WebAssembly instance larger than this is dropped when its last encoder is freed. */
+export const WASM_RECYCLE_ABOVE_BYTES = 32 * 1024 * 1024;
 
 export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
   const logger = deps.logger ?? pino({ level: config.logLevel, base: { service: 'mutp-proxy', name: config.name } });
@@ -171,7 +173,8 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
     stats,
     async start() {
       if (server) throw new Error('proxy already started');
-      if (!deps.codecs) services.codecs = await loadNodeCodecs();
+      // WebAssembly memory only grows: instances that grew for a peak are replaced once idle.
+      if (!deps.codecs) services.codecs = await loadNodeCodecs({ recycleAboveBytes: WASM_RECYCLE_ABOVE_BYTES });
       const modes = ALL_MODES.filter((m) => services.codecs[m] !== undefined);
       if (modes.length === 0) throw new Error('no codec loaded: the proxy could serve no mode');
       server = createHttpServer({

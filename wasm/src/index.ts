@@ -6,3 +6,5 @@ export * from './simd';
 export * from './rlnc';
 export * from './wirehair';
 export { fountainCodec } from './fountain';
+export { RecyclingCodec } from './recycling';
+export type { CodecInstance, RecyclingStats } from './recycling';

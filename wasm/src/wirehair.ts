@@ -174,6 +174,8 @@ export interface Wirehair {
   allocatedBytes(): number;
   /** Encoders and decoders created and not freed yet. */
   liveCodecs(): number;
+  /** Size of the module's linear memory (it only grows). */
+  memoryBytes(): number;
 }
 
 /** Compiled module bytes, or a compiled `WebAssembly.Module`. */
@@ -393,6 +395,10 @@ class WirehairModule implements Wirehair {
 
   liveCodecs(): number {
     return this.x.mutp_wh_live_codecs() >>> 0;
+  }
+
+  memoryBytes(): number {
+    return this.x.memory.buffer.byteLength;
   }
 }
 
