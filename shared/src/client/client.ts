@@ -9,6 +9,7 @@ import { DownloadRecord, ProxyInfo } from '../signalling';
 import { DEFAULT_SCHEDULER } from '../sender/schedulers';
 import { Mode, SchedulerName } from '../wire';
 import { DownloadResult, runDownload } from './download';
+import { sha256 } from '@noble/hashes/sha256';
 import { ClientError } from './errors';
 import { ClientHost } from './host';
 import { HttpDownloadResult, runHttpDownload } from './http-download';
@@ -112,6 +113,7 @@ export class MutpClient {
       const result = await runHttpDownload(proxies, url, this.host.fetch, this.host.clock, {
         signal: o.signal,
         maxBytes: this.config.maxObjectBytes,
+        sha256: this.host.sha256 ?? sha256,
       });
       this.report(session, url, 'http', result, undefined, proxies.length);
       return result;
@@ -129,7 +131,7 @@ export class MutpClient {
         codec: this.config.codecs[mode],
         transferId: this.host.random() >>> 0,
         signal: o.signal,
-        sha256: this.host.sha256,
+        sha256: this.host.sha256 ?? sha256,
         receiverConfig: { maxObjectBytes: this.config.maxObjectBytes },
         onProgress: o.onProgress,
       });

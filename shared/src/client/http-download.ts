@@ -1,6 +1,13 @@
 /**
  * The Parallel HTTP baseline (the MUTP paper's): the same object requested from every proxy's
- * HTTP endpoint at once; the first complete response wins and the others are aborted.
+ * HTTP endpoint at once; the first complete response that verifies wins and the others are
+ * aborted.
+ *
+ * Integrity: every proxy states the object's SHA-256 in `x-mutp-sha256` before the body. A body
+ * is used only when it hashes to the digest that `quorum` proxies (by default two, or one when
+ * only one proxy serves) stated independently. A proxy whose body does not hash to the agreed
+ * digest, or whose stated digest disagrees with it, is identified as polluting and listed in
+ * the result; the download goes on with the others.
  */
 import { ProxyInfo } from '../signalling';
 import { ClientError } from './errors';
@@ -17,6 +24,18 @@ export interface HttpDownloadResult {
   normalizedGoodput: number;
   sources: Pick<SourceShare, 'proxyId' | 'name' | 'bytes' | 'share'>[];
   contentType: string | null;
+  /** Proxies caught serving other bytes than the agreed object (report them to origo). */
+  polluters: { proxyId: string; name: string; reason: string }[];
+}
+
+/** Hex SHA-256 as proxies state it. */
+const DIGEST_HEADER = 'x-mutp-sha256';
+const HEX_DIGEST = /^[0-9a-f]{64}$/;
+
+function hex(bytes: Uint8Array): string {
+  let out = '';
+  for (const b of bytes) out += b.toString(16).padStart(2, '0');
+  return out;
 }
 
 /** The proxy endpoint serving `url` (proxy/src/http-baseline.ts). */
@@ -29,7 +48,13 @@ export async function runHttpDownload(
   url: string,
   fetch: FetchLike,
   clock: Clock,
-  options: { signal?: AbortSignal; maxBytes: number },
+  options: {
+    signal?: AbortSignal;
+    maxBytes: number;
+    sha256: (data: Uint8Array) => Uint8Array;
+    /** Proxies that must state the same digest before a body is used (default min(2, proxies)). */
+    quorum?: number;
+  },
 ): Promise<HttpDownloadResult> {
   const startedAt = clock.now();
   const controllers = proxies.map(() => new AbortController());
@@ -37,10 +62,47 @@ export async function runHttpDownload(
   const abortAll = () => controllers.forEach((c) => c.abort());
   options.signal?.addEventListener('abort', abortAll);
   const errors: string[] = [];
+  const quorum = Math.max(1, Math.min(options.quorum ?? 2, proxies.length));
+  const stated: (string | undefined)[] = proxies.map(() => undefined);
+  /** Settles a proxy's vote when its headers arrive or it fails (undefined: no vote). */
+  const votes = proxies.map(() => {
+    let settle!: (digest: string | undefined) => void;
+    const voted = new Promise<string | undefined>((resolve) => (settle = resolve));
+    return { voted, settle };
+  });
+  const settledVotes = new Set<number>();
+  votes.forEach((v, j) => void v.voted.then(() => settledVotes.add(j)));
+  const polluters: HttpDownloadResult['polluters'] = [];
+  const polluted = (i: number, reason: string) => {
+    polluters.push({ proxyId: proxies[i].proxyId, name: proxies[i].name, reason });
+    controllers[i].abort();
+    return new Error(`${proxies[i].name}: ${reason}`);
+  };
+
+  /** Waits until `digest` has a quorum of statements or can no longer get one. */
+  const agreed = async (digest: string): Promise<boolean> => {
+    for (;;) {
+      const count = stated.filter((d) => d === digest).length;
+      if (count >= quorum) return true;
+      const pending = votes.filter((_, j) => stated[j] === undefined && !settledVotes.has(j));
+      if (count + pending.length < quorum) return false;
+      await Promise.race(pending.map((v) => v.voted));
+    }
+  };
 
   const fetchOne = async (proxy: ProxyInfo, i: number) => {
-    const response = await fetch(baselineUrl(proxy, url), { signal: controllers[i].signal });
+    let response: Awaited<ReturnType<FetchLike>>;
+    try {
+      response = await fetch(baselineUrl(proxy, url), { signal: controllers[i].signal });
+    } catch (e) {
+      votes[i].settle(undefined);
+      throw e;
+    }
+    const digest = response.headers.get(DIGEST_HEADER)?.toLowerCase();
+    if (response.ok && digest && HEX_DIGEST.test(digest)) stated[i] = digest;
+    votes[i].settle(stated[i]);
     if (!response.ok || !response.body) throw new Error(`${proxy.name}: HTTP ${response.status}`);
+    if (stated[i] === undefined) throw new Error(`${proxy.name}: no ${DIGEST_HEADER} digest`);
     const declared = Number(response.headers.get('content-length') ?? NaN);
     if (declared > options.maxBytes) throw new Error(`${proxy.name}: ${declared} bytes exceeds ${options.maxBytes}`);
     const chunks: Uint8Array[] = [];
@@ -59,6 +121,15 @@ export async function runHttpDownload(
     for (const c of chunks) {
       object.set(c, offset);
       offset += c.length;
+    }
+    const actual = hex(options.sha256(object));
+    if (actual !== stated[i]) throw polluted(i, `body does not match the digest it stated`);
+    if (!(await agreed(actual))) {
+      // Either this proxy is alone against the others, or there is no quorum at all.
+      const others = stated.filter((d, j) => j !== i && d !== undefined);
+      if (others.length >= quorum && others.every((d) => d !== actual))
+        throw polluted(i, 'its digest disagrees with the other proxies');
+      throw new Error(`${proxy.name}: fewer than ${quorum} proxies stated its digest`);
     }
     return { object, index: i, contentType: response.headers.get('content-type') };
   };
@@ -88,6 +159,20 @@ export async function runHttpDownload(
         share: i === winner.index ? 1 : 0,
       })),
       contentType: winner.contentType,
+      polluters: polluters.concat(
+        // Proxies that stated another digest than the one verified are polluters too.
+        stated.flatMap((d, j) =>
+          d !== undefined && d !== stated[winner.index] && !polluters.some((p) => p.proxyId === proxies[j].proxyId)
+            ? [
+                {
+                  proxyId: proxies[j].proxyId,
+                  name: proxies[j].name,
+                  reason: 'its digest disagrees with the verified object',
+                },
+              ]
+            : [],
+        ),
+      ),
     };
   } catch {
     if (options.signal?.aborted) throw new ClientError('cancelled', 'aborted');
