@@ -12,6 +12,7 @@
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { MemoryBudget, SharedEncoders } from '@mutp/shared';
+import { cachePolicy } from './cache-policy';
 import { ServeError } from './errors';
 
 export interface CachedObject {
@@ -30,6 +31,8 @@ export interface CachedObject {
 export interface FetchResult {
   bytes: Uint8Array;
   contentType?: string;
+  /** The origin's Cache-Control: no-store / private / no-cache keep it out, max-age bounds it. */
+  cacheControl?: string;
 }
 
 export interface FetchControl {
@@ -51,6 +54,8 @@ export interface ObjectCacheStats {
   abandoned: number;
   /** Requests refused because `maxConcurrentFetches` fetches were under way. */
   fetchesRefused: number;
+  /** Objects served but not stored because the origin's Cache-Control said so. */
+  uncacheable: number;
   entries: number;
   bytes: number;
   maxBytes: number;
@@ -68,6 +73,8 @@ export interface ObjectCacheOptions {
   maxConcurrentFetches?: number;
   /** Called once per lookup: 'hit' (cached), 'miss' (fetch started), 'joined' (fetch shared). */
   onLookup?: (outcome: 'hit' | 'miss' | 'joined') => void;
+  /** Clock of the max-age lifetimes, ms (tests); default performance.now. */
+  now?: () => number;
 }
 
 export const DEFAULT_MAX_CONCURRENT_FETCHES = 32;
@@ -117,7 +124,15 @@ export class ObjectCache {
   private readonly budget: MemoryBudget;
   private readonly maxConcurrentFetches: number;
   private heldAfterEviction = 0;
-  private readonly counters = { hits: 0, misses: 0, joined: 0, failures: 0, abandoned: 0, fetchesRefused: 0 };
+  private readonly counters = {
+    hits: 0,
+    misses: 0,
+    joined: 0,
+    failures: 0,
+    abandoned: 0,
+    fetchesRefused: 0,
+    uncacheable: 0,
+  };
 
   constructor(private readonly options: ObjectCacheOptions) {
     this.budget = options.budget ?? new MemoryBudget(Number.MAX_SAFE_INTEGER);
@@ -129,9 +144,11 @@ export class ObjectCache {
             maxSize: options.maxBytes,
             // Empty objects still take a slot: count them as one byte.
             sizeCalculation: (value) => Math.max(1, value.bytes.byteLength),
-            dispose: (entry, _key, reason) => {
-              if (reason === 'set' || reason === 'evict' || reason === 'delete') this.evicted(entry);
-            },
+            perf: options.now ? { now: options.now } : undefined,
+            // Read the clock on every check (a lookup per transfer, not per datagram).
+            ttlResolution: 0,
+            // Evicted, expired, replaced or deleted: the LRU no longer accounts for it.
+            dispose: (entry) => this.evicted(entry),
           })
         : undefined;
   }
@@ -220,9 +237,13 @@ export class ObjectCache {
         new SharedEncoders(fetched.bytes, this.budget),
         (e, held) => this.heldOutside(e, held),
       );
-      // An object larger than the whole cache is served but not stored (lru-cache skips it).
-      this.lru?.set(url, entry);
-      entry.cached = this.lru?.get(url) === entry;
+      // An object larger than the whole cache is served but not stored (lru-cache skips it), as
+      // is one the origin marked uncacheable.
+      const policy = cachePolicy(fetched.cacheControl);
+      if (policy.store) {
+        this.lru?.set(url, entry, { ttl: policy.ttlMs });
+        entry.cached = this.lru?.get(url) === entry;
+      } else this.counters.uncacheable++;
       return entry;
     } catch (e) {
       this.counters.failures++;

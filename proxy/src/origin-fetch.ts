@@ -33,6 +33,8 @@ export interface OriginFetchOptions extends OriginPolicy {
 export interface FetchedObject {
   bytes: Uint8Array;
   contentType?: string;
+  /** The origin's Cache-Control, for the cache's policy. */
+  cacheControl?: string;
   /** The URL the body came from, after redirects. */
   finalUrl: string;
   redirects: number;
@@ -41,7 +43,9 @@ export interface FetchedObject {
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 export const DEFAULT_MAX_REDIRECTS = 5;
 
-type Hop = { kind: 'redirect'; location: string } | { kind: 'body'; bytes: Uint8Array; contentType?: string };
+type Hop =
+  | { kind: 'redirect'; location: string }
+  | { kind: 'body'; bytes: Uint8Array; contentType?: string; cacheControl?: string };
 
 export async function fetchOrigin(rawUrl: string, options: OriginFetchOptions): Promise<FetchedObject> {
   const maxBytes = Math.min(options.maxBytes, MAX_OBJECT_BYTES);
@@ -52,7 +56,8 @@ export async function fetchOrigin(rawUrl: string, options: OriginFetchOptions): 
     const target = await withDeadline(resolveChecked(url, options, options.lookup), deadline, options.signal);
     const hop = await requestOnce(url, target, { ...options, maxBytes }, deadline);
     if (hop.kind === 'body') {
-      return { bytes: hop.bytes, contentType: hop.contentType, finalUrl: url.href, redirects };
+      const { bytes, contentType, cacheControl } = hop;
+      return { bytes, contentType, cacheControl, finalUrl: url.href, redirects };
     }
     if (redirects >= maxRedirects) throw new ServeError('origin-error', `more than ${maxRedirects} redirects`);
     let next: URL;
@@ -214,7 +219,7 @@ function requestOnce(
         const body = Buffer.concat(chunks, received);
         const bytes = new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
         const contentType = res.headers['content-type'];
-        finish(null, { kind: 'body', bytes, contentType });
+        finish(null, { kind: 'body', bytes, contentType, cacheControl: res.headers['cache-control'] });
       });
       res.on('error', (e: NodeJS.ErrnoException) =>
         finish(new ServeError('origin-error', `origin connection failed: ${e.code ?? e.message}`)),

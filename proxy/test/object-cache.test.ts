@@ -1,6 +1,7 @@
 /** The object cache: byte bound and LRU order, one origin fetch for concurrent requests, no cached failures. */
 import { createHash } from 'node:crypto';
 import { ServeError } from '../src/errors';
+import { cachePolicy } from '../src/cache-policy';
 import { FetchResult, ObjectCache } from '../src/object-cache';
 
 /** A fetcher whose answers the test releases by hand. */
@@ -97,4 +98,46 @@ test('a cache of 0 bytes stores nothing but still shares fetches', async () => {
   await Promise.all(both);
   expect(f.calls.length).toBe(1);
   expect(cache.has('http://o/z')).toBe(false);
+});
+
+describe('Cache-Control', () => {
+  test.each([
+    [undefined, { store: true }],
+    ['no-store', { store: false }],
+    ['private, max-age=600', { store: false }],
+    ['public, no-cache', { store: false }],
+    ['max-age=0', { store: false }],
+    ['public, max-age=60', { store: true, ttlMs: 60_000 }],
+    ['max-age=60, s-maxage=5', { store: true, ttlMs: 5000 }],
+    ['max-age="30"', { store: true, ttlMs: 30_000 }],
+    ['max-age=-1, immutable', { store: true }],
+    ['MAX-AGE=10', { store: true, ttlMs: 10_000 }],
+  ])('%j gives %j', (header, policy) => {
+    expect(cachePolicy(header)).toEqual(policy);
+  });
+
+  test('an object the origin marks no-store is served to its waiters and not kept', async () => {
+    const cache = new ObjectCache({
+      maxBytes: 1000,
+      fetch: async () => ({ bytes: bytes(10), cacheControl: 'no-store' }),
+    });
+    const first = await cache.get('http://o/live');
+    expect(first.bytes.length).toBe(10);
+    expect(first.cached).toBe(false);
+    expect(cache.has('http://o/live')).toBe(false);
+    expect(cache.stats()).toMatchObject({ uncacheable: 1, entries: 0 });
+  });
+
+  test('max-age bounds how long an object stays', async () => {
+    let now = 1000; // lru-cache treats a start time of 0 as none
+    const cache = new ObjectCache({
+      maxBytes: 1000,
+      fetch: async () => ({ bytes: bytes(10), cacheControl: 'max-age=1' }),
+      now: () => now,
+    });
+    await cache.get('http://o/short');
+    expect(cache.has('http://o/short')).toBe(true);
+    now = 2500;
+    expect(cache.has('http://o/short')).toBe(false);
+  });
 });
