@@ -182,7 +182,7 @@ export class TransferHost {
 
   /** Metrics for datagrams the endpoint dropped (malformed, unknown transfer). */
   private countDrops(): void {
-    const { malformed, unknownTransfer } = this.endpoint.stats();
+    const { malformed, unknownTransfer } = this.endpoint.dropped;
     const { metrics } = this.services;
     if (malformed > this.malformedSeen) metrics.malformedDatagrams.inc(malformed - this.malformedSeen);
     if (unknownTransfer > this.unknownSeen) metrics.unknownTransferDatagrams.inc(unknownTransfer - this.unknownSeen);

@@ -165,8 +165,13 @@ export class SourceEndpoint {
     const m = decoded.value;
     const transfer = this.transfers.get(m.transferId);
     if (transfer?.sender) {
-      this.guarded(transfer, now, (sender) => sender.handleMessage(m, now));
-      this.reap(now);
+      try {
+        transfer.sender.handleMessage(m, now);
+      } catch (e) {
+        this.codecFailed(transfer, e, now);
+        return;
+      }
+      this.endIfDone(transfer, now);
     } else if (transfer) {
       // Still waiting for the object: a STOP ends it now; repeated REQUESTs and early feedback wait.
       if (m.type === MessageType.Stop) this.dropPending(transfer);
@@ -239,9 +244,15 @@ export class SourceEndpoint {
     if (this.closed) return;
     for (const t of [...this.order]) {
       const d = t.sender!.nextDeadline();
-      if (d !== null && d <= now) this.guarded(t, now, (sender) => sender.handleTimeout(now));
+      if (d === null || d > now) continue;
+      try {
+        t.sender!.handleTimeout(now);
+      } catch (e) {
+        this.codecFailed(t, e, now);
+        continue;
+      }
+      this.endIfDone(t, now);
     }
-    this.reap(now);
     if (!this.idleReported && this.transfers.size === 0 && now - this.lastActivity >= this.limits.idleTimeoutMs) {
       this.idleReported = true;
       this.events.push({ type: 'idle' });
@@ -273,16 +284,25 @@ export class SourceEndpoint {
 
   /** The next data datagram, taking active transfers in turn; null when none has one now. */
   pollDatagram(now: number): Uint8Array | null {
-    let datagram: Uint8Array | null = null;
-    // A transfer whose codec fails leaves the order while we walk it: re-read its length.
-    for (let k = 0; k < this.order.length && !datagram; k++) {
+    // A transfer that ends leaves the order while we walk it: re-read its length.
+    for (let k = 0; k < this.order.length; k++) {
       const i = (this.cursor + k) % this.order.length;
       const t = this.order[i];
-      datagram = this.guarded(t, now, (sender) => sender.pollDatagram(now)) ?? null;
-      if (datagram) this.cursor = (i + 1) % this.order.length;
+      let datagram: Uint8Array | null;
+      try {
+        datagram = t.sender!.pollDatagram(now);
+      } catch (e) {
+        this.codecFailed(t, e, now);
+        k--;
+        continue;
+      }
+      if (datagram) {
+        this.cursor = (i + 1) % this.order.length;
+        return datagram;
+      }
+      if (this.endIfDone(t, now)) k--;
     }
-    this.reap(now);
-    return datagram;
+    return null;
   }
 
   /** When handleTimeout should next be called, or null. */
@@ -306,6 +326,11 @@ export class SourceEndpoint {
   /** Whether any transfer has a Sender (the caller's pump has something to ask). */
   get hasActive(): boolean {
     return this.order.length > 0;
+  }
+
+  /** Datagrams dropped so far: malformed, and for transfers this peer does not have. */
+  get dropped(): { readonly malformed: number; readonly unknownTransfer: number } {
+    return this.counters;
   }
 
   stats(): SourceEndpointStats {
@@ -349,27 +374,21 @@ export class SourceEndpoint {
   }
 
   /**
-   * Runs one call into a transfer's Sender. A throw (a codec out of memory, a bug) ends that
-   * transfer with an ERROR to the client; the other transfers and the caller go on.
+   * A call into a transfer's Sender threw (a codec out of memory, a bug): that transfer ends with
+   * an ERROR to the client; the other transfers and the caller go on.
    */
-  private guarded<T>(t: Transfer, now: number, call: (sender: Sender) => T): T | undefined {
-    try {
-      return call(t.sender!);
-    } catch (e) {
-      this.counters.codecFailures++;
-      this.sendError(t.request, ErrorCode.Internal, `transfer failed at the proxy: ${messageOf(e)}`);
-      this.end(t, 'codec-error', now);
-      return undefined;
-    }
+  private codecFailed(t: Transfer, e: unknown, now: number): void {
+    this.counters.codecFailures++;
+    this.sendError(t.request, ErrorCode.Internal, `transfer failed at the proxy: ${messageOf(e)}`);
+    this.end(t, 'codec-error', now);
   }
 
-  /** Removes transfers whose Sender finished or failed. */
-  private reap(now: number): void {
-    for (const t of [...this.order]) {
-      const sender = t.sender!;
-      if (sender.status !== 'active')
-        this.end(t, sender.status === 'done' ? 'done' : (sender.error?.code ?? 'failed'), now);
-    }
+  /** Ends a transfer whose Sender finished or failed; true if it did. */
+  private endIfDone(t: Transfer, now: number): boolean {
+    const sender = t.sender!;
+    if (sender.status === 'active') return false;
+    this.end(t, sender.status === 'done' ? 'done' : (sender.error?.code ?? 'failed'), now);
+    return true;
   }
 
   private end(t: Transfer, outcome: string, now: number): void {
