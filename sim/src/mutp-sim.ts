@@ -45,7 +45,7 @@ export interface MutpSimOptions {
   /** Codecs by mode (the WebAssembly ones); uncoded and rlnc default to the TypeScript ones. */
   codecs?: CodecSet;
   /** Each source's admission (the proxy's limits); default: one transfer's worth, 1 GiB. */
-  admission?: Partial<AdmissionLimits>;
+  admission?: Partial<AdmissionLimits> | ((source: number) => Partial<AdmissionLimits>);
   endpointLimits?: Partial<EndpointLimits>;
 }
 
@@ -121,7 +121,8 @@ export function simulateMutp(s: Scenario, options: MutpSimOptions = {}): SimResu
   }
 
   function sourceEndpoint(index: number): { endpoint: SourceEndpoint; admission: Admission } {
-    const admission = new Admission({ maxTransfers: 1, maxPerClient: 1, memoryBytes: 1 << 30, ...options.admission });
+    const limits = typeof options.admission === 'function' ? options.admission(index) : options.admission;
+    const admission = new Admission({ maxTransfers: 1, maxPerClient: 1, memoryBytes: 1 << 30, ...limits });
     const endpoint = new SourceEndpoint({
       clientKey: 'sim-client',
       codecs: { [mode]: codec },

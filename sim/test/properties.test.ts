@@ -353,3 +353,20 @@ describe('generations beyond 32 symbols', () => {
     checkComplete(s, r, 'g = 48');
   });
 });
+
+describe('sources that refuse (the proxy admission paths, run by the simulator)', () => {
+  test('a source whose memory budget cannot take the transfer answers Overloaded; the others complete', () => {
+    fc.assert(
+      fc.property(scenarioArb({ minSources: 2 }), fc.nat(), (s, pick) => {
+        const refusing = pick % s.capsKBps.length;
+        // Less than one transfer's fixed state: the REQUEST is admitted, the object is not.
+        const r = sim(s, { admission: (i) => (i === refusing ? { memoryBytes: 64 * 1024 } : {}) });
+        checkOutcome(s, r);
+        if (s.loss < 0.3 && s.reverseLoss !== undefined && s.reverseLoss < 0.3)
+          checkComplete(s, r, `source ${refusing} refused`);
+        check(r.sources[refusing].sent === 0, () => `the refusing source sent data\n${describeRun(s, r)}`);
+      }),
+      { seed: 42, numRuns: 40 },
+    );
+  });
+});
