@@ -90,6 +90,10 @@ test('the service worker runs and the manifest is MV3 with the page-world hook',
   const manifest = (await worker.evaluate(() => chrome.runtime.getManifest())) as chrome.runtime.ManifestV3;
   expect(manifest.manifest_version).toBe(3);
   expect(manifest.content_scripts?.[0]).toMatchObject({ js: ['hook.js'], world: 'MAIN', run_at: 'document_start' });
+  // Least privilege (issue 9, finding 14): no host permissions, only the downloader frame is web-accessible.
+  expect(manifest.host_permissions ?? []).toEqual([]);
+  expect(manifest.permissions).toEqual(['storage', 'activeTab']);
+  expect(manifest.web_accessible_resources).toEqual([{ resources: ['downloader.html'], matches: ['<all_urls>'] }]);
 });
 
 test('the options page opens and shows the stored settings', async () => {
@@ -123,11 +127,16 @@ describe('a page with an HLS stream while origo is down', () => {
     await waitFor('the hook to get its configuration', () =>
       page.evaluate(() => ((window as unknown as { __mutp?: unknown }).__mutp ? true : undefined)),
     );
-    tabId = await worker.evaluate(
-      async (url) => (await chrome.tabs.query({ url }))[0]?.id ?? -1,
-      `${server.url}/video.html`,
-    );
   });
+
+  /** The tab's id, from its statistics (the extension has no host permissions: tab URLs are hidden from it). */
+  const findTab = () =>
+    waitFor('the tab’s statistics', () =>
+      worker.evaluate(async (url) => {
+        const all = (await chrome.storage.session.get(null)) as Record<string, TabStats>;
+        return Object.values(all).find((t) => t.pageUrl === url)?.tabId;
+      }, `${server.url}/video.html`),
+    );
 
   afterAll(() => page?.close());
 
@@ -158,6 +167,7 @@ describe('a page with an HLS stream while origo is down', () => {
   });
 
   test('the counters and the download record reach storage.session for the popup', async () => {
+    tabId = await findTab();
     const stats = await waitFor('tab statistics in storage.session', async () => {
       const got = (await worker.evaluate((key) => chrome.storage.session.get(key), `tab:${tabId}`)) as Record<
         string,
