@@ -20,6 +20,7 @@ import {
 } from '../common/messages';
 import { ext, loadSettings } from '../common/ext';
 import { normalizeSettings, Settings, SETTINGS_KEY, siteEnabled } from '../common/settings';
+import { redactUrl } from '../common/media';
 import { HookConfig } from '../hook/decide';
 import { Authorization, DownloaderRelay } from './relay';
 import { checkUrl, ConsentCache, corsConsent, HeadFetch } from './request-policy';
@@ -123,7 +124,7 @@ async function connectFrame(f: HTMLIFrameElement, origin: string): Promise<void>
   relay?.close();
   relay = new DownloaderRelay(toHookChannel.port2, toFrame.port1, {
     authorize,
-    hello: () => ({ session, pageUrl: window.location.href }),
+    hello: () => ({ session, pageUrl: redactUrl(window.location.href) }),
   });
   // Only the frame's window at the extension's origin can receive this (never the page).
   f.contentWindow?.postMessage({ [DOWNLOADER_PORT]: token }, origin, [toFrame.port2]);
@@ -167,7 +168,7 @@ function onHookMessage(event: MessageEvent): void {
       type: 'counters',
       session,
       top: window === window.top,
-      pageUrl: String(m.pageUrl).slice(0, 2048),
+      pageUrl: redactUrl(window.location.href),
       counters: m.counters,
     };
     api.runtime.sendMessage(message).catch(() => {
