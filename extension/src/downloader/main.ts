@@ -19,6 +19,7 @@ import {
   TOKEN_PATTERN,
 } from '../common/messages';
 import { ext, loadSettings } from '../common/ext';
+import { redactUrl } from '../common/media';
 import { normalizeSettings, Settings, SETTINGS_KEY } from '../common/settings';
 import { LoadedCodecs, loadCodecs, WASM_DIR } from './codecs';
 import { Downloader } from './downloader';
@@ -62,6 +63,8 @@ const downloader = new Downloader({
       origoUrl: s.origoUrl,
       codecs: c.codecs,
       maxObjectBytes: s.maxObjectBytes,
+      // origo's records get origin + path: query strings often carry signed tokens.
+      recordUrl: redactUrl,
     });
   },
   modeAvailable: (mode) => mode === 'http' || mode === 'uncoded' || !loadedCodecs || loadedCodecs.available[mode],
