@@ -168,7 +168,8 @@ function onHookMessage(event: MessageEvent): void {
       type: 'counters',
       session,
       top: window === window.top,
-      pageUrl: redactUrl(window.location.href),
+      // Never shown, only used to find the tab's statistics; from this script, not from the page world.
+      pageUrl: window.location.href.slice(0, 2048),
       counters: m.counters,
     };
     api.runtime.sendMessage(message).catch(() => {
