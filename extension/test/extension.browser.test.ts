@@ -117,6 +117,37 @@ test('the options page opens and shows the stored settings', async () => {
   }
 });
 
+test('the options page refuses a plain ws:// origo on another host, with the wss:// to use instead', async () => {
+  const page = await browser.browser.newPage();
+  try {
+    await page.goto(`chrome-extension://${extensionId}/options.html`, { waitUntil: 'load' });
+    await page.waitForSelector('body[data-ready="1"]', { timeout: 10_000 });
+    const saved = async (origoUrl: string) => {
+      await page.evaluate((u) => {
+        const form = document.getElementById('form') as HTMLFormElement;
+        (form.elements.namedItem('origoUrl') as HTMLInputElement).value = u;
+        document.getElementById('status')!.textContent = '';
+        (document.getElementById('save') as HTMLButtonElement).click();
+      }, origoUrl);
+      const status = await waitFor('the options page to answer', () =>
+        page.evaluate(() => document.getElementById('status')!.textContent || undefined),
+      );
+      const stored = (await worker.evaluate(() => chrome.storage.local.get('settings'))) as {
+        settings: { origoUrl: string };
+      };
+      return { status, stored: stored.settings.origoUrl };
+    };
+    const before = `ws://127.0.0.1:${closedPort}/v1/client`;
+    const remote = await saved('ws://origo.example:8700/v1/client');
+    expect(remote.stored).toBe(before);
+    expect(remote.status).toContain('wss://origo.example:8700/v1/client');
+    // Loopback stays allowed (the value the other tests use).
+    expect(await saved(before)).toEqual({ status: 'Saved.', stored: before });
+  } finally {
+    await page.close();
+  }
+});
+
 describe('a page with an HLS stream while origo is down', () => {
   let page: Page;
   let tabId: number;
