@@ -79,8 +79,9 @@ function sendConfig(): void {
 
 /**
  * A fetch made as the page for the consent check: Firefox's `content.fetch` (the page's
- * principal, so the page's CORS and CSP apply); in Chromium the content script's own fetch
- * already follows the page's CORS.
+ * principal, so the page's CORS applies); in Chromium the content script's own fetch already
+ * follows the page's CORS. corsConsent() also checks the header itself should a browser run the
+ * request with extension privileges instead.
  */
 function pageFetch(): HeadFetch {
   const content = (globalThis as { content?: { fetch?: typeof fetch } }).content;
