@@ -27,8 +27,11 @@ export function manifest(browser) {
     version: pkg.version,
     description:
       'Fetches the media segments a page plays from several nearby edge proxies at once (MUTP over WebRTC, with network coding); falls back to the network silently.',
-    permissions: ['storage'],
-    host_permissions: ['<all_urls>'],
+    // No host permissions: content scripts need none to run, the downloader reaches origo by
+    // WebSocket and the proxies' HTTP endpoint by CORS, and the consent check must run with the
+    // page's CORS, not past it.
+    // activeTab: the popup, opened by the user on a tab, may read that tab's URL (per-site switch).
+    permissions: ['storage', 'activeTab'],
     background: { service_worker: 'background.js' },
     content_scripts: [
       {
@@ -45,7 +48,9 @@ export function manifest(browser) {
         all_frames: true,
       },
     ],
-    web_accessible_resources: [{ resources: ['downloader.html', 'hook.js'], matches: ['<all_urls>'] }],
+    // The frame must be loadable in pages; it accepts a port only with a token (see src/downloader/main.ts).
+    // hook.js runs as a MAIN-world content script (Chrome 111+, Firefox 128+) and needs no access.
+    web_accessible_resources: [{ resources: ['downloader.html'], matches: ['<all_urls>'] }],
     action: { default_title: 'MUTP', default_popup: 'popup.html' },
     options_ui: { page: 'options.html', open_in_tab: true },
     content_security_policy: {

@@ -187,10 +187,8 @@ export async function launchChromium(options: { extension?: boolean; args?: stri
     async tabStats(pageUrl) {
       return (await chrome().evaluate(async (url) => {
         const api = (globalThis as unknown as { chrome: ChromeApi }).chrome;
-        const tab = (await api.tabs.query({})).find((t) => t.url === url);
-        if (tab?.id === undefined) return undefined;
-        const key = `tab:${tab.id}`;
-        return (await api.storage.session.get(key))[key];
+        // The extension has no host permissions, so tab URLs are hidden: find the tab by its statistics.
+        return Object.values(await api.storage.session.get(null)).find((t) => (t as TabStats)?.pageUrl === url);
       }, pageUrl)) as TabStats | undefined;
     },
     async close() {

@@ -166,7 +166,10 @@ function isMediaPath(path: string): boolean {
 
 /** Media objects a browser (not a proxy) fetched from the origin itself. */
 function browserMediaRequests(log: Origin['log']): string[] {
-  return log.filter((r) => isMediaPath(r.path) && !r.userAgent.startsWith('mutp-proxy/')).map((r) => r.path);
+  // HEADs are the extension's CORS-consent checks (no bytes); GETs would be segments from the network.
+  return log
+    .filter((r) => r.method !== 'HEAD' && isMediaPath(r.path) && !r.userAgent.startsWith('mutp-proxy/'))
+    .map((r) => r.path);
 }
 
 /** Every object the player got is byte-for-byte the origin's file (hashes made in the page). */

@@ -118,6 +118,24 @@ describe('what passes through, and why', () => {
     ['a custom header', xhr(seg, { headers: [['X-Token', 'abc']] }), 'headers'],
     ["responseType 'document'", xhr(seg, { responseType: 'document' }), 'response-type'],
     ["mode 'no-cors'", fetchFacts(seg, { mode: 'no-cors' }), 'no-cors'],
+    // Issue 9, finding 10: what the network itself would refuse or treat differently.
+    [
+      "mode 'same-origin' to another origin",
+      fetchFacts('https://cdn.example/movie.mp4', { mode: 'same-origin', headers: [['Range', 'bytes=0-1']] }),
+      'same-origin-mode',
+    ],
+    ["redirect 'error'", fetchFacts(seg, { redirect: 'error' }), 'redirect'],
+    ["redirect 'manual'", fetchFacts(seg, { redirect: 'manual' }), 'redirect'],
+    [
+      'user:pass@ in the URL',
+      xhr('https://u:p@site.example/v/seg-0.m4s', { headers: [['Range', 'bytes=0-1']] }),
+      'credentials',
+    ],
+    [
+      'a user name alone in the URL',
+      fetchFacts('https://u@cdn.example/a.mp4', { headers: [['Range', 'bytes=0-1']] }),
+      'credentials',
+    ],
     ['subresource integrity', fetchFacts(seg, { integrity: 'sha256-abc' }), 'integrity'],
     ["cache 'only-if-cached'", fetchFacts(seg, { cache: 'only-if-cached' }), 'cache-mode'],
     ['a multipart range', xhr(seg, { headers: [['Range', 'bytes=0-1,5-9']] }), 'multi-range'],
@@ -129,6 +147,12 @@ describe('what passes through, and why', () => {
 
   test("credentials: 'include' on the page's own origin is fine (cookies go there anyway)", () => {
     expect(decide(fetchFacts(seg, { credentials: 'include' }), context())).toMatchObject({ intercept: true });
+  });
+
+  test("mode 'same-origin' on the page's own origin and redirect 'follow' are fine", () => {
+    expect(decide(fetchFacts(seg, { mode: 'same-origin', redirect: 'follow' }), context())).toMatchObject({
+      intercept: true,
+    });
   });
 
   test('replayable headers are fine', () => {

@@ -242,7 +242,7 @@ test('a new origo URL makes a new client and closes the old one', async () => {
   await flush();
   t.client().calls[0].resolve(object(1));
   await a;
-  t.setSettings({ origoUrl: 'ws://10.0.0.1:8700/v1/client' });
+  t.setSettings({ origoUrl: 'wss://10.0.0.1:8700/v1/client' });
   const b = t.d.handle(req('https://x/2.ts'));
   await flush();
   expect(t.clients).toHaveLength(2);
@@ -264,4 +264,69 @@ describe('ByteLru', () => {
     expect(lru.set('big', new Uint8Array(101))).toBe(false);
     expect(lru.size).toBe(2);
   });
+});
+
+// ------------------------------------------------------------------ issue 9 (trust), extension side
+
+/** What the MessagePort does with an answer: transfers its body away (detaching it here). */
+function transferAway(a: GetSuccess): ArrayBuffer {
+  return structuredClone(a.body, { transfer: [a.body] });
+}
+
+test('the range cache never hands out a buffer it keeps (a whole request sharing a range download)', async () => {
+  const t = setup();
+  const url = 'https://cdn.example/movie.mp4';
+  const ranged = t.d.handle(req(url, { range: { kind: 'from', start: 0, end: 9 } }));
+  const whole = t.d.handle(req(url));
+  await flush();
+  expect(t.client().calls).toHaveLength(1);
+  t.client().calls[0].resolve(object(8000));
+  const first = ok(await ranged);
+  const all = ok(await whole);
+  expect(new Uint8Array(transferAway(first))).toEqual(object(8000).subarray(0, 10));
+  expect(new Uint8Array(transferAway(all))).toEqual(object(8000));
+  // The cached object is intact: later ranges come from it.
+  const later = ok(await t.d.handle(req(url, { range: { kind: 'from', start: 7990 } })));
+  expect(later).toMatchObject({ status: 206, contentRange: 'bytes 7990-7999/8000' });
+  expect(bytesOf(later)).toEqual(object(8000).subarray(7990));
+  expect(t.client().calls).toHaveLength(1);
+});
+
+test('a plain ws:// origo is refused for a remote host (wss:// required), allowed to loopback', async () => {
+  const remote = setup({ origoUrl: 'ws://origo.example:8700/v1/client' });
+  const answer = failed(await remote.d.handle(req('https://cdn.example/a.ts')));
+  expect(answer).toMatchObject({ ok: false, reason: 'origo-insecure' });
+  expect(answer.message).toMatch(/wss:\/\/origo\.example:8700\/v1\/client/);
+  expect(remote.clients).toHaveLength(0); // never connected
+
+  for (const origoUrl of [
+    'ws://127.0.0.1:8700/v1/client',
+    'ws://localhost:8700/v1/client',
+    'ws://[::1]:8700/v1/client',
+  ]) {
+    const local = setup({ origoUrl });
+    const pending = local.d.handle(req('https://cdn.example/b.ts'));
+    await flush();
+    expect({ origoUrl, calls: local.client().calls.length }).toEqual({ origoUrl, calls: 1 });
+    local.client().calls[0].resolve(object(10));
+    expect(ok(await pending).status).toBe(200);
+  }
+  const secure = setup({ origoUrl: 'wss://origo.example/v1/client' });
+  const p = secure.d.handle(req('https://cdn.example/c.ts'));
+  await flush();
+  secure.client().calls[0].resolve(object(10));
+  expect(ok(await p).status).toBe(200);
+});
+
+test('download records carry origin and path only: no query (signed tokens), no user info', async () => {
+  const t = setup();
+  const url = 'https://cdn.example/v/seg-7.m4s?token=SECRET&expires=1';
+  const pending = t.d.handle(req(url));
+  await flush();
+  expect(t.client().calls[0].url).toBe(url); // the proxies still fetch the real URL
+  t.client().calls[0].resolve(object(10));
+  await pending;
+  await t.d.handle(req('ftp://user:pw@cdn.example/x?token=SECRET'));
+  expect(t.records.map((r) => r.url)).toEqual(['https://cdn.example/v/seg-7.m4s', 'ftp://cdn.example/x']);
+  expect(JSON.stringify(t.records)).not.toContain('SECRET');
 });

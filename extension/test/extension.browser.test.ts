@@ -90,6 +90,10 @@ test('the service worker runs and the manifest is MV3 with the page-world hook',
   const manifest = (await worker.evaluate(() => chrome.runtime.getManifest())) as chrome.runtime.ManifestV3;
   expect(manifest.manifest_version).toBe(3);
   expect(manifest.content_scripts?.[0]).toMatchObject({ js: ['hook.js'], world: 'MAIN', run_at: 'document_start' });
+  // Least privilege (issue 9, finding 14): no host permissions, only the downloader frame is web-accessible.
+  expect(manifest.host_permissions ?? []).toEqual([]);
+  expect(manifest.permissions).toEqual(['storage', 'activeTab']);
+  expect(manifest.web_accessible_resources).toEqual([{ resources: ['downloader.html'], matches: ['<all_urls>'] }]);
 });
 
 test('the options page opens and shows the stored settings', async () => {
@@ -113,6 +117,37 @@ test('the options page opens and shows the stored settings', async () => {
   }
 });
 
+test('the options page refuses a plain ws:// origo on another host, with the wss:// to use instead', async () => {
+  const page = await browser.browser.newPage();
+  try {
+    await page.goto(`chrome-extension://${extensionId}/options.html`, { waitUntil: 'load' });
+    await page.waitForSelector('body[data-ready="1"]', { timeout: 10_000 });
+    const saved = async (origoUrl: string) => {
+      await page.evaluate((u) => {
+        const form = document.getElementById('form') as HTMLFormElement;
+        (form.elements.namedItem('origoUrl') as HTMLInputElement).value = u;
+        document.getElementById('status')!.textContent = '';
+        (document.getElementById('save') as HTMLButtonElement).click();
+      }, origoUrl);
+      const status = await waitFor('the options page to answer', () =>
+        page.evaluate(() => document.getElementById('status')!.textContent || undefined),
+      );
+      const stored = (await worker.evaluate(() => chrome.storage.local.get('settings'))) as {
+        settings: { origoUrl: string };
+      };
+      return { status, stored: stored.settings.origoUrl };
+    };
+    const before = `ws://127.0.0.1:${closedPort}/v1/client`;
+    const remote = await saved('ws://origo.example:8700/v1/client');
+    expect(remote.stored).toBe(before);
+    expect(remote.status).toContain('wss://origo.example:8700/v1/client');
+    // Loopback stays allowed (the value the other tests use).
+    expect(await saved(before)).toEqual({ status: 'Saved.', stored: before });
+  } finally {
+    await page.close();
+  }
+});
+
 describe('a page with an HLS stream while origo is down', () => {
   let page: Page;
   let tabId: number;
@@ -123,11 +158,16 @@ describe('a page with an HLS stream while origo is down', () => {
     await waitFor('the hook to get its configuration', () =>
       page.evaluate(() => ((window as unknown as { __mutp?: unknown }).__mutp ? true : undefined)),
     );
-    tabId = await worker.evaluate(
-      async (url) => (await chrome.tabs.query({ url }))[0]?.id ?? -1,
-      `${server.url}/video.html`,
-    );
   });
+
+  /** The tab's id, from its statistics (the extension has no host permissions: tab URLs are hidden from it). */
+  const findTab = () =>
+    waitFor('the tab’s statistics', () =>
+      worker.evaluate(async (url) => {
+        const all = (await chrome.storage.session.get(null)) as Record<string, TabStats>;
+        return Object.values(all).find((t) => t.pageUrl === url)?.tabId;
+      }, `${server.url}/video.html`),
+    );
 
   afterAll(() => page?.close());
 
@@ -158,6 +198,7 @@ describe('a page with an HLS stream while origo is down', () => {
   });
 
   test('the counters and the download record reach storage.session for the popup', async () => {
+    tabId = await findTab();
     const stats = await waitFor('tab statistics in storage.session', async () => {
       const got = (await worker.evaluate((key) => chrome.storage.session.get(key), `tab:${tabId}`)) as Record<
         string,

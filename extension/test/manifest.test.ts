@@ -221,3 +221,60 @@ describe('SegmentRegistry', () => {
     expect(r.lookup('http://h/s4.ts')).toBeDefined();
   });
 });
+
+describe('MPD expansion budget (issue 9, finding 14)', () => {
+  const mpd = (attrs: string, template: string, reps = 1) => `<?xml version="1.0"?>
+<MPD xmlns="urn:mpeg:dash:schema:mpd:2011" ${attrs} minBufferTime="PT2S">
+  <Period id="0">
+    <AdaptationSet mimeType="video/mp4">
+      ${template}
+      ${Array.from({ length: reps }, (_, i) => `<Representation id="r${i}" bandwidth="1000"/>`).join('\n      ')}
+    </AdaptationSet>
+  </Period>
+</MPD>`;
+  const template = (more = '') => `<SegmentTemplate timescale="1" duration="1" media="s-$Number$.m4s" ${more}/>`;
+
+  test('a tiny MPD declaring 400,000 segments is refused before mpd-parser expands it', () => {
+    const hostile = mpd('type="static" mediaPresentationDuration="PT400000S"', template());
+    expect(hostile.length).toBeLessThan(1000);
+    expect(() => extractDash(hostile, 'https://a.example/x.mpd')).toThrow(/declares 400000 segments/);
+    expect(extractManifest(hostile, 'https://a.example/x.mpd')).toBeUndefined();
+  });
+
+  test('every way to declare many segments is counted: representations, timelines, endNumber, live windows', () => {
+    const url = 'https://a.example/x.mpd';
+    // 10 representations share a 10,000-segment template.
+    expect(() => extractDash(mpd('type="static" mediaPresentationDuration="PT10000S"', template(), 10), url)).toThrow(
+      /declares 100000 segments/,
+    );
+    // A timeline repeat.
+    const timeline = `<SegmentTemplate timescale="1" media="s-$Time$.m4s"><SegmentTimeline><S t="0" d="1" r="999999"/></SegmentTimeline></SegmentTemplate>`;
+    expect(() => extractDash(mpd('type="static" mediaPresentationDuration="PT10S"', timeline), url)).toThrow(
+      /declares 1000000 segments/,
+    );
+    // endNumber.
+    expect(() =>
+      extractDash(mpd('type="static" mediaPresentationDuration="PT10S"', template('endNumber="60000"')), url),
+    ).toThrow(/declares 60000 segments/);
+    // A live MPD whose availability started in 1970 with no time-shift window.
+    expect(() =>
+      extractDash(mpd('type="dynamic" availabilityStartTime="1970-01-01T00:00:00Z"', template()), url),
+    ).toThrow(/declares \d+ segments/);
+    // The same with a 60 s window is fine.
+    const live = extractDash(
+      mpd('type="dynamic" availabilityStartTime="1970-01-01T00:00:00Z" timeShiftBufferDepth="PT60S"', template()),
+      url,
+    );
+    expect(live.segments.length).toBeGreaterThan(50);
+    expect(live.segments.length).toBeLessThan(70);
+  });
+
+  test('ordinary MPDs are untouched', () => {
+    const info = extractDash(
+      mpd('type="static" mediaPresentationDuration="PT3600S"', template(), 4),
+      'https://a.example/x.mpd',
+    );
+    // The same URLs for each representation: kept once.
+    expect(info.segments.filter((s) => s.kind === 'media')).toHaveLength(3600);
+  });
+});

@@ -6,4 +6,6 @@ declare module 'mpd-parser' {
     clientOffset?: number;
   }
   export function parse(manifestString: string, options?: MpdParseOptions): unknown;
+  /** The MPD element (xmldom), or throws when the text is not an MPD. */
+  export function stringToMpdXml(manifestString: string): import('../src/hook/mpd-budget').XmlElement;
 }

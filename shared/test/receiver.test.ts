@@ -789,8 +789,10 @@ describe('completion and verification', () => {
     h.meta(0, 1);
     expect(h.receiver.status).toBe('failed');
     expect(h.receiver.error?.code).toBe('object-too-large');
+    // Source 1 was asked but not heard yet: it gets a STOP too.
     expect(h.poll(1)).toEqual([
       { source: 0, m: { type: MessageType.Stop, transferId: TRANSFER, reason: StopReason.Cancelled } },
+      { source: 1, m: { type: MessageType.Stop, transferId: TRANSFER, reason: StopReason.Cancelled } },
     ]);
     const ok = new Harness(makeObject(1000), { config: { maxObjectBytes: 1000 } });
     ok.poll(0);
@@ -820,9 +822,36 @@ describe('completion and verification', () => {
     const sent = h.runUntil(20_000, 0);
     expect(h.receiver.status).toBe('failed');
     expect(h.receiver.error?.code).toBe('stalled');
-    expect(sent.every((x) => x.m.type === MessageType.Request && x.at <= DEFAULT_RECEIVER_CONFIG.stallTimeoutMs)).toBe(
-      true,
-    );
+    const requests = sent.filter((x) => x.m.type === MessageType.Request);
+    expect(requests.every((x) => x.at <= DEFAULT_RECEIVER_CONFIG.stallTimeoutMs)).toBe(true);
+    // Both were asked, so both are told to stop (their answers may just have been lost).
+    expect(sent.slice(requests.length).map((x) => [x.source, x.m.type])).toEqual([
+      [0, MessageType.Stop],
+      [1, MessageType.Stop],
+    ]);
+  });
+
+  test('a cancel before any META sends STOP to every source that was sent a REQUEST', () => {
+    const h = new Harness(makeObject(640), { sourceCount: 3 });
+    expect(types(h.poll(0))).toEqual([
+      [0, MessageType.Request],
+      [1, MessageType.Request],
+      [2, MessageType.Request],
+    ]);
+    h.receiver.cancel();
+    const stops = h.poll(1);
+    expect(types(stops)).toEqual([
+      [0, MessageType.Stop],
+      [1, MessageType.Stop],
+      [2, MessageType.Stop],
+    ]);
+    for (const { m } of stops) expect(m).toMatchObject({ transferId: TRANSFER, reason: StopReason.Cancelled });
+  });
+
+  test('a cancel before any REQUEST went out sends nothing', () => {
+    const h = new Harness(makeObject(640), { sourceCount: 2 });
+    h.receiver.cancel();
+    expect(h.poll(0)).toEqual([]);
   });
 
   test('late data after completion gets STOP Complete again, at most once per 20 ms', () => {

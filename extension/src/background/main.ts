@@ -1,14 +1,16 @@
 /**
- * Background (Chromium: MV3 service worker; Firefox: event page). It only keeps statistics: the
+ * Background (Chromium: MV3 service worker; Firefox: event page). It keeps statistics: the
  * content scripts send each frame's hook counters, the downloader frames each download's record;
  * they are merged per tab (common/stats.ts) and written to `storage.session` under `tab:<tabId>`,
- * where the popup reads them. No WebRTC here (service workers have no RTCPeerConnection): the
- * downloads run in the downloader frames.
+ * where the popup reads them. And it vouches for the tokens that let a downloader frame accept
+ * its content script's port (grants.ts). No WebRTC here (service workers have no
+ * RTCPeerConnection): the downloads run in the downloader frames.
  */
-import { isObject, SegmentRecord, ToBackground } from '../common/messages';
+import { isObject, RedeemAnswer, SegmentRecord, ToBackground, TOKEN_PATTERN } from '../common/messages';
 import { ext, saveSettings } from '../common/ext';
 import { Settings } from '../common/settings';
 import { applyCounters, applySegment, emptyTab, TAB_KEY_PREFIX, tabKey, TabStats } from '../common/stats';
+import { DownloaderGrants } from './grants';
 
 const api = ext();
 const tabs = new Map<number, TabStats>();
@@ -44,7 +46,9 @@ function touched(tabId: number): void {
   flushTimer ??= setTimeout(flush, FLUSH_MS);
 }
 
-async function onStats(m: ToBackground, tabId: number): Promise<void> {
+type StatsMessage = Extract<ToBackground, { type: 'counters' | 'segment' }>;
+
+async function onStats(m: StatsMessage, tabId: number): Promise<void> {
   await restored;
   const tab = tabs.get(tabId) ?? emptyTab(tabId);
   if (m.type === 'counters') {
@@ -55,11 +59,39 @@ async function onStats(m: ToBackground, tabId: number): Promise<void> {
   touched(tabId);
 }
 
-api.runtime.onMessage.addListener((message: unknown, sender: chrome.runtime.MessageSender) => {
+const grants = new DownloaderGrants(() => Date.now());
+const downloaderUrl = api.runtime.getURL('downloader.html');
+const extensionOrigin = new URL(downloaderUrl).origin;
+
+/** Sent by our downloader frame (an extension page), not by a content script. */
+function fromDownloaderFrame(sender: chrome.runtime.MessageSender): boolean {
+  return typeof sender.url === 'string' && sender.url.split(/[?#]/)[0] === downloaderUrl;
+}
+
+/** Sent by a content script in a web page (an extension page's messages carry our own origin). */
+function fromContentScript(sender: chrome.runtime.MessageSender): boolean {
+  return typeof sender.url === 'string' && !sender.url.startsWith(`${extensionOrigin}/`);
+}
+
+api.runtime.onMessage.addListener((message: unknown, sender: chrome.runtime.MessageSender, sendResponse) => {
   if (sender.id !== api.runtime.id || !isObject(message)) return false;
   const m = message as ToBackground;
   const tabId = sender.tab?.id;
   if (tabId === undefined || tabId < 0) return false;
+  if (m.type === 'downloader-grant' || m.type === 'downloader-redeem') {
+    let ok = false;
+    if (typeof m.token === 'string' && TOKEN_PATTERN.test(m.token)) {
+      if (m.type === 'downloader-grant' && fromContentScript(sender)) {
+        grants.grant(m.token, tabId);
+        ok = true;
+      } else if (m.type === 'downloader-redeem' && fromDownloaderFrame(sender)) {
+        ok = grants.redeem(m.token, tabId);
+      }
+    }
+    const answer: RedeemAnswer = { ok };
+    sendResponse(answer);
+    return false;
+  }
   if ((m.type === 'counters' && isObject(m.counters)) || (m.type === 'segment' && isObject(m.record))) {
     onStats(m, tabId).catch(() => undefined);
   }

@@ -130,3 +130,16 @@ export function sniffManifest(text: string): ManifestKind | undefined {
   if (/^\s*(<\?xml[^>]*>\s*)?(<!--[\s\S]*?-->\s*)*<MPD[\s>]/.test(head)) return 'dash';
   return undefined;
 }
+
+/**
+ * A URL as the extension shows or records it: origin and path, without the query (signed tokens,
+ * session ids), fragment or user info. The proxies still get the full URL: they must fetch it.
+ */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.origin}${u.pathname}`.slice(0, 1024);
+  } catch {
+    return '';
+  }
+}

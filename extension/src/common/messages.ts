@@ -1,9 +1,11 @@
 /**
  * Messages between the extension's parts. Page hook (MAIN world) ↔ isolated content script: a
- * MessagePort the hook hands over at document_start ("port A"). Page hook ↔ downloader frame: a
- * MessagePort the content script creates once the frame has loaded ("port B"), so segment bytes go
- * straight from the frame to the page as a transferred ArrayBuffer. Downloader frame and content
- * script → background: runtime messages (statistics).
+ * MessagePort the hook hands over at document_start ("port A"), and "port B", which the content
+ * script creates for the downloader requests. The hook never holds a port to the downloader frame:
+ * the content script relays port B to its private port to the frame ("port C"), checking every
+ * request (content/relay.ts). Port C reaches the frame with a one-time token the background
+ * vouches for, so a page that loads downloader.html itself cannot attach a port to it. Downloader
+ * frame and content script → background: runtime messages (statistics, the token).
  */
 import { Counters } from './counters';
 import { ByteRangeSpec } from './media';
@@ -12,7 +14,7 @@ import { HookConfig } from '../hook/decide';
 
 /** Marks the window message that carries port A (the page never sees it: the content script stops it). */
 export const HOOK_HELLO = 'mutp-hook-hello/1';
-/** Marks the window message that gives the downloader frame port B. */
+/** Marks the window message that gives the downloader frame port C (with the token as its value). */
 export const DOWNLOADER_PORT = 'mutp-downloader-port/1';
 
 // ---------------------------------------------------------------- port A: hook <-> content script
@@ -104,7 +106,18 @@ export interface SegmentRecord {
 
 export type ToBackground =
   | { type: 'counters'; session: string; top: boolean; pageUrl: string; counters: Counters }
-  | { type: 'segment'; session: string; record: SegmentRecord };
+  | { type: 'segment'; session: string; record: SegmentRecord }
+  /** Content script: the token it is about to give its downloader frame with port C. */
+  | { type: 'downloader-grant'; token: string }
+  /** Downloader frame: is this token one a content script of my tab granted? (Answer: {@link RedeemAnswer}.) */
+  | { type: 'downloader-redeem'; token: string };
+
+export interface RedeemAnswer {
+  ok: boolean;
+}
+
+/** Tokens are 128 random bits in hex. */
+export const TOKEN_PATTERN = /^[0-9a-f]{32}$/;
 
 export function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null;

@@ -12,7 +12,7 @@ export const SETTINGS_KEY = 'settings';
 export interface Settings {
   /** Global switch: off = every request goes to the network untouched. */
   enabled: boolean;
-  /** origo's client endpoint. */
+  /** origo's client endpoint: wss://, or ws:// to a loopback host only ({@link origoUrlProblem}). */
   origoUrl: string;
   mode: ExtensionMode;
   /** Proxies per download (N). */
@@ -88,6 +88,31 @@ function validOrigoUrl(value: unknown): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Host names that never leave the machine (a plain ws:// to them cannot be intercepted on the way). */
+function isLoopbackHost(hostname: string): boolean {
+  const h = hostname.toLowerCase().replace(/\.$/, '');
+  if (h === 'localhost' || h.endsWith('.localhost') || h === '[::1]') return true;
+  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
+
+/**
+ * Why the extension will not talk to origo at `value`, or undefined. origo hands out the proxies
+ * and relays their signalling: over plain ws:// anyone on the path could substitute proxies, so
+ * ws:// is only accepted to this machine (loopback); anything else needs wss://.
+ */
+export function origoUrlProblem(value: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value.trim());
+  } catch {
+    return 'the origo URL is not a URL';
+  }
+  if (url.protocol === 'wss:') return undefined;
+  if (url.protocol !== 'ws:') return 'the origo URL must start with wss:// (or ws:// to this machine)';
+  if (isLoopbackHost(url.hostname)) return undefined;
+  return `plain ws:// is only allowed to this machine (localhost, 127.x.x.x, [::1]); use wss://${url.host}${url.pathname} for ${url.hostname}`;
 }
 
 /** Settings from anything found in storage (or typed into the options page). */

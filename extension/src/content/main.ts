@@ -2,13 +2,28 @@
  * The isolated-world content script (document_start, all frames). It is the hook's link to the
  * extension: takes port A from the hook's one window message (and stops that message so page
  * listeners never see it), sends the hook its configuration from the settings (and again when
- * they change), makes the invisible downloader frame when the hook first needs it and connects
- * the two with port B, and forwards the hook's counters to the background for the popup.
+ * they change), makes the invisible downloader frame when the hook first needs it, and relays
+ * the hook's requests to it (relay.ts: the hook gets port B to this script, never a port to the
+ * frame; every request is checked here against the settings and the request policy). The frame
+ * accepts port C only with a one-time token the background vouches for. Also forwards the hook's
+ * counters to the background for the popup.
  */
-import { ContentToHook, DOWNLOADER_PORT, HOOK_HELLO, HookToContent, isObject, ToBackground } from '../common/messages';
+import {
+  ContentToHook,
+  DOWNLOADER_PORT,
+  GetRequest,
+  HOOK_HELLO,
+  HookToContent,
+  isObject,
+  RedeemAnswer,
+  ToBackground,
+} from '../common/messages';
 import { ext, loadSettings } from '../common/ext';
 import { normalizeSettings, Settings, SETTINGS_KEY, siteEnabled } from '../common/settings';
+import { redactUrl } from '../common/media';
 import { HookConfig } from '../hook/decide';
+import { Authorization, DownloaderRelay } from './relay';
+import { checkUrl, ConsentCache, corsConsent, HeadFetch } from './request-policy';
 
 const api = ext();
 let hookPort: MessagePort | undefined;
@@ -62,6 +77,61 @@ function sendConfig(): void {
   if (settings && hookPort) toHook({ type: 'config', config: hookConfig(settings) });
 }
 
+/**
+ * A fetch made as the page for the consent check: Firefox's `content.fetch` (the page's
+ * principal, so the page's CORS applies); in Chromium the content script's own fetch already
+ * follows the page's CORS. corsConsent() also checks the header itself should a browser run the
+ * request with extension privileges instead.
+ */
+function pageFetch(): HeadFetch {
+  const content = (globalThis as { content?: { fetch?: typeof fetch } }).content;
+  const f = typeof content?.fetch === 'function' ? content.fetch.bind(content) : fetch.bind(globalThis);
+  return (url, init) => f(url, init);
+}
+
+const consent = new ConsentCache(
+  (url) => corsConsent(pageFetch(), url, window.location.origin),
+  () => performance.now(),
+);
+
+/** The request the downloader gets for one from the hook, or why the hook must use the network. */
+async function authorize(request: GetRequest): Promise<Authorization> {
+  const s = settings;
+  if (!s) return { ok: false, reason: 'not-ready' };
+  const config = hookConfig(s);
+  if (!config.enabled) return { ok: false, reason: config.disabledReason ?? 'disabled' };
+  const verdict = checkUrl(request.url, window.location.origin);
+  if (!verdict.ok) return verdict;
+  if (verdict.crossOrigin && !(await consent.check(verdict.url))) return { ok: false, reason: 'cors' };
+  // The extension's settings decide the mode and N, whatever the page world asked for.
+  return { ok: true, request: { ...request, url: verdict.url, mode: s.mode, proxies: s.proxies } };
+}
+
+function randomToken(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+let relay: DownloaderRelay | undefined;
+
+/** Gives the frame port C with a token the background vouches for, and the hook port B to us. */
+async function connectFrame(f: HTMLIFrameElement, origin: string): Promise<void> {
+  const token = randomToken();
+  const grant: ToBackground = { type: 'downloader-grant', token };
+  const answer = (await api.runtime.sendMessage(grant)) as RedeemAnswer | undefined;
+  if (!answer?.ok || frame !== f) throw new Error('the background did not register the token');
+  const toFrame = new MessageChannel();
+  const toHookChannel = new MessageChannel();
+  relay?.close();
+  relay = new DownloaderRelay(toHookChannel.port2, toFrame.port1, {
+    authorize,
+    hello: () => ({ session, pageUrl: redactUrl(window.location.href) }),
+  });
+  // Only the frame's window at the extension's origin can receive this (never the page).
+  f.contentWindow?.postMessage({ [DOWNLOADER_PORT]: token }, origin, [toFrame.port2]);
+  toHook({ type: 'downloader-port' }, [toHookChannel.port1]);
+}
+
 function ensureFrame(): void {
   if (frame?.isConnected) return;
   const url = api.runtime.getURL('downloader.html');
@@ -72,10 +142,8 @@ function ensureFrame(): void {
   f.tabIndex = -1;
   f.style.setProperty('display', 'none', 'important');
   f.addEventListener('load', () => {
-    // Every load (also after the page moved the element) gets a fresh port B.
-    const channel = new MessageChannel();
-    toHook({ type: 'downloader-port' }, [channel.port1]);
-    f.contentWindow?.postMessage({ [DOWNLOADER_PORT]: session }, origin, [channel.port2]);
+    // Every load (also after the page moved the element) gets a fresh token and ports.
+    connectFrame(f, origin).catch(() => toHook({ type: 'downloader-failed', reason: 'downloader-unavailable' }));
   });
   f.src = url;
   const attach = () => {
@@ -101,7 +169,8 @@ function onHookMessage(event: MessageEvent): void {
       type: 'counters',
       session,
       top: window === window.top,
-      pageUrl: String(m.pageUrl).slice(0, 2048),
+      // Never shown, only used to find the tab's statistics; from this script, not from the page world.
+      pageUrl: window.location.href.slice(0, 2048),
       counters: m.counters,
     };
     api.runtime.sendMessage(message).catch(() => {

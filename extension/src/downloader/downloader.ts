@@ -12,8 +12,8 @@
  */
 import { ClientError, GetOptions, GetResult } from '@mutp/shared';
 import { GetFailure, GetRequest, GetSuccess, ProxyShareRecord, SegmentRecord } from '../common/messages';
-import { contentRange, formatRange, guessContentType, resolveRange } from '../common/media';
-import { DOWNLOAD_MODES, ExtensionMode, Settings } from '../common/settings';
+import { contentRange, formatRange, guessContentType, redactUrl, resolveRange } from '../common/media';
+import { DOWNLOAD_MODES, ExtensionMode, origoUrlProblem, Settings } from '../common/settings';
 import { ByteLru } from './lru';
 
 /** The part of MutpClient the downloader uses. */
@@ -51,6 +51,8 @@ interface Job {
   promise: Promise<Fetched>;
   /** Why the downloader stopped it itself ('too-large'). */
   stopReason?: string;
+  /** The object went into the range cache: its buffer must never be handed out (transferred). */
+  cached?: boolean;
 }
 
 class Failure extends Error {
@@ -89,6 +91,8 @@ export class Downloader {
     };
     if (!validRequest(req)) return fail('bad-request');
     if (!settings.enabled) return fail('disabled');
+    const origoProblem = origoUrlProblem(settings.origoUrl);
+    if (origoProblem) return fail('origo-insecure', origoProblem);
     if (this.deps.modeAvailable && !this.deps.modeAvailable(req.mode)) return fail('codec-unavailable');
     if (this.tooLarge.has(req.url)) return fail('too-large');
     this.resizeCache(settings.rangeCacheBytes);
@@ -103,7 +107,6 @@ export class Downloader {
     job.waiters.add(req.id);
     this.byRequest.set(req.id, job);
     let fetched: Fetched;
-    let exclusive = false;
     try {
       fetched = await job.promise;
     } catch (e) {
@@ -115,11 +118,14 @@ export class Downloader {
     } finally {
       job.waiters.delete(req.id);
       this.byRequest.delete(req.id);
-      // The last request served from this download may have its bytes without a copy.
-      exclusive = job.waiters.size === 0 && !req.range;
     }
     if (this.cancelled.delete(req.id)) return undefined;
-    if (req.range && fetched.bytes.byteLength <= settings.maxObjectBytes) this.cache.set(req.url, fetched.bytes);
+    if (req.range && fetched.bytes.byteLength <= settings.maxObjectBytes && this.cache.set(req.url, fetched.bytes)) {
+      job.cached = true;
+    }
+    // The last request served from this download may have its bytes without a copy, unless the
+    // range cache keeps them (a range request of the same download put them there first).
+    const exclusive = job.waiters.size === 0 && !req.range && !job.cached;
     return this.answer(req, startedAt, fetched.bytes, fetched.contentType, fetched.result, exclusive);
   }
 
@@ -306,7 +312,7 @@ export class Downloader {
     }));
     const record: SegmentRecord = {
       at: Date.now(),
-      url: req.url.slice(0, 1024),
+      url: redactUrl(req.url),
       ok: o.ok,
       mode: req.mode,
       bytes: o.bytes ?? 0,

@@ -1,8 +1,10 @@
 /**
  * Entry of the downloader frame (downloader.html, web-accessible, made invisible in the page by
  * the content script): one MutpClient for this page frame over the browser ClientHost and the
- * WebAssembly codecs. Requests come from the page hook on port B (handed over by the content
- * script in one window message from the parent frame); answers go back on it with the bytes as a
+ * WebAssembly codecs. Requests come from the content script on port C (handed over in one window
+ * message from the parent frame, with a one-time token); the port is used only once the
+ * background confirms the token was granted by a content script of this tab, so a page that loads
+ * downloader.html itself and posts it a port gets nothing. Answers go back with the bytes as a
  * transferred ArrayBuffer. Each download's record goes to the background for the popup.
  */
 import { MutpClient } from '@mutp/shared';
@@ -11,10 +13,13 @@ import {
   GetRequest,
   HookToDownloader,
   isObject,
+  RedeemAnswer,
   SegmentRecord,
   ToBackground,
+  TOKEN_PATTERN,
 } from '../common/messages';
 import { ext, loadSettings } from '../common/ext';
+import { redactUrl } from '../common/media';
 import { normalizeSettings, Settings, SETTINGS_KEY } from '../common/settings';
 import { LoadedCodecs, loadCodecs, WASM_DIR } from './codecs';
 import { Downloader } from './downloader';
@@ -58,6 +63,8 @@ const downloader = new Downloader({
       origoUrl: s.origoUrl,
       codecs: c.codecs,
       maxObjectBytes: s.maxObjectBytes,
+      // origo's records get origin + path: query strings often carry signed tokens.
+      recordUrl: redactUrl,
     });
   },
   modeAvailable: (mode) => mode === 'http' || mode === 'uncoded' || !loadedCodecs || loadedCodecs.available[mode],
@@ -91,11 +98,22 @@ function serve(port: MessagePort, req: GetRequest): void {
     });
 }
 
+/** Attaches `port` if the background vouches for `token` (granted by our tab's content script, unused). */
+async function redeem(token: string, port: MessagePort): Promise<void> {
+  const message: ToBackground = { type: 'downloader-redeem', token };
+  const answer = (await api.runtime.sendMessage(message)) as RedeemAnswer | undefined;
+  if (answer?.ok === true) attach(port);
+  else port.close();
+}
+
 window.addEventListener('message', (event: MessageEvent) => {
   if (event.source !== window.parent) return;
   const data: unknown = event.data;
-  if (!isObject(data) || typeof data[DOWNLOADER_PORT] !== 'string' || !event.ports[0]) return;
-  attach(event.ports[0]);
+  const port = event.ports[0];
+  if (!isObject(data) || !port) return;
+  const token = data[DOWNLOADER_PORT];
+  if (typeof token !== 'string' || !TOKEN_PATTERN.test(token)) return port.close();
+  redeem(token, port).catch(() => port.close());
 });
 
 window.addEventListener('pagehide', () => downloader.close());

@@ -41,6 +41,8 @@ export interface RequestFacts {
   mode?: string;
   integrity?: string;
   cache?: string;
+  /** fetch's redirect mode: only 'follow' can be answered (a proxy follows redirects itself). */
+  redirect?: string;
   hasBody?: boolean;
 }
 
@@ -60,6 +62,8 @@ export type PassReason =
   | 'headers'
   | 'response-type'
   | 'no-cors'
+  | 'same-origin-mode'
+  | 'redirect'
   | 'integrity'
   | 'cache-mode'
   | 'multi-range'
@@ -107,6 +111,7 @@ function sameOrigin(url: string, origin: string): boolean {
 export function decide(facts: RequestFacts, ctx: DecisionContext): Decision {
   const url = normalizeUrl(facts.url, facts.baseUrl);
   if (!url || !/^https?:$/.test(new URL(url).protocol)) return { intercept: false, media: false, reason: 'scheme' };
+  const parsedUrl = new URL(url);
   const headers = headerMap(facts.headers);
   const rangeHeader = headers.get('range');
 
@@ -128,11 +133,15 @@ export function decide(facts: RequestFacts, ctx: DecisionContext): Decision {
   if (facts.method.toUpperCase() !== 'GET' || facts.hasBody) return pass('method');
   if (facts.sync) return pass('sync');
   if (facts.hasUserInfo || facts.withCredentials) return pass('credentials');
+  if (parsedUrl.username !== '' || parsedUrl.password !== '') return pass('credentials');
   if (facts.credentials === 'include' && !sameOrigin(url, facts.pageOrigin)) return pass('credentials');
   if (headers.has('authorization')) return pass('authorization');
   for (const name of headers.keys()) if (!REPLAYABLE_HEADERS.has(name)) return pass('headers');
   if (facts.responseType === 'document') return pass('response-type');
   if (facts.mode === 'no-cors' || facts.mode === 'navigate' || facts.mode === 'websocket') return pass('no-cors');
+  // The network would refuse these: a served answer would hand the page what it could not read.
+  if (facts.mode === 'same-origin' && !sameOrigin(url, facts.pageOrigin)) return pass('same-origin-mode');
+  if (facts.redirect !== undefined && facts.redirect !== 'follow') return pass('redirect');
   if (facts.integrity) return pass('integrity');
   if (facts.cache === 'only-if-cached') return pass('cache-mode');
 

@@ -38,6 +38,7 @@ function factsOf(g: PageGlobals, input: unknown, init: RequestInit | undefined):
     mode: init?.mode ?? req?.mode ?? 'cors',
     integrity: init?.integrity ?? req?.integrity ?? '',
     cache: init?.cache ?? req?.cache ?? 'default',
+    redirect: init?.redirect ?? req?.redirect ?? 'follow',
     hasBody: body !== undefined && body !== null,
     signal: init && 'signal' in init ? init.signal : req?.signal,
   };

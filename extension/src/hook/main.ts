@@ -1,14 +1,13 @@
 /**
- * Entry of the page-world hook (content script with `world: "MAIN"`, document_start, all frames).
+ * Entry of the page-world hook (content script with `world: "MAIN"`, document_start, all frames;
+ * the manifest requires Chrome 111+ / Firefox 128+, which support it, so hook.js is not
+ * web-accessible and never injected by a script element). The page world is the page's: nothing
+ * here is trusted by the rest of the extension (the content script checks every request).
  *
- * If the browser ran this file in the isolated world instead (a browser without `world: "MAIN"`
- * support treats the key as unknown), it injects itself into the page with a script element
- * (hook.js is web-accessible) and stops.
- *
- * In the page: installs the fetch/XHR wrappers, then hands port A to the content script with one
- * window message (the content script stops that message, so page listeners never see it) and
- * from then on talks to it only through that port: configuration in, counters and
- * "need-downloader" out. Port B (to the downloader frame) arrives through port A.
+ * Installs the fetch/XHR wrappers, then hands port A to the content script with one window
+ * message (the content script stops that message, so page listeners never see it) and from then
+ * on talks to it only through that port: configuration in, counters and "need-downloader" out.
+ * Port B (to the content script's relay to the downloader frame) arrives through port A.
  */
 import { Counters } from '../common/counters';
 import { ContentToHook, HOOK_HELLO, HookToContent, isObject } from '../common/messages';
@@ -17,25 +16,6 @@ import { HookConfig } from './decide';
 import { captureGlobals } from './globals';
 import { installHook, sessionId } from './install';
 import { PortTransport } from './transport';
-
-interface ExtensionApi {
-  runtime?: { id?: string; getURL?(path: string): string };
-}
-
-/** The extension API, when this script runs in the isolated world (undefined in the page's world). */
-function isolatedWorldApi(): ExtensionApi | undefined {
-  const g = globalThis as { browser?: ExtensionApi; chrome?: ExtensionApi };
-  for (const api of [g.browser, g.chrome]) if (api?.runtime?.id && api.runtime.getURL) return api;
-  return undefined;
-}
-
-function injectIntoPage(api: ExtensionApi): void {
-  const script = document.createElement('script');
-  script.src = api.runtime!.getURL!('hook.js');
-  script.async = false;
-  script.addEventListener('load', () => script.remove());
-  (document.head ?? document.documentElement).appendChild(script);
-}
 
 const COUNTERS_INTERVAL_MS = 250;
 
@@ -109,9 +89,7 @@ function start(): void {
 }
 
 try {
-  const api = isolatedWorldApi();
-  if (api) injectIntoPage(api);
-  else start();
+  start();
 } catch {
   // Never break the page: without the hook every request simply goes to the network.
 }

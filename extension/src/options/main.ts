@@ -1,6 +1,6 @@
 /** The options page: a form over the settings in storage.local. */
 import { ext, loadSettings } from '../common/ext';
-import { DEFAULT_SETTINGS, normalizeSettings, Settings, SETTINGS_KEY } from '../common/settings';
+import { DEFAULT_SETTINGS, normalizeSettings, origoUrlProblem, Settings, SETTINGS_KEY } from '../common/settings';
 
 const MIB = 1024 * 1024;
 const form = document.getElementById('form') as HTMLFormElement;
@@ -45,13 +45,8 @@ function read(): { settings: Settings; problems: string[] } {
   };
   const settings = normalizeSettings(raw);
   const problems: string[] = [];
-  try {
-    const url = new URL(raw.origoUrl);
-    if (url.protocol !== 'ws:' && url.protocol !== 'wss:')
-      problems.push('the origo URL must start with ws:// or wss://');
-  } catch {
-    problems.push('the origo URL is not a URL');
-  }
+  const origoProblem = origoUrlProblem(raw.origoUrl);
+  if (origoProblem) problems.push(origoProblem);
   return { settings, problems };
 }
 

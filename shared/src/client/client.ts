@@ -32,6 +32,8 @@ export interface ClientConfig {
   maxObjectBytes: number;
   /** Send a record of every download to origo. */
   records: boolean;
+  /** How a URL appears in those records (the extension keeps origin + path: no signed tokens). Default: as it is. */
+  recordUrl?: (url: string) => string;
 }
 
 export const DEFAULT_CLIENT_CONFIG = {
@@ -202,7 +204,7 @@ export class MutpClient {
   ): void {
     if (!this.config.records) return;
     const record: DownloadRecord = {
-      url: url.slice(0, 4096),
+      url: this.recordUrl(url),
       mode,
       scheduler,
       sources,
@@ -234,8 +236,9 @@ export class MutpClient {
     error: ClientError,
   ): void {
     if (!this.config.records) return;
+    const shown = this.recordUrl(url);
     session.sendRecord({
-      url: url.slice(0, 4096),
+      url: shown,
       mode,
       scheduler,
       sources: links.length,
@@ -244,9 +247,13 @@ export class MutpClient {
       goodputBps: 0,
       normalizedGoodput: 0,
       status: 'failed',
-      error: error.message.slice(0, 512),
+      error: error.message.split(url).join(shown).slice(0, 512),
       proxies: [],
     });
+  }
+
+  private recordUrl(url: string): string {
+    return (this.config.recordUrl ? this.config.recordUrl(url) : url).slice(0, 4096) || 'about:redacted';
   }
 
   /** Closes every proxy connection and the origo session. */

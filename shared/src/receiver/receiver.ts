@@ -146,6 +146,8 @@ interface Source {
   lastFeedbackAt: number;
   stopDue: StopReasonCode | -1;
   lastStopAt: number;
+  /** A REQUEST went to it: it may be fetching or sending even if nothing arrived yet. */
+  requested: boolean;
   rate: RateEstimator;
 }
 
@@ -220,6 +222,7 @@ export class Receiver {
       feedbackDue: false,
       lastFeedbackAt: opts.now,
       stopDue: -1,
+      requested: false,
       lastStopAt: -Infinity,
       rate: new RateEstimator(this.config.trainLength, this.config.medianWindow),
     }));
@@ -379,7 +382,10 @@ export class Receiver {
     this.status = 'failed';
     this.error = new TransferError(code, message);
     this.decoder?.free();
-    for (const source of this.sources) if (source.heard && isLive(source)) source.stopDue = StopReason.Cancelled;
+    // Also to sources asked but not heard yet (a cancel before META): they would fetch and send for nothing.
+    for (const source of this.sources) {
+      if ((source.heard || source.requested) && isLive(source)) source.stopDue = StopReason.Cancelled;
+    }
   }
 
   private markSource(source: Source, state: 'failed' | 'dropped', reason: string): void {
@@ -441,6 +447,7 @@ export class Receiver {
       source.requestDueAt = now + source.requestBackoff;
       source.requestBackoff = Math.min(source.requestBackoff * 2, this.config.maxRequestRetryMs);
       this.requestsSent++;
+      source.requested = true;
       return this.request(index);
     }
     if (!source.feedbackDue && now < source.lastFeedbackAt + this.config.feedbackIntervalMs) return null;
