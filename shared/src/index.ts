@@ -2,6 +2,7 @@ export * from './limits';
 export * from './errors';
 export * from './wire';
 export * from './layout';
+export * from './integrity';
 export * from './gf256';
 export * from './coefficients';
 export * from './random';

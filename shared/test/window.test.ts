@@ -12,6 +12,7 @@ import {
   encodeMeta,
   encodeRequest,
   encodeStop,
+  Layout,
   Message,
   MessageType,
   Mode,
@@ -25,6 +26,8 @@ import {
   StopReason,
   uncodedCodec,
   UNLIMITED_IN_FLIGHT,
+  unitDigests,
+  unitRoot,
 } from '../src';
 
 const TRANSFER = 0x1234abcd;
@@ -152,6 +155,7 @@ function drain(sender: Sender, now: number, max = 10_000): { data: Sent[]; metas
       metas++;
       continue;
     }
+    if (m.type === MessageType.Digests) continue; // follows every META (integrity.test.ts)
     if (m.type !== MessageType.DataUncoded && m.type !== MessageType.DataRlnc)
       throw new Error(`unexpected message type ${m.type}`);
     const unit = m.type === MessageType.DataUncoded ? m.index : m.generation;
@@ -173,8 +177,11 @@ function range(from: number, to: number): number[] {
 // ------------------------------------------------------------------ META
 
 describe('META', () => {
-  test('is the first datagram, describes the object, and data may follow at once', () => {
+  test('is the first datagram, describes the object, and data may follow at once (after its DIGESTS)', () => {
     const sender = makeSender({ objectLength: 100, symbolSize: 32, generationSize: 3 });
+    const object = new Uint8Array(100);
+    for (let i = 0; i < object.length; i++) object[i] = (i * 31 + 7) & 0xff;
+    const digests = unitDigests(object, new Layout('uncoded', 100, 32, 3));
     const first = decodeOrThrow(sender.pollDatagram(0)!);
     expect(first).toEqual(
       decodeOrThrow(
@@ -185,9 +192,16 @@ describe('META', () => {
           generationSize: 3,
           mode: 'uncoded',
           digest: DIGEST,
+          unitRoot: unitRoot(digests),
         }),
       ),
     );
+    expect(decodeOrThrow(sender.pollDatagram(0)!)).toEqual({
+      type: MessageType.Digests,
+      transferId: TRANSFER,
+      first: 0,
+      digests,
+    });
     const second = decodeOrThrow(sender.pollDatagram(0)!);
     expect(second.type).toBe(MessageType.DataUncoded);
     expect(sender.stats.metaSent).toBe(1);
