@@ -22,6 +22,8 @@ export type {
   SourceStats,
   SourceState,
   OutgoingDatagram,
+  Polluter,
+  PollutionKind,
 } from './receiver/receiver';
 export { RateEstimator } from './receiver/rate-estimator';
 export * from './signalling';

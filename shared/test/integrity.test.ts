@@ -237,6 +237,33 @@ describe.each(MODES)('%s', (mode) => {
 });
 
 describe('quorum', () => {
+  test('a source that never answers stops counting after agreementWaitMs: the others complete', () => {
+    const object = makeObject(20_000, 6);
+    const silent: Source = { handle: () => undefined, tick: () => undefined, poll: () => null };
+    const run = download(
+      'rlnc',
+      object,
+      (request, i) => (i === 2 ? silent : asSource(honest(object, request, 'rlnc', 600 + i))),
+      [5, 5, 5],
+    );
+    expect(run.receiver.status).toBe('complete');
+    expect(run.receiver.polluters()).toEqual([]);
+  });
+
+  test('with the only other source silent, a lone first-META attacker still cannot win against an honest one', () => {
+    const object = makeObject(20_000, 6);
+    const fake = makeObject(20_000, 7);
+    const silent: Source = { handle: () => undefined, tick: () => undefined, poll: () => null };
+    const run = download(
+      'rlnc',
+      object,
+      (request, i) => (i === 2 ? silent : asSource(honest(i === 0 ? fake : object, request, 'rlnc', 700 + i))),
+      [1, 5, 5],
+    );
+    expect(run.receiver.status).toBe('failed');
+    expect(run.receiver.error?.code).toBe('metadata-conflict');
+  });
+
   test('one source is trusted alone when it is the only one (documented)', () => {
     const object = makeObject(5000, 3);
     const run = download('rlnc', object, (request, i) => asSource(honest(object, request, 'rlnc', i)), [5]);

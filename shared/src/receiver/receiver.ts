@@ -73,6 +73,11 @@ export interface ReceiverConfig {
    * their data is used; min(quorum, sources that can still answer). 1 trusts the first META.
    */
   quorum: number;
+  /**
+   * A source that has sent nothing at all this long after the first META stops counting toward
+   * the quorum (it may be dead): the download then goes on with the sources that answered.
+   */
+  agreementWaitMs: number;
   /** Packets of unverified check units kept to identify a polluter (bytes, all units together). */
   maxPacketLogBytes: number;
 }
@@ -93,6 +98,7 @@ export const DEFAULT_RECEIVER_CONFIG: ReceiverConfig = {
   capLossMargin: 0.05,
   capHeadroom: 1.5,
   quorum: 2,
+  agreementWaitMs: 1000,
   maxPacketLogBytes: 64 * 1024 * 1024,
 };
 
@@ -111,6 +117,15 @@ export interface ReceiverOptions {
   config?: Partial<ReceiverConfig>;
   /** SHA-256 used to verify the object; defaults to a portable one, Node hosts pass node:crypto's. */
   sha256?: (data: Uint8Array) => Uint8Array;
+}
+
+/** Why a source was excluded as a polluter: its META, its DIGESTS, or its data. */
+export type PollutionKind = 'meta' | 'digests' | 'data';
+
+export interface Polluter {
+  source: number;
+  kind: PollutionKind;
+  reason: string;
 }
 
 export type ReceiverStatus = 'active' | 'complete' | 'failed';
@@ -162,6 +177,7 @@ interface Source {
   stopDue: StopReasonCode | -1;
   lastStopAt: number;
   rate: RateEstimator;
+  pollution?: PollutionKind;
 }
 
 export interface OutgoingDatagram {
@@ -196,6 +212,9 @@ export class Receiver {
   private requestsSent = 0;
   private pollCursor = 0;
   private publishedWeights?: Uint8Array;
+  /** When the first META from any source arrived. */
+  private firstMetaAt = -1;
+  private lastAgreementCheckAt = -Infinity;
   /** When the first data packet from any source arrived. */
   private firstDataAt = -1;
 
@@ -306,9 +325,10 @@ export class Receiver {
     const o = this.opts;
     this.hear(source);
     if (m.mode !== o.mode || m.symbolSize !== o.symbolSize || m.generationSize !== o.generationSize) {
-      this.dropPolluter(sourceIndex, 'metadata does not match the request');
+      this.dropPolluter(sourceIndex, 'meta', 'metadata does not match the request');
       return;
     }
+    if (this.firstMetaAt < 0) this.firstMetaAt = now;
     this.agreement.propose(sourceIndex, m);
     if (this.agreement.agreed) this.checkAgainstAgreed(sourceIndex);
     else this.evaluateAgreement(now);
@@ -322,8 +342,12 @@ export class Receiver {
   private evaluateAgreement(now: number): void {
     if (this.agreement.agreed || this.status !== 'active') return;
     const counted = (i: number) => this.sources[i].stats.state !== 'dropped';
-    const able = this.sources.filter((s, i) => isLive(s) || (counted(i) && this.agreement.proposalOf(i))).length;
-    const undecided = this.sources.filter((s, i) => isLive(s) && !this.agreement.proposalOf(i)).length;
+    const waited = this.firstMetaAt >= 0 && now - this.firstMetaAt >= this.config.agreementWaitMs;
+    // Live and not (yet) written off as silent: it may still cast its vote.
+    const mayVote = (s: Source, i: number) => isLive(s) && !this.agreement.proposalOf(i) && !(waited && !s.heard);
+    const voted = (i: number) => counted(i) && this.agreement.proposalOf(i) !== undefined;
+    const able = this.sources.filter((s, i) => mayVote(s, i) || voted(i)).length;
+    const undecided = this.sources.filter(mayVote).length;
     const required = Math.max(1, Math.min(this.config.quorum, able));
     const verdict = this.agreement.evaluate(required, counted, undecided);
     if (verdict === 'impossible') {
@@ -344,7 +368,7 @@ export class Receiver {
     const source = this.sources[sourceIndex];
     if (!isLive(source) && source.stats.state !== 'failed') return;
     if (!this.agreement.agrees(sourceIndex)) {
-      this.dropPolluter(sourceIndex, 'reported a different length, digest or unit root than the agreed one');
+      this.dropPolluter(sourceIndex, 'meta', 'reported a different length, digest or unit root than the agreed one');
       return;
     }
     if (!source.metaOk) {
@@ -359,7 +383,7 @@ export class Receiver {
     // No list is kept for an identity too large to download (it could never be agreed to).
     if (this.decoder || (proposal && proposal.objectLength > this.config.maxObjectBytes)) return;
     if (this.agreement.addDigests(sourceIndex, m.first, m.digests) === 'bad') {
-      this.dropPolluter(sourceIndex, 'sent unit digests that do not match its unit root');
+      this.dropPolluter(sourceIndex, 'digests', 'sent unit digests that do not match its unit root');
       return;
     }
     this.startIfReady(now);
@@ -430,22 +454,33 @@ export class Receiver {
     }
     const failedBefore = this.decoder.failedChecks;
     const outcome = this.decoder.add(sourceIndex, unit, key, payload);
-    if (this.decoder.failedChecks !== failedBefore) this.rewound = true;
+    const checkFailed = this.decoder.failedChecks !== failedBefore;
+    if (checkFailed) this.rewound = true;
     if (outcome.result === 'invalid') s.invalid++;
     else if (outcome.result === 'redundant') s.redundant++;
     else {
       s.useful++;
       this.lastProgressAt = now;
     }
-    this.afterCheck([outcome], now);
+    this.afterCheck([outcome], now, checkFailed);
+  }
+
+  private lowestIncomplete(from: number): number {
+    const decoder = this.decoder;
+    const layout = this.layout;
+    if (!decoder || !layout) return from;
+    let u = from;
+    while (u < layout.unitCount && decoder.rank(u) >= layout.unitSize(u)) u++;
+    return u;
   }
 
   /** Acts on what the checked decoder found: polluters out, verified units slide the window. */
-  private afterCheck(outcomes: CheckOutcome[], now: number): void {
+  private afterCheck(outcomes: CheckOutcome[], now: number, checkFailed: boolean): void {
     const decoder = this.decoder;
     const layout = this.layout;
     if (!decoder || !layout) return;
     let verified = false;
+    let lowered = checkFailed;
     while (outcomes.length > 0) {
       const o = outcomes.shift() as CheckOutcome;
       if (o.unrecoverable) {
@@ -455,19 +490,22 @@ export class Receiver {
       verified ||= o.verified;
       for (const p of o.polluters) {
         if (this.sources[p].stats.polluter) continue;
-        this.dropPolluter(p, 'sent data that failed a unit digest');
+        this.dropPolluter(p, 'data', 'sent data that failed a unit digest');
         if (this.status !== 'active') return;
         this.rewound = true;
+        lowered = true;
         outcomes.push(...decoder.exclude(p));
         // Its share goes to the others at once, and they learn what must be sent again.
         for (const other of this.sources) other.feedbackDue = true;
       }
     }
-    if (verified) {
+    if (verified && layout.mode !== 'uncoded') {
       // A finished generation must reach every source soon, or they keep sending into it.
-      if (layout.mode !== 'uncoded') for (const other of this.sources) other.feedbackDue = true;
-      while (this.wMin < layout.unitCount && decoder.isVerified(this.wMin)) this.wMin++;
+      for (const other of this.sources) other.feedbackDue = true;
     }
+    // wMin is the lowest unit not complete: received (uncoded, even while its check unit waits
+    // for the rest) or decoded and verified (coded). A failed check unit lowers ranks: go back.
+    this.wMin = this.lowestIncomplete(lowered ? 0 : this.wMin);
     if (this.allUnitsComplete) this.finish(now);
   }
 
@@ -514,9 +552,10 @@ export class Receiver {
   }
 
   /** Excludes a source for the rest of the download and remembers it as a polluter (to report). */
-  private dropPolluter(sourceIndex: number, reason: string): void {
+  private dropPolluter(sourceIndex: number, kind: PollutionKind, reason: string): void {
     const source = this.sources[sourceIndex];
     source.stats.polluter = true;
+    source.pollution ??= kind;
     source.metaOk = false;
     if (isLive(source)) this.dropSource(source, reason);
     else source.stats.error = reason;
@@ -524,10 +563,10 @@ export class Receiver {
   }
 
   /** Sources excluded as polluters, with why: the client reports them to origo. */
-  polluters(): { source: number; reason: string }[] {
-    const out: { source: number; reason: string }[] = [];
+  polluters(): Polluter[] {
+    const out: Polluter[] = [];
     this.sources.forEach((s, source) => {
-      if (s.stats.polluter) out.push({ source, reason: s.stats.error ?? 'polluted' });
+      if (s.pollution) out.push({ source, kind: s.pollution, reason: s.stats.error ?? 'polluted' });
     });
     return out;
   }
@@ -743,11 +782,19 @@ export class Receiver {
     this.sources.forEach((s, i) => {
       if (isLive(s) && s.heard && !this.agreement.proposalOf(i)) deadline = Math.min(deadline, s.requestDueAt);
     });
+    const wait = this.firstMetaAt + this.config.agreementWaitMs;
+    if (!this.agreement.agreed && this.firstMetaAt >= 0 && wait > this.lastAgreementCheckAt)
+      deadline = Math.min(deadline, wait);
     return deadline;
   }
 
   handleTimeout(now: number): void {
     if (this.status !== 'active') return;
+    if (!this.agreement.agreed && this.firstMetaAt >= 0) {
+      this.lastAgreementCheckAt = now;
+      this.evaluateAgreement(now);
+      if (this.status !== 'active') return;
+    }
     if (now - this.lastProgressAt >= this.config.stallTimeoutMs) {
       this.fail(
         'stalled',
