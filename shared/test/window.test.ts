@@ -78,6 +78,8 @@ function makeSender(o: SenderSetup = {}): Sender {
 }
 
 interface Feedback {
+  /** The client discarded a failed check unit: lower ranks / wMin are to be taken (newest only). */
+  rewind?: boolean;
   wMin?: number;
   /** uncoded: absolute unit indices the client has. */
   received?: number[];
@@ -118,6 +120,7 @@ function feedback(mode: Mode, f: Feedback): Uint8Array {
     ackBits: f.ackBits ?? ack.ackBits,
     rateBps: f.rateBps ?? 0,
     inFlightCap: f.inFlightCap ?? UNLIMITED_IN_FLIGHT,
+    rewind: f.rewind,
     weights: Uint8Array.from(f.weights ?? [1]),
     wMin: f.wMin ?? 0,
   };
@@ -445,6 +448,27 @@ describe('acknowledged state only grows', () => {
     sender.handleDatagram(feedback('rlnc', { wMin: 0xffffffff, ranks: [] }), 12);
     expect(sender.windowStart).toBe(sender.layout.unitCount);
     expect(drain(sender, 12).data).toEqual([]);
+  });
+
+  test('only the newest feedback with the rewind flag lowers ranks and wMin, and the unit is sent again', () => {
+    const sender = makeSender({ mode: 'uncoded', window: 8, objectLength: 16 * 12, scheduler: 'partitioned' });
+    const first = drain(sender, 0).data;
+    expect(units(first)).toEqual(range(0, 8));
+    const seqs = first.map((d) => d.seq);
+    sender.handleDatagram(feedback('uncoded', { seqs, wMin: 8, received: [] }), 10);
+    expect(sender.windowStart).toBe(8);
+    // Without the flag a lower report changes nothing.
+    sender.handleDatagram(feedback('uncoded', { seqs, wMin: 2, received: [3, 4, 5, 6, 7] }), 11);
+    expect(sender.windowStart).toBe(8);
+    // An older feedback (lower largestSeq) with the flag changes nothing either.
+    sender.handleDatagram(feedback('uncoded', { seqs: seqs.slice(0, 4), rewind: true, wMin: 0, received: [] }), 12);
+    expect(sender.windowStart).toBe(8);
+    // The newest with the flag: packets 2 and 3 were discarded, the window goes back and they go again.
+    drain(sender, 13);
+    sender.handleDatagram(feedback('uncoded', { seqs, rewind: true, wMin: 2, received: [4, 5, 6, 7, 8, 9] }), 14);
+    expect(sender.windowStart).toBe(2);
+    expect([2, 3, 4].map((u) => sender.rank(u))).toEqual([0, 0, 1]);
+    expect(units(drain(sender, 14).data)).toEqual(expect.arrayContaining([2, 3]));
   });
 });
 
