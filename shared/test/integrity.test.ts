@@ -250,6 +250,32 @@ describe('quorum', () => {
     expect(run.receiver.polluters()).toEqual([]);
   });
 
+  test('an identity accepted alone (the others silent) fails when a late honest source disagrees', () => {
+    const object = makeObject(200_000, 6);
+    const fake = makeObject(200_000, 7);
+    // The honest sources answer only after agreementWaitMs (as while fetching a cold object).
+    const late = (s: Source, from: number): Source => ({
+      handle: (b, now) => (now >= from ? s.handle(b, now) : undefined),
+      tick: (now) => (now >= from ? s.tick(now) : undefined),
+      poll: (now) => (now >= from ? s.poll(now) : null),
+    });
+    const run = download(
+      'rlnc',
+      object,
+      (request, i) => {
+        if (i === 0) {
+          // Slow enough that the download is not over when the honest ones answer.
+          const rogue = asSource(honest(fake, request, 'rlnc', 800));
+          return { ...rogue, poll: (now) => (now % 4 === 0 ? rogue.poll(now) : null) };
+        }
+        return late(asSource(honest(object, request, 'rlnc', 800 + i)), 1200);
+      },
+      [1, 5, 5],
+    );
+    expect(run.receiver.status).toBe('failed');
+    expect(run.receiver.error?.code).toBe('metadata-conflict');
+  });
+
   test('with the only other source silent, a lone first-META attacker still cannot win against an honest one', () => {
     const object = makeObject(20_000, 6);
     const fake = makeObject(20_000, 7);

@@ -202,6 +202,12 @@ export class Receiver {
    * carries the rewind flag, so sources accept ranks lower than what they were told before.
    */
   private rewound = false;
+  /**
+   * The identity was agreed by fewer sources than the quorum (the others failed or stayed silent
+   * for agreementWaitMs): a later META that disagrees then fails the transfer instead of being
+   * dropped, so a rogue source cannot win just by answering while the honest ones are slow.
+   */
+  private provisional = false;
   private windowUnits = 0;
   private wMin = 0;
   private object?: Uint8Array;
@@ -355,6 +361,7 @@ export class Receiver {
       return;
     }
     if (verdict !== 'agreed') return;
+    this.provisional = required < Math.min(this.config.quorum, this.sources.length);
     const length = this.agreement.identity()?.objectLength ?? 0;
     if (length > this.config.maxObjectBytes) {
       this.fail('object-too-large', `object of ${length} bytes exceeds the limit of ${this.config.maxObjectBytes}`);
@@ -368,6 +375,15 @@ export class Receiver {
     const source = this.sources[sourceIndex];
     if (!isLive(source) && source.stats.state !== 'failed') return;
     if (!this.agreement.agrees(sourceIndex)) {
+      if (this.provisional) {
+        // Accepted from fewer sources than the quorum (the others were silent or failed): a late
+        // answer that disagrees may well be the honest one, so nobody can be believed.
+        this.fail(
+          'metadata-conflict',
+          'a source that answered late disagrees with the identity accepted from fewer sources than the quorum',
+        );
+        return;
+      }
       this.dropPolluter(sourceIndex, 'meta', 'reported a different length, digest or unit root than the agreed one');
       return;
     }
