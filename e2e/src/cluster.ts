@@ -38,6 +38,8 @@ export interface Cluster {
   /** origo's client endpoint. */
   clientUrl: string;
   adminToken: string;
+  /** The proxies' shared secret (tests register a hostile proxy of their own with it). */
+  proxySecret: string;
   proxies: RunningProxy[];
   origoLog: string[];
   /** Stops one proxy (SIGKILL: as a crash, for fault tests). */
@@ -146,6 +148,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
     origoUrl: origoBase,
     clientUrl: `ws://127.0.0.1:${port}/v1/client`,
     adminToken,
+    proxySecret: secret,
     proxies,
     origoLog,
     kill(name) {

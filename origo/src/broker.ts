@@ -13,6 +13,7 @@ import { TokenBucket } from './limits';
 import { Metrics } from './metrics';
 import { RecordStore } from './records';
 import { ProxyLoad, selectProxies, SelectableMode } from './selection';
+import { ProxyReports, reporterAddress } from './reports';
 
 /** WebSocket close codes origo uses (docs/signalling.md, "Limits and errors"). */
 export const CLOSE = {
@@ -29,6 +30,8 @@ export const CLOSE = {
 export interface Peer<Out> {
   /** For logs: the peer's kind and id (or address before its greeting). */
   readonly label: string;
+  /** "ip:port" of the socket, when known (pollution reports count distinct addresses). */
+  readonly remote?: string;
   send(message: Out): void;
   close(code: number, reason: string): void;
 }
@@ -41,6 +44,7 @@ type ProxySignal = Extract<ProxyToOrigo, { type: 'signal' }>;
 type ClientSignal = Extract<ClientToOrigo, { type: 'signal' }>;
 type ClientRecord = Extract<ClientToOrigo, { type: 'record' }>;
 type RequestProxies = Extract<ClientToOrigo, { type: 'request-proxies' }>;
+type ClientReport = Extract<ClientToOrigo, { type: 'report' }>;
 
 interface ProxyEntry extends ProxyLoad {
   peer: ProxyPeer;
@@ -92,6 +96,8 @@ export class Broker {
   private readonly proxies = new Map<string, ProxyEntry>();
   private readonly clients = new Map<string, ClientEntry>();
   private readonly connections = new Map<string, Connection>();
+  /** Pollution reports; a proxy reported by enough distinct clients is not offered (reports.ts). */
+  readonly reports = new ProxyReports();
 
   constructor(
     private readonly config: OrigoConfig,
@@ -302,6 +308,8 @@ export class Broker {
       }
       case 'record':
         return this.record(client, m);
+      case 'report':
+        return this.report(client, m);
     }
   }
 
@@ -310,6 +318,7 @@ export class Broker {
     const client = this.clients.get(clientId);
     if (client === undefined) return;
     this.clients.delete(clientId);
+    this.reports.forgetClient(clientId);
     this.deps.metrics.clients.set(this.clients.size);
     for (const connectionId of [...client.connections]) {
       const connection = this.connections.get(connectionId)!;
@@ -322,17 +331,19 @@ export class Broker {
   }
 
   private requestProxies(client: ClientEntry, m: RequestProxies): void {
-    const chosen = selectProxies(
-      this.proxies.values(),
-      { count: m.count, mode: m.mode, exclude: m.exclude },
-      this.deps.random,
-    );
+    const now = Date.now();
+    const offerable = [...this.proxies.values()].filter((p) => !this.reports.isBanned(p.proxyId, now));
+    const chosen = selectProxies(offerable, { count: m.count, mode: m.mode, exclude: m.exclude }, this.deps.random);
     const proxies: ProxyInfo[] = chosen.map((p) => ({
       proxyId: p.proxyId,
       name: p.name,
       httpUrl: p.httpUrl,
       capacityBps: p.capacityBps,
     }));
+    this.reports.noteOffered(
+      client.clientId,
+      proxies.map((p) => p.proxyId),
+    );
     client.peer.send({ type: 'proxies', requestId: m.requestId, proxies });
     this.deps.log.debug(
       { clientId: client.clientId, requestId: m.requestId, mode: m.mode, chosen: proxies.map((p) => p.proxyId) },
@@ -371,6 +382,13 @@ export class Broker {
       candidate: m.candidate,
     });
     this.deps.metrics.signalsRelayed.inc({ direction: 'client-to-proxy' });
+  }
+
+  private report(client: ClientEntry, m: ClientReport): void {
+    const reporter = reporterAddress(client.peer.remote ?? client.peer.label);
+    const outcome = this.reports.report(client.clientId, reporter, m.proxyId, Date.now());
+    const log = outcome === 'banned' ? this.deps.log.warn.bind(this.deps.log) : this.deps.log.info.bind(this.deps.log);
+    log({ clientId: client.clientId, proxyId: m.proxyId, kind: m.kind, outcome }, 'pollution report');
   }
 
   private record(client: ClientEntry, m: ClientRecord): void {

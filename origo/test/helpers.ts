@@ -89,8 +89,14 @@ export class TestPeer {
     socket.on('error', () => {}); // the close event carries the outcome
   }
 
-  static async open(port: number, path: '/v1/proxy' | '/v1/client', label: string = path): Promise<TestPeer> {
-    const socket = new WebSocket(`ws://127.0.0.1:${port}${path}`);
+  static async open(
+    port: number,
+    path: '/v1/proxy' | '/v1/client',
+    label: string = path,
+    /** Connect from this loopback address (127.0.0.x), to play distinct hosts. */
+    localAddress?: string,
+  ): Promise<TestPeer> {
+    const socket = new WebSocket(`ws://127.0.0.1:${port}${path}`, localAddress ? { localAddress } : {});
     const peer = new TestPeer(label, socket);
     opened.push({ close: () => peer.close() });
     await peer.until(() => socket.readyState === WebSocket.OPEN || peer.closeEvent !== undefined, 'the socket to open');
@@ -193,8 +199,12 @@ export async function connectProxy(port: number, o: ProxyOptions = {}): Promise<
 }
 
 /** A fake client past hello/welcome; `id` is its clientId. */
-export async function connectClient(port: number, label = 'client'): Promise<TestPeer & { id: string }> {
-  const peer = await TestPeer.open(port, '/v1/client', label);
+export async function connectClient(
+  port: number,
+  label = 'client',
+  localAddress?: string,
+): Promise<TestPeer & { id: string }> {
+  const peer = await TestPeer.open(port, '/v1/client', label, localAddress);
   peer.send({ type: 'hello', version: SIGNALLING_VERSION });
   const welcome = await peer.next('welcome');
   return Object.assign(peer, { id: welcome.clientId as string });

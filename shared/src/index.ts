@@ -2,6 +2,7 @@ export * from './limits';
 export * from './errors';
 export * from './wire';
 export * from './layout';
+export * from './integrity';
 export * from './gf256';
 export * from './coefficients';
 export * from './random';
@@ -21,6 +22,8 @@ export type {
   SourceStats,
   SourceState,
   OutgoingDatagram,
+  Polluter,
+  PollutionKind,
 } from './receiver/receiver';
 export { RateEstimator } from './receiver/rate-estimator';
 export * from './endpoint';

@@ -33,6 +33,8 @@ export const FOUNTAIN_BLOCK_SYMBOLS = 16384;
 export const MAX_FEEDBACK_BLOCKS = 512;
 export const MAX_ERROR_MESSAGE_BYTES = 512;
 export const DIGEST_BYTES = 32;
+/** A check unit's digest: SHA-256 of its bytes truncated to 16 bytes (see docs/protocol.md). */
+export const UNIT_DIGEST_BYTES = 16;
 
 /** In-flight cap meaning "no limit" (the receiver has not started to cap this source). */
 export const UNLIMITED_IN_FLIGHT = 0xffffffff;

@@ -133,6 +133,12 @@ export const clientToOrigo = z.discriminatedUnion('type', [
   z.object({ ...signalFields, proxyId: id }).refine(...exactlyOne),
   z.object({ type: z.literal('connection-closed'), connectionId: id, reason: z.string().max(256) }),
   z.object({ type: z.literal('record'), record: downloadRecord }),
+  /**
+   * The client excluded this proxy from a download as a polluter (docs/signalling.md): its META
+   * disagreed with the sources' agreed identity, its DIGESTS did not hash to its unit root, or a
+   * packet of it provably differed from a verified unit. No URL: origo needs only who and why.
+   */
+  z.object({ type: z.literal('report'), proxyId: id, kind: z.enum(['meta', 'digests', 'data']) }),
 ]);
 
 export const origoToClient = z.discriminatedUnion('type', [
@@ -154,6 +160,7 @@ export type ClientToOrigo = z.input<typeof clientToOrigo>;
 export type OrigoToClient = z.infer<typeof origoToClient>;
 export type ProxyInfo = z.infer<typeof proxyInfo>;
 export type DownloadRecord = z.infer<typeof downloadRecord>;
+export type ProxyReport = Extract<z.infer<typeof clientToOrigo>, { type: 'report' }>;
 export type SessionDescription = z.infer<typeof sessionDescription>;
 export type IceCandidate = z.infer<typeof iceCandidate>;
 

@@ -19,6 +19,7 @@ import {
   MAX_WINDOW,
   MIN_SYMBOL_SIZE,
   PROTOCOL_VERSION,
+  UNIT_DIGEST_BYTES,
 } from './limits';
 
 export const MessageType = {
@@ -27,6 +28,7 @@ export const MessageType = {
   DataUncoded: 0x03,
   DataRlnc: 0x04,
   DataFountain: 0x05,
+  Digests: 0x06,
   FeedbackUncoded: 0x10,
   FeedbackRlnc: 0x11,
   FeedbackFountain: 0x12,
@@ -71,6 +73,10 @@ export const DATA_UNCODED_HEADER_BYTES = HEADER_BYTES + 8;
 export const DATA_RLNC_HEADER_BYTES = HEADER_BYTES + 12;
 export const DATA_FOUNTAIN_HEADER_BYTES = HEADER_BYTES + 12;
 export const NO_SEQ = 0xffffffff;
+export const META_BYTES = HEADER_BYTES + 8 + 2 * DIGEST_BYTES;
+export const DIGESTS_HEADER_BYTES = HEADER_BYTES + 6;
+/** Unit digests one DIGESTS datagram carries: 1036 bytes, within one SCTP packet at the default MTU. */
+export const MAX_DIGESTS_PER_MESSAGE = 64;
 
 export interface RequestMessage {
   type: typeof MessageType.Request;
@@ -93,6 +99,21 @@ export interface MetaMessage {
   generationSize: number;
   mode: Mode;
   digest: Uint8Array;
+  /**
+   * SHA-256 over the object's unit digests (see unitDigests in integrity.ts), concatenated in
+   * order: lets the client check each check unit as soon as it decodes, not only the whole object.
+   */
+  unitRoot: Uint8Array;
+}
+
+/** A run of the object's unit digests (UNIT_DIGEST_BYTES each), verified against META's unitRoot. */
+export interface DigestsMessage {
+  type: typeof MessageType.Digests;
+  transferId: number;
+  /** Index of the first check unit in this message. */
+  first: number;
+  /** count x UNIT_DIGEST_BYTES bytes. */
+  digests: Uint8Array;
 }
 
 export interface DataUncodedMessage {
@@ -128,6 +149,12 @@ export interface FeedbackCommon {
   transferId: number;
   metaKnown: boolean;
   complete: boolean;
+  /**
+   * The client discarded packets of a check unit that failed its digest (docs/protocol.md §6.4):
+   * this feedback, if the newest, may report lower ranks or a lower wMin than earlier ones, and
+   * the source sends those units again. Absent (false), progress only grows.
+   */
+  rewind?: boolean;
   /** Highest data sequence number received from this source, or NO_SEQ. */
   largestSeq: number;
   /** Time between receiving largestSeq and sending this feedback, in 100 µs units. */
@@ -185,6 +212,7 @@ export interface ErrorMessage {
 export type Message =
   | RequestMessage
   | MetaMessage
+  | DigestsMessage
   | DataUncodedMessage
   | DataRlncMessage
   | DataFountainMessage
@@ -259,13 +287,27 @@ export function encodeMeta(m: Omit<MetaMessage, 'type'>): Uint8Array {
   assertRange('symbolSize', m.symbolSize, MIN_SYMBOL_SIZE, MAX_SYMBOL_SIZE);
   assertRange('generationSize', m.generationSize, 1, MAX_GENERATION_SIZE);
   if (m.digest.length !== DIGEST_BYTES) throw new RangeError('digest must be 32 bytes');
-  const buf = new Uint8Array(HEADER_BYTES + 8 + DIGEST_BYTES);
+  if (m.unitRoot.length !== DIGEST_BYTES) throw new RangeError('unitRoot must be 32 bytes');
+  const buf = new Uint8Array(META_BYTES);
   const v = header(buf, MessageType.Meta, m.transferId);
   v.setUint32(6, m.objectLength);
   v.setUint16(10, m.symbolSize);
   buf[12] = m.generationSize;
   buf[13] = modeId(m.mode);
   buf.set(m.digest, 14);
+  buf.set(m.unitRoot, 14 + DIGEST_BYTES);
+  return buf;
+}
+
+export function encodeDigests(m: Omit<DigestsMessage, 'type'>): Uint8Array {
+  assertU32('first', m.first);
+  if (m.digests.length % UNIT_DIGEST_BYTES !== 0) throw new RangeError('digests must be whole unit digests');
+  assertRange('digest count', m.digests.length / UNIT_DIGEST_BYTES, 1, MAX_DIGESTS_PER_MESSAGE);
+  const buf = new Uint8Array(DIGESTS_HEADER_BYTES + m.digests.length);
+  const v = header(buf, MessageType.Digests, m.transferId);
+  v.setUint32(6, m.first);
+  v.setUint16(10, m.digests.length / UNIT_DIGEST_BYTES);
+  buf.set(m.digests, DIGESTS_HEADER_BYTES);
   return buf;
 }
 
@@ -340,7 +382,7 @@ export function encodeDataFountain(m: Omit<DataFountainMessage, 'type'>): Uint8A
 const FEEDBACK_FIXED_BYTES = HEADER_BYTES + 20; // flags..sourceCount
 function encodeFeedbackCommon(buf: Uint8Array, type: number, m: FeedbackCommon, count: number): number {
   const v = header(buf, type, m.transferId);
-  buf[6] = (m.metaKnown ? 1 : 0) | (m.complete ? 2 : 0);
+  buf[6] = (m.metaKnown ? 1 : 0) | (m.complete ? 2 : 0) | (m.rewind ? 4 : 0);
   v.setUint32(7, m.largestSeq >>> 0);
   v.setUint16(11, Math.min(0xffff, Math.max(0, Math.round(m.ackDelay))));
   v.setUint32(13, m.ackBits >>> 0);
@@ -424,6 +466,8 @@ export function encode(m: Message): Uint8Array {
       return encodeRequest(m);
     case MessageType.Meta:
       return encodeMeta(m);
+    case MessageType.Digests:
+      return encodeDigests(m);
     case MessageType.DataUncoded:
       return encodeDataUncoded(m);
     case MessageType.DataRlnc:
@@ -477,6 +521,8 @@ export function decode(buf: Uint8Array): Result<Message> {
       return decodeRequest(buf, v, transferId);
     case MessageType.Meta:
       return decodeMeta(buf, v, transferId);
+    case MessageType.Digests:
+      return decodeDigests(buf, v, transferId);
     case MessageType.DataUncoded:
       return decodeDataUncoded(buf, v, transferId);
     case MessageType.DataRlnc:
@@ -539,7 +585,7 @@ function decodeRequest(buf: Uint8Array, v: DataView, transferId: number): Result
 }
 
 function decodeMeta(buf: Uint8Array, v: DataView, transferId: number): Result<Message> {
-  const short = exact(buf, HEADER_BYTES + 8 + DIGEST_BYTES, 'META');
+  const short = exact(buf, META_BYTES, 'META');
   if (short) return err(short);
   const objectLength = v.getUint32(6);
   const symbolSize = v.getUint16(10);
@@ -559,7 +605,20 @@ function decodeMeta(buf: Uint8Array, v: DataView, transferId: number): Result<Me
     generationSize,
     mode,
     digest: buf.subarray(14, 14 + DIGEST_BYTES),
+    unitRoot: buf.subarray(14 + DIGEST_BYTES, 14 + 2 * DIGEST_BYTES),
   });
+}
+
+function decodeDigests(buf: Uint8Array, v: DataView, transferId: number): Result<Message> {
+  const short = need(buf, DIGESTS_HEADER_BYTES, 'DIGESTS');
+  if (short) return err(short);
+  const first = v.getUint32(6);
+  const count = v.getUint16(10);
+  const bad =
+    checkRange('digest count', count, 1, MAX_DIGESTS_PER_MESSAGE) ??
+    exact(buf, DIGESTS_HEADER_BYTES + count * UNIT_DIGEST_BYTES, 'DIGESTS');
+  if (bad) return err(bad);
+  return ok({ type: MessageType.Digests, transferId, first, digests: buf.subarray(DIGESTS_HEADER_BYTES) });
 }
 
 function decodeDataUncoded(buf: Uint8Array, v: DataView, transferId: number): Result<Message> {
@@ -612,7 +671,7 @@ function decodeFeedback(buf: Uint8Array, v: DataView, transferId: number): Resul
   const short = need(buf, FEEDBACK_FIXED_BYTES, 'FEEDBACK');
   if (short) return err(short);
   const flags = buf[6];
-  if (flags & ~3) return fail('out-of-range', `feedback flags 0x${flags.toString(16)}`);
+  if (flags & ~7) return fail('out-of-range', `feedback flags 0x${flags.toString(16)}`);
   const sourceCount = buf[25];
   const badCount = checkRange('feedback sourceCount', sourceCount, 1, MAX_SOURCES);
   if (badCount) return err(badCount);
@@ -629,6 +688,7 @@ function decodeFeedback(buf: Uint8Array, v: DataView, transferId: number): Resul
     transferId,
     metaKnown: (flags & 1) !== 0,
     complete: (flags & 2) !== 0,
+    rewind: (flags & 4) !== 0,
     largestSeq: v.getUint32(7),
     ackDelay: v.getUint16(11),
     ackBits: v.getUint32(13),

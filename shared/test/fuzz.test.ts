@@ -11,6 +11,7 @@ import {
   encodeError,
   encodeFeedbackRlnc,
   encodeFeedbackUncoded,
+  encodeDigests,
   encodeMeta,
   encodeRequest,
   encodeStop,
@@ -30,6 +31,8 @@ import {
   uncodedCodec,
   UNLIMITED_IN_FLIGHT,
   WireError,
+  unitDigests,
+  unitRoot,
 } from '../src';
 
 const TRANSFER = 0x5eed1234;
@@ -104,7 +107,9 @@ function validMessages(transferId: number, p: Params = defaultParams): Uint8Arra
       generationSize: p.generationSize,
       mode: p.mode,
       digest: new Uint8Array(32).fill(0xab),
+      unitRoot: new Uint8Array(32).fill(0xcd),
     }),
+    encodeDigests({ transferId, first: 3, digests: new Uint8Array(16 * 5).fill(0xef) }),
     encodeDataUncoded({ transferId, seq: 5, index: 1, payload }),
     encodeDataRlnc({ transferId, seq: 6, generation: 0, seed: 0x01020304, payload }),
     encodeFeedbackUncoded({ ...common, bitmap: Uint8Array.of(0b1010, 0b1), bitCount: 13 }),
@@ -530,8 +535,10 @@ describe('Receiver and Sender on hostile datagrams', () => {
             codec: uncodedCodec,
             now: 0,
             sha256,
-            config: { maxObjectBytes: 64 * 1024 },
+            // Quorum 1: source 0 alone brings it to each state (agreement is tested in integrity.test.ts).
+            config: { maxObjectBytes: 64 * 1024, quorum: 1 },
           });
+          const digests = unitDigests(object, new Layout('uncoded', 500, 100, 1), sha256);
           const meta = encodeMeta({
             transferId: TRANSFER,
             objectLength: 500,
@@ -539,6 +546,7 @@ describe('Receiver and Sender on hostile datagrams', () => {
             generationSize: 1,
             mode: 'uncoded',
             digest: sha256(object),
+            unitRoot: unitRoot(digests, sha256),
           });
           const data = (u: number) =>
             encodeDataUncoded({
@@ -547,7 +555,10 @@ describe('Receiver and Sender on hostile datagrams', () => {
               index: u,
               payload: object.subarray(u * 100, u * 100 + 100),
             });
-          if (state !== 'fresh') receiver.handleDatagram(0, meta, 1);
+          if (state !== 'fresh') {
+            receiver.handleDatagram(0, meta, 1);
+            receiver.handleDatagram(0, encodeDigests({ transferId: TRANSFER, first: 0, digests }), 1);
+          }
           if (state === 'partial' || state === 'complete')
             for (let u = 0; u < (state === 'partial' ? 3 : 5); u++) receiver.handleDatagram(0, data(u), 2);
           if (state === 'failed') receiver.cancel();

@@ -10,7 +10,12 @@ import {
   encodeDataRlnc,
   encodeDataUncoded,
   encodeError,
+  encodeDigests,
   encodeMeta,
+  MAX_DIGESTS_PER_MESSAGE,
+  UNIT_DIGEST_BYTES,
+  unitDigests,
+  unitRoot,
   ErrorCode,
   FeedbackRlncMessage,
   FeedbackUncodedMessage,
@@ -80,7 +85,8 @@ class Harness {
       symbolSize: this.symbolSize,
       codec: this.mode === 'uncoded' ? uncodedCodec : rlncCodec,
       now: s.now ?? 0,
-      config: s.config,
+      // One META is enough here: these tests are about everything else (quorum: integrity.test.ts).
+      config: { quorum: 1, ...s.config },
     });
     this.seqs = new Array<number>(s.sourceCount ?? 1).fill(0);
   }
@@ -89,7 +95,9 @@ class Harness {
     return new Layout(this.mode, this.object.length, this.symbolSize, this.generationSize);
   }
 
+  /** META (with the object's true unit root unless overridden) and the DIGESTS that go with it. */
   meta(source: number, now: number, over: Partial<Parameters<typeof encodeMeta>[0]> = {}): void {
+    const digests = unitDigests(this.object, this.layout, sha256);
     this.receiver.handleDatagram(
       source,
       encodeMeta({
@@ -99,10 +107,12 @@ class Harness {
         generationSize: this.generationSize,
         mode: this.mode,
         digest: sha256(this.object),
+        unitRoot: unitRoot(digests, sha256),
         ...over,
       }),
       now,
     );
+    sendDigests(this.receiver, source, digests, now);
   }
 
   /** One data datagram for `unit` (rlnc: a random combination), with the source's next seq. */
@@ -182,6 +192,16 @@ class Harness {
     if (fb.length === 0) throw new Error(`no feedback to source ${source} at ${now}`);
     return fb[fb.length - 1] as FeedbackUncodedMessage | FeedbackRlncMessage;
   }
+}
+
+function sendDigests(receiver: Receiver, source: number, digests: Uint8Array, now: number): void {
+  const step = MAX_DIGESTS_PER_MESSAGE * UNIT_DIGEST_BYTES;
+  for (let at = 0; at < digests.length; at += step)
+    receiver.handleDatagram(
+      source,
+      encodeDigests({ transferId: TRANSFER, first: at / UNIT_DIGEST_BYTES, digests: digests.subarray(at, at + step) }),
+      now,
+    );
 }
 
 const types = (msgs: { source: number; m: Message }[]) => msgs.map((x) => [x.source, x.m.type]);
@@ -327,16 +347,18 @@ describe('FEEDBACK', () => {
   });
 
   test('uncoded bitmap: wMin is the lowest missing packet, bits mark what arrived inside the window', () => {
-    const h = new Harness(makeObject(64 * 20 - 10), { window: 8 });
+    // g = 1: every packet is its own check unit, so wMin moves as each arrives (a larger g holds
+    // wMin at the first packet of the lowest check unit not yet verified).
+    const h = new Harness(makeObject(64 * 20 - 10), { window: 8, generationSize: 1 });
     h.poll(0);
     h.meta(0, 0);
-    for (const u of [0, 1, 3, 5, 12, 19]) h.data(0, u, 1);
+    for (const u of [0, 1, 3, 5]) h.data(0, u, 1);
     const fb = h.lastFeedback(40) as FeedbackUncodedMessage;
     expect(fb.wMin).toBe(2);
     expect(fb.bitCount).toBe(8);
     expect(bitsOf(fb)).toEqual([3, 5]);
     // Near the end the count shrinks to the units left.
-    for (const u of [2, 4, 6, 7, 8, 9, 10, 11, 13, 14, 15]) h.data(0, u, 50);
+    for (const u of [2, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 19]) h.data(0, u, 50);
     const late = h.lastFeedback(80) as FeedbackUncodedMessage;
     expect(late.wMin).toBe(16);
     expect(late.bitCount).toBe(4);
@@ -473,7 +495,7 @@ describe('rates, weights and in-flight caps', () => {
 
   test('inFlightCap: share of what the window misses, with loss margin and slack (partitioned)', () => {
     const c = DEFAULT_RECEIVER_CONFIG;
-    const h = new Harness(makeObject(64 * 40), { sourceCount: 2, window: 16 });
+    const h = new Harness(makeObject(64 * 40), { sourceCount: 2, window: 16, generationSize: 1 });
     h.poll(0);
     h.meta(0, 0);
     h.meta(1, 0);
@@ -670,9 +692,11 @@ describe('completion and verification', () => {
         generationSize: 1,
         mode: 'uncoded',
         digest: sha256(object),
+        unitRoot: unitRoot(unitDigests(object, new Layout('uncoded', 300, 100, 1), sha256), sha256),
       }),
       0,
     );
+    sendDigests(receiver, 0, unitDigests(object, new Layout('uncoded', 300, 100, 1), sha256), 0);
     for (let u = 0; u < 3; u++)
       receiver.handleDatagram(
         0,
@@ -680,7 +704,8 @@ describe('completion and verification', () => {
         1,
       );
     expect(receiver.status).toBe('complete');
-    expect(calls).toEqual([300]);
+    // Every digest goes through it: the unit root over 3 unit digests, each unit, the object.
+    expect(calls).toEqual([48, 100, 100, 100, 300]);
   });
 
   test('an empty object completes as soon as META is accepted', () => {

@@ -12,6 +12,7 @@ import {
   encodeMeta,
   encodeRequest,
   encodeStop,
+  Layout,
   Message,
   MessageType,
   Mode,
@@ -25,6 +26,8 @@ import {
   StopReason,
   uncodedCodec,
   UNLIMITED_IN_FLIGHT,
+  unitDigests,
+  unitRoot,
 } from '../src';
 
 const TRANSFER = 0x1234abcd;
@@ -75,6 +78,8 @@ function makeSender(o: SenderSetup = {}): Sender {
 }
 
 interface Feedback {
+  /** The client discarded a failed check unit: lower ranks / wMin are to be taken (newest only). */
+  rewind?: boolean;
   wMin?: number;
   /** uncoded: absolute unit indices the client has. */
   received?: number[];
@@ -115,6 +120,7 @@ function feedback(mode: Mode, f: Feedback): Uint8Array {
     ackBits: f.ackBits ?? ack.ackBits,
     rateBps: f.rateBps ?? 0,
     inFlightCap: f.inFlightCap ?? UNLIMITED_IN_FLIGHT,
+    rewind: f.rewind,
     weights: Uint8Array.from(f.weights ?? [1]),
     wMin: f.wMin ?? 0,
   };
@@ -152,6 +158,7 @@ function drain(sender: Sender, now: number, max = 10_000): { data: Sent[]; metas
       metas++;
       continue;
     }
+    if (m.type === MessageType.Digests) continue; // follows every META (integrity.test.ts)
     if (m.type !== MessageType.DataUncoded && m.type !== MessageType.DataRlnc)
       throw new Error(`unexpected message type ${m.type}`);
     const unit = m.type === MessageType.DataUncoded ? m.index : m.generation;
@@ -173,8 +180,11 @@ function range(from: number, to: number): number[] {
 // ------------------------------------------------------------------ META
 
 describe('META', () => {
-  test('is the first datagram, describes the object, and data may follow at once', () => {
+  test('is the first datagram, describes the object, and data may follow at once (after its DIGESTS)', () => {
     const sender = makeSender({ objectLength: 100, symbolSize: 32, generationSize: 3 });
+    const object = new Uint8Array(100);
+    for (let i = 0; i < object.length; i++) object[i] = (i * 31 + 7) & 0xff;
+    const digests = unitDigests(object, new Layout('uncoded', 100, 32, 3));
     const first = decodeOrThrow(sender.pollDatagram(0)!);
     expect(first).toEqual(
       decodeOrThrow(
@@ -185,9 +195,16 @@ describe('META', () => {
           generationSize: 3,
           mode: 'uncoded',
           digest: DIGEST,
+          unitRoot: unitRoot(digests),
         }),
       ),
     );
+    expect(decodeOrThrow(sender.pollDatagram(0)!)).toEqual({
+      type: MessageType.Digests,
+      transferId: TRANSFER,
+      first: 0,
+      digests,
+    });
     const second = decodeOrThrow(sender.pollDatagram(0)!);
     expect(second.type).toBe(MessageType.DataUncoded);
     expect(sender.stats.metaSent).toBe(1);
@@ -431,6 +448,27 @@ describe('acknowledged state only grows', () => {
     sender.handleDatagram(feedback('rlnc', { wMin: 0xffffffff, ranks: [] }), 12);
     expect(sender.windowStart).toBe(sender.layout.unitCount);
     expect(drain(sender, 12).data).toEqual([]);
+  });
+
+  test('only the newest feedback with the rewind flag lowers ranks and wMin, and the unit is sent again', () => {
+    const sender = makeSender({ mode: 'uncoded', window: 8, objectLength: 16 * 12, scheduler: 'partitioned' });
+    const first = drain(sender, 0).data;
+    expect(units(first)).toEqual(range(0, 8));
+    const seqs = first.map((d) => d.seq);
+    sender.handleDatagram(feedback('uncoded', { seqs, wMin: 8, received: [] }), 10);
+    expect(sender.windowStart).toBe(8);
+    // Without the flag a lower report changes nothing.
+    sender.handleDatagram(feedback('uncoded', { seqs, wMin: 2, received: [3, 4, 5, 6, 7] }), 11);
+    expect(sender.windowStart).toBe(8);
+    // An older feedback (lower largestSeq) with the flag changes nothing either.
+    sender.handleDatagram(feedback('uncoded', { seqs: seqs.slice(0, 4), rewind: true, wMin: 0, received: [] }), 12);
+    expect(sender.windowStart).toBe(8);
+    // The newest with the flag: packets 2 and 3 were discarded, the window goes back and they go again.
+    drain(sender, 13);
+    sender.handleDatagram(feedback('uncoded', { seqs, rewind: true, wMin: 2, received: [4, 5, 6, 7, 8, 9] }), 14);
+    expect(sender.windowStart).toBe(2);
+    expect([2, 3, 4].map((u) => sender.rank(u))).toEqual([0, 0, 1]);
+    expect(units(drain(sender, 14).data)).toEqual(expect.arrayContaining([2, 3]));
   });
 });
 

@@ -4,6 +4,7 @@
  * each download sent to origo.
  */
 import { Codec } from '../codec/types';
+import { PollutionKind } from '../receiver/receiver';
 import { DEFAULT_SYMBOL_SIZE } from '../limits';
 import { DownloadRecord, ProxyInfo } from '../signalling';
 import { DEFAULT_SCHEDULER } from '../sender/schedulers';
@@ -20,6 +21,8 @@ export type DownloadMode = 'http' | Mode;
 
 /** A proxy that could not be reached is not asked for again for this long. */
 const FAILED_PROXY_EXCLUSION_MS = 60_000;
+/** A proxy that polluted a download is not asked for again by this client for an hour. */
+const POLLUTER_EXCLUSION_MS = 60 * 60_000;
 
 export interface ClientConfig {
   /** origo's client endpoint, e.g. ws://127.0.0.1:8700/v1/client */
@@ -67,6 +70,8 @@ export class MutpClient {
   private nextLink = 0;
   /** Proxies that failed to connect, by when; excluded when asking origo for a while. */
   private readonly failedAt = new Map<string, number>();
+  /** Proxies a download excluded as polluters, by when; not asked for again for a long while. */
+  private readonly pollutedAt = new Map<string, number>();
 
   constructor(
     private readonly host: ClientHost,
@@ -136,6 +141,7 @@ export class MutpClient {
         sha256: this.host.sha256 ?? sha256,
         receiverConfig: { maxObjectBytes: this.config.maxObjectBytes },
         onProgress: o.onProgress,
+        onPolluters: (polluters) => this.onPolluters(session, polluters),
       });
       this.report(session, url, mode, result, scheduler, links.length);
       return result;
@@ -167,9 +173,23 @@ export class MutpClient {
   }
 
   private recentlyFailed(): string[] {
-    const since = this.host.clock.now() - FAILED_PROXY_EXCLUSION_MS;
-    for (const [id, at] of this.failedAt) if (at < since) this.failedAt.delete(id);
-    return [...this.failedAt.keys()];
+    const now = this.host.clock.now();
+    for (const [id, at] of this.failedAt) if (at < now - FAILED_PROXY_EXCLUSION_MS) this.failedAt.delete(id);
+    for (const [id, at] of this.pollutedAt) if (at < now - POLLUTER_EXCLUSION_MS) this.pollutedAt.delete(id);
+    return [...this.failedAt.keys(), ...this.pollutedAt.keys()];
+  }
+
+  /**
+   * A download proved these proxies polluting: report each to origo (always, records or not: it
+   * is what lets origo stop offering them), drop the connection, and do not ask for them again.
+   */
+  private onPolluters(session: OrigoSession, polluters: { proxyId: string; kind: PollutionKind }[]): void {
+    for (const p of polluters) {
+      if (!this.pollutedAt.has(p.proxyId)) session.sendReport(p.proxyId, p.kind);
+      this.pollutedAt.set(p.proxyId, this.host.clock.now());
+      this.links.get(p.proxyId)?.close('excluded as a polluter');
+      this.links.delete(p.proxyId);
+    }
   }
 
   private linkTo(session: OrigoSession, proxy: ProxyInfo): Promise<ProxyLink> {

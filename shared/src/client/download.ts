@@ -4,7 +4,7 @@
  */
 import { Codec } from '../codec/types';
 import { TransferError } from '../errors';
-import { Receiver, ReceiverConfig, SourceStats } from '../receiver/receiver';
+import { PollutionKind, Receiver, ReceiverConfig, SourceStats } from '../receiver/receiver';
 import { Mode, SchedulerName } from '../wire';
 import { ClientError } from './errors';
 import { Clock } from './host';
@@ -22,6 +22,11 @@ export interface DownloadOptions {
   signal?: AbortSignal;
   receiverConfig?: Partial<ReceiverConfig>;
   sha256?: (data: Uint8Array) => Uint8Array;
+  /**
+   * Proxies the Receiver excluded as polluters (wrong META or DIGESTS, or data that failed a
+   * verified unit), told once the download ends, whether it completed or failed.
+   */
+  onPolluters?: (polluters: { proxyId: string; kind: PollutionKind; reason: string }[]) => void;
   /** Progress: DoF received / needed (0 before the object's length is known). */
   onProgress?: (progress: { dof: number; totalDof: number; bytes: number }) => void;
 }
@@ -93,6 +98,11 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
       // STOPs were flushed above. A lost STOP is repeated when that proxy's data keeps coming, so
       // the transfer stays attached for a while; the links stay open for the next download.
       clock.setTimer(STOP_LINGER_MS, () => links.forEach((link) => link.detach(o.transferId)), true);
+      const polluters = receiver.polluters();
+      if (polluters.length > 0)
+        o.onPolluters?.(
+          polluters.map((p) => ({ proxyId: links[p.source].proxy.proxyId, kind: p.kind, reason: p.reason })),
+        );
       if (receiver.status === 'complete') resolve(summarize(receiver, links, startedAt, clock.now(), o.mode));
       else reject(toClientError(receiver.error));
     };

@@ -120,6 +120,11 @@ export class OrigoSession {
     this.send({ type: 'record', record });
   }
 
+  /** Reports a proxy this client excluded as a polluter (origo stops offering it on enough reports). */
+  sendReport(proxyId: string, kind: 'meta' | 'digests' | 'data'): void {
+    this.send({ type: 'report', proxyId, kind });
+  }
+
   close(): void {
     this.shutdown('closed by the client');
     const socket = this.socket;

@@ -5,7 +5,8 @@
  * and its rate, paces them apart (weights) and caps what they keep in flight near the end.
  */
 import { sha256 } from '@noble/hashes/sha256';
-import { Codec, UnitDecoder } from '../codec/types';
+import { Codec } from '../codec/types';
+import { CheckLayout } from '../integrity';
 import { TransferError, TransferErrorCode } from '../errors';
 import { Layout } from '../layout';
 import { MAX_OBJECT_BYTES, MAX_SOURCES, UNLIMITED_IN_FLIGHT } from '../limits';
@@ -21,6 +22,7 @@ import {
   MessageType,
   MetaMessage,
   Mode,
+  DigestsMessage,
   NO_SEQ,
   SchedulerName,
   StopReason,
@@ -28,6 +30,8 @@ import {
 } from '../wire';
 import { DEFAULT_SCHEDULER, schedulerSupports } from '../sender/schedulers';
 import { RateEstimator } from './rate-estimator';
+import { Agreement } from './agreement';
+import { CheckedDecoder, CheckOutcome } from './check-units';
 
 export interface ReceiverConfig {
   /** Feedback to each source at least this often, so a lost one is soon covered by the next. */
@@ -64,6 +68,18 @@ export interface ReceiverConfig {
    * grow when the share underestimates it (a capped source measures only what it was allowed).
    */
   capHeadroom: number;
+  /**
+   * Sources that must report the same object identity (length, SHA-256, unit root) before any of
+   * their data is used; min(quorum, sources that can still answer). 1 trusts the first META.
+   */
+  quorum: number;
+  /**
+   * A source that has sent nothing at all this long after the first META stops counting toward
+   * the quorum (it may be dead): the download then goes on with the sources that answered.
+   */
+  agreementWaitMs: number;
+  /** Packets of unverified check units kept to identify a polluter (bytes, all units together). */
+  maxPacketLogBytes: number;
 }
 
 export const DEFAULT_RECEIVER_CONFIG: ReceiverConfig = {
@@ -81,6 +97,9 @@ export const DEFAULT_RECEIVER_CONFIG: ReceiverConfig = {
   capSlackPackets: 2,
   capLossMargin: 0.05,
   capHeadroom: 1.5,
+  quorum: 2,
+  agreementWaitMs: 1000,
+  maxPacketLogBytes: 64 * 1024 * 1024,
 };
 
 export interface ReceiverOptions {
@@ -100,6 +119,15 @@ export interface ReceiverOptions {
   sha256?: (data: Uint8Array) => Uint8Array;
 }
 
+/** Why a source was excluded as a polluter: its META, its DIGESTS, or its data. */
+export type PollutionKind = 'meta' | 'digests' | 'data';
+
+export interface Polluter {
+  source: number;
+  kind: PollutionKind;
+  reason: string;
+}
+
 export type ReceiverStatus = 'active' | 'complete' | 'failed';
 export type SourceState = 'connecting' | 'active' | 'failed' | 'dropped';
 
@@ -117,6 +145,8 @@ export interface SourceStats {
   bytes: number;
   rateBps: number;
   error?: string;
+  /** Excluded as a polluter (wrong META or DIGESTS, or a packet that failed a verified unit). */
+  polluter: boolean;
 }
 
 export interface ReceiverStats {
@@ -149,6 +179,7 @@ interface Source {
   /** A REQUEST went to it: it may be fetching or sending even if nothing arrived yet. */
   requested: boolean;
   rate: RateEstimator;
+  pollution?: PollutionKind;
 }
 
 export interface OutgoingDatagram {
@@ -164,12 +195,23 @@ export class Receiver {
   private readonly sources: Source[];
   private readonly opts: ReceiverOptions;
   private readonly scheduler: SchedulerName;
-  private meta?: MetaMessage;
+  private readonly agreement: Agreement;
   private layout?: Layout;
-  private decoder?: UnitDecoder;
+  private decoder?: CheckedDecoder;
+  private unitsPerCheck = 1;
+  /**
+   * Set once a check unit failed or a polluter's packets were discarded: from then on feedback
+   * carries the rewind flag, so sources accept ranks lower than what they were told before.
+   */
+  private rewound = false;
+  /**
+   * The identity was agreed by fewer sources than the quorum (the others failed or stayed silent
+   * for agreementWaitMs): a later META that disagrees then fails the transfer instead of being
+   * dropped, so a rogue source cannot win just by answering while the honest ones are slow.
+   */
+  private provisional = false;
   private windowUnits = 0;
   private wMin = 0;
-  private dof = 0;
   private object?: Uint8Array;
   private lastProgressAt: number;
   private readonly startedAt: number;
@@ -178,6 +220,9 @@ export class Receiver {
   private requestsSent = 0;
   private pollCursor = 0;
   private publishedWeights?: Uint8Array;
+  /** When the first META from any source arrived. */
+  private firstMetaAt = -1;
+  private lastAgreementCheckAt = -Infinity;
   /** When the first data packet from any source arrived. */
   private firstDataAt = -1;
 
@@ -209,6 +254,7 @@ export class Receiver {
         malformed: 0,
         bytes: 0,
         rateBps: 0,
+        polluter: false,
       },
       heard: false,
       metaOk: false,
@@ -226,6 +272,9 @@ export class Receiver {
       lastStopAt: -Infinity,
       rate: new RateEstimator(this.config.trainLength, this.config.medianWindow),
     }));
+    const checkCountOf = (length: number) =>
+      new CheckLayout(new Layout(opts.mode, length, opts.symbolSize, opts.generationSize)).checkCount;
+    this.agreement = new Agreement(opts.sourceCount, checkCountOf, opts.sha256 ?? sha256);
   }
 
   // ------------------------------------------------------------------ input
@@ -244,17 +293,31 @@ export class Receiver {
       case MessageType.Meta:
         this.onMeta(sourceIndex, m, now);
         break;
+      case MessageType.Digests:
+        this.onDigests(sourceIndex, m, now);
+        break;
       case MessageType.DataUncoded:
-        this.onData(source, m.seq, m.index, 0, m.payload, bytes.length, now, this.opts.mode === 'uncoded');
+        this.onData(sourceIndex, m.seq, m.index, 0, m.payload, bytes.length, now, this.opts.mode === 'uncoded');
         break;
       case MessageType.DataRlnc:
-        this.onData(source, m.seq, m.generation, m.seed, m.payload, bytes.length, now, this.opts.mode === 'rlnc');
+        this.onData(sourceIndex, m.seq, m.generation, m.seed, m.payload, bytes.length, now, this.opts.mode === 'rlnc');
         break;
       case MessageType.DataFountain:
-        this.onData(source, m.seq, m.block, m.blockId, m.payload, bytes.length, now, this.opts.mode === 'fountain');
+        this.onData(
+          sourceIndex,
+          m.seq,
+          m.block,
+          m.blockId,
+          m.payload,
+          bytes.length,
+          now,
+          this.opts.mode === 'fountain',
+        );
         break;
       case MessageType.Error:
         this.markSource(source, 'failed', `source error, ${describeErrorCode(m.code)}: ${m.message}`);
+        this.evaluateAgreement(now);
+        this.startIfReady(now);
         break;
       default:
         source.stats.malformed++;
@@ -271,40 +334,103 @@ export class Receiver {
     const o = this.opts;
     this.hear(source);
     if (m.mode !== o.mode || m.symbolSize !== o.symbolSize || m.generationSize !== o.generationSize) {
-      this.dropSource(source, 'metadata does not match the request');
+      this.dropPolluter(sourceIndex, 'meta', 'metadata does not match the request');
       return;
     }
-    if (!this.meta) {
-      if (m.objectLength > this.config.maxObjectBytes) {
+    if (this.firstMetaAt < 0) this.firstMetaAt = now;
+    this.agreement.propose(sourceIndex, m);
+    if (this.agreement.agreed) this.checkAgainstAgreed(sourceIndex);
+    else this.evaluateAgreement(now);
+    this.startIfReady(now);
+  }
+
+  /**
+   * Agreement needs `quorum` sources, or all that can still answer when fewer can: a source that
+   * failed before its META does not count, one that sent META and then failed still votes.
+   */
+  private evaluateAgreement(now: number): void {
+    if (this.agreement.agreed || this.status !== 'active') return;
+    const counted = (i: number) => this.sources[i].stats.state !== 'dropped';
+    const waited = this.firstMetaAt >= 0 && now - this.firstMetaAt >= this.config.agreementWaitMs;
+    // Live and not (yet) written off as silent: it may still cast its vote.
+    const mayVote = (s: Source, i: number) => isLive(s) && !this.agreement.proposalOf(i) && !(waited && !s.heard);
+    const voted = (i: number) => counted(i) && this.agreement.proposalOf(i) !== undefined;
+    const able = this.sources.filter((s, i) => mayVote(s, i) || voted(i)).length;
+    const undecided = this.sources.filter(mayVote).length;
+    const required = Math.max(1, Math.min(this.config.quorum, able));
+    const verdict = this.agreement.evaluate(required, counted, undecided);
+    if (verdict === 'impossible') {
+      this.fail('metadata-conflict', 'the sources disagree on the object (length, digest or unit root)');
+      return;
+    }
+    if (verdict !== 'agreed') return;
+    this.provisional = required < Math.min(this.config.quorum, this.sources.length);
+    const length = this.agreement.identity()?.objectLength ?? 0;
+    if (length > this.config.maxObjectBytes) {
+      this.fail('object-too-large', `object of ${length} bytes exceeds the limit of ${this.config.maxObjectBytes}`);
+      return;
+    }
+    for (let i = 0; i < this.sources.length; i++) if (this.agreement.proposalOf(i)) this.checkAgainstAgreed(i);
+    this.startIfReady(now);
+  }
+
+  private checkAgainstAgreed(sourceIndex: number): void {
+    const source = this.sources[sourceIndex];
+    if (!isLive(source) && source.stats.state !== 'failed') return;
+    if (!this.agreement.agrees(sourceIndex)) {
+      if (this.provisional) {
+        // Accepted from fewer sources than the quorum (the others were silent or failed): a late
+        // answer that disagrees may well be the honest one, so nobody can be believed.
         this.fail(
-          'object-too-large',
-          `object of ${m.objectLength} bytes exceeds the limit of ${this.config.maxObjectBytes}`,
+          'metadata-conflict',
+          'a source that answered late disagrees with the identity accepted from fewer sources than the quorum',
         );
         return;
       }
-      this.meta = { ...m, digest: m.digest.slice() };
-      this.layout = new Layout(o.mode, m.objectLength, o.symbolSize, o.generationSize);
-      this.decoder = o.codec.createDecoder(this.layout);
-      this.windowUnits = this.layout.windowUnits(o.window);
-      this.lastProgressAt = now;
-    } else if (m.objectLength !== this.meta.objectLength || !bytesEqual(m.digest, this.meta.digest)) {
-      this.dropSource(source, 'reported a different length or digest than the other sources');
+      this.dropPolluter(sourceIndex, 'meta', 'reported a different length, digest or unit root than the agreed one');
       return;
     }
     if (!source.metaOk) {
       source.metaOk = true;
       source.feedbackDue = true;
     }
-    if (this.status === 'active' && this.allUnitsComplete) this.finish(now);
+  }
+
+  private onDigests(sourceIndex: number, m: DigestsMessage, now: number): void {
+    this.hear(this.sources[sourceIndex]);
+    const proposal = this.agreement.proposalOf(sourceIndex);
+    // No list is kept for an identity too large to download (it could never be agreed to).
+    if (this.decoder || (proposal && proposal.objectLength > this.config.maxObjectBytes)) return;
+    if (this.agreement.addDigests(sourceIndex, m.first, m.digests) === 'bad') {
+      this.dropPolluter(sourceIndex, 'digests', 'sent unit digests that do not match its unit root');
+      return;
+    }
+    this.startIfReady(now);
+  }
+
+  /** Data is used only once the identity is agreed and its unit digests are known. */
+  private startIfReady(now: number): void {
+    if (this.decoder || this.status !== 'active') return;
+    const agreed = this.agreement.agreed;
+    const digests = this.agreement.digests();
+    if (!agreed || !digests) return;
+    const o = this.opts;
+    this.layout = new Layout(o.mode, agreed.objectLength, o.symbolSize, o.generationSize);
+    this.decoder = new CheckedDecoder(this.layout, o.codec, digests, o.sha256 ?? sha256, this.config.maxPacketLogBytes);
+    this.unitsPerCheck = this.decoder.checks.unitsPerCheck;
+    this.windowUnits = this.layout.windowUnits(o.window);
+    this.lastProgressAt = now;
+    for (const s of this.sources) if (s.metaOk) s.feedbackDue = true;
+    if (this.allUnitsComplete) this.finish(now);
   }
 
   /** Every unit decoded (a fountain block may take a few packets beyond its symbol count). */
   private get allUnitsComplete(): boolean {
-    return this.layout !== undefined && this.wMin === this.layout.unitCount;
+    return this.decoder !== undefined && this.decoder.allVerified;
   }
 
   private onData(
-    source: Source,
+    sourceIndex: number,
     seq: number,
     unit: number,
     key: number,
@@ -313,6 +439,7 @@ export class Receiver {
     now: number,
     modeMatches: boolean,
   ): void {
+    const source = this.sources[sourceIndex];
     this.hear(source);
     if (this.firstDataAt < 0) this.firstDataAt = now;
     const s = source.stats;
@@ -334,34 +461,78 @@ export class Receiver {
       s.invalid++;
       return;
     }
-    if (!this.decoder || !this.layout) {
+    if (!this.decoder || !this.layout || !source.metaOk) {
       s.beforeMeta++;
       return;
     }
-    const result = this.decoder.add(unit, key, payload);
-    if (result === 'invalid') {
+    // Sources send only inside the window; beyond it (plus a check unit of slack, as an uncoded
+    // source's window runs ahead of a check unit still being verified) a packet would only cost memory.
+    if (unit >= this.wMin + this.windowUnits + 2 * this.unitsPerCheck) {
       s.invalid++;
       return;
     }
-    if (result === 'redundant') {
-      s.redundant++;
-      return;
+    const failedBefore = this.decoder.failedChecks;
+    const outcome = this.decoder.add(sourceIndex, unit, key, payload);
+    const checkFailed = this.decoder.failedChecks !== failedBefore;
+    if (checkFailed) this.rewound = true;
+    if (outcome.result === 'invalid') s.invalid++;
+    else if (outcome.result === 'redundant') s.redundant++;
+    else {
+      s.useful++;
+      this.lastProgressAt = now;
     }
-    s.useful++;
-    this.dof++;
-    this.lastProgressAt = now;
-    if (this.decoder.isComplete(unit)) {
+    this.afterCheck([outcome], now, checkFailed);
+  }
+
+  private lowestIncomplete(from: number): number {
+    const decoder = this.decoder;
+    const layout = this.layout;
+    if (!decoder || !layout) return from;
+    let u = from;
+    while (u < layout.unitCount && decoder.rank(u) >= layout.unitSize(u)) u++;
+    return u;
+  }
+
+  /** Acts on what the checked decoder found: polluters out, verified units slide the window. */
+  private afterCheck(outcomes: CheckOutcome[], now: number, checkFailed: boolean): void {
+    const decoder = this.decoder;
+    const layout = this.layout;
+    if (!decoder || !layout) return;
+    let verified = false;
+    let lowered = checkFailed;
+    while (outcomes.length > 0) {
+      const o = outcomes.shift() as CheckOutcome;
+      if (o.unrecoverable) {
+        this.fail('digest-mismatch', o.unrecoverable);
+        return;
+      }
+      verified ||= o.verified;
+      for (const p of o.polluters) {
+        if (this.sources[p].stats.polluter) continue;
+        this.dropPolluter(p, 'data', 'sent data that failed a unit digest');
+        if (this.status !== 'active') return;
+        this.rewound = true;
+        lowered = true;
+        outcomes.push(...decoder.exclude(p));
+        // Its share goes to the others at once, and they learn what must be sent again.
+        for (const other of this.sources) other.feedbackDue = true;
+      }
+    }
+    if (verified && layout.mode !== 'uncoded') {
       // A finished generation must reach every source soon, or they keep sending into it.
-      if (this.layout.mode !== 'uncoded') for (const other of this.sources) other.feedbackDue = true;
-      while (this.wMin < this.layout.unitCount && this.decoder.isComplete(this.wMin)) this.wMin++;
+      for (const other of this.sources) other.feedbackDue = true;
     }
+    // wMin is the lowest unit not complete: received (uncoded, even while its check unit waits
+    // for the rest) or decoded and verified (coded). A failed check unit lowers ranks: go back.
+    this.wMin = this.lowestIncomplete(lowered ? 0 : this.wMin);
     if (this.allUnitsComplete) this.finish(now);
   }
 
   private finish(now: number): void {
-    const { decoder, meta } = this;
+    const { decoder } = this;
+    const meta = this.agreement.agreed;
     if (!decoder || !meta) return;
-    const object = decoder.readObject();
+    const object = decoder.object;
     if (object.length !== meta.objectLength) {
       this.fail('length-mismatch', `reassembled ${object.length} bytes, expected ${meta.objectLength}`);
       return;
@@ -402,6 +573,26 @@ export class Receiver {
     this.markSource(source, 'dropped', reason);
   }
 
+  /** Excludes a source for the rest of the download and remembers it as a polluter (to report). */
+  private dropPolluter(sourceIndex: number, kind: PollutionKind, reason: string): void {
+    const source = this.sources[sourceIndex];
+    source.stats.polluter = true;
+    source.pollution ??= kind;
+    source.metaOk = false;
+    if (isLive(source)) this.dropSource(source, reason);
+    else source.stats.error = reason;
+    if (!this.agreement.agreed) this.evaluateAgreement(this.lastProgressAt);
+  }
+
+  /** Sources excluded as polluters, with why: the client reports them to origo. */
+  polluters(): Polluter[] {
+    const out: Polluter[] = [];
+    this.sources.forEach((s, source) => {
+      if (s.pollution) out.push({ source, kind: s.pollution, reason: s.stats.error ?? 'polluted' });
+    });
+    return out;
+  }
+
   /**
    * The host lost its connection to a source (peer closed, channel failed): it gets no more share
    * of the work at once instead of after `inactiveAfterMs` of silence. Coded modes need nothing
@@ -411,6 +602,7 @@ export class Receiver {
     const source = this.sources[sourceIndex];
     if (!source || !isLive(source)) return;
     this.markSource(source, 'failed', reason);
+    this.evaluateAgreement(this.lastProgressAt);
   }
 
   /** Give up on the download. */
@@ -442,14 +634,17 @@ export class Receiver {
       return encodeStop({ transferId: this.transferId, reason });
     }
     if (this.status !== 'active' || !isLive(source)) return null;
-    if (!source.heard) {
-      if (now < source.requestDueAt) return null;
+    // REQUEST again until the source's META arrives, even when its data does: agreement needs
+    // its vote, and a repeated REQUEST makes a sender repeat its META at once.
+    const noMeta = !this.agreement.proposalOf(index);
+    if (noMeta && now >= source.requestDueAt) {
       source.requestDueAt = now + source.requestBackoff;
       source.requestBackoff = Math.min(source.requestBackoff * 2, this.config.maxRequestRetryMs);
       this.requestsSent++;
       source.requested = true;
       return this.request(index);
     }
+    if (!source.heard) return null;
     if (!source.feedbackDue && now < source.lastFeedbackAt + this.config.feedbackIntervalMs) return null;
     source.feedbackDue = false;
     source.sinceFeedback = 0;
@@ -478,7 +673,8 @@ export class Receiver {
     const weights = this.weights(now);
     const common: FeedbackCommon = {
       transferId: this.transferId,
-      metaKnown: source.metaOk,
+      metaKnown: source.metaOk && this.decoder !== undefined,
+      rewind: this.rewound,
       complete: false,
       largestSeq: source.largestSeq < 0 ? NO_SEQ : source.largestSeq,
       ackDelay: source.largestSeq < 0 ? 0 : (now - source.largestSeqAt) * 10,
@@ -502,7 +698,7 @@ export class Receiver {
     if (this.opts.mode === 'uncoded') {
       const bitmap = new Uint8Array((count + 7) >> 3);
       for (let i = 0; i < count; i++) {
-        if (decoder.isComplete(this.wMin + i)) bitmap[i >> 3] |= 1 << (i & 7);
+        if (decoder.rank(this.wMin + i) > 0) bitmap[i >> 3] |= 1 << (i & 7);
         else windowMissing++;
       }
       common.inFlightCap = this.inFlightCap(source, weights, index, windowMissing);
@@ -513,7 +709,7 @@ export class Receiver {
       for (let i = 0; i < count; i++) {
         const u = this.wMin + i;
         // A fountain decoder may need a block or two beyond the symbol count: never report 0 early.
-        missing[i] = decoder.isComplete(u) ? 0 : Math.max(1, layout.unitSize(u) - decoder.rank(u));
+        missing[i] = decoder.isVerified(u) ? 0 : Math.max(1, layout.unitSize(u) - decoder.rank(u));
         windowMissing += missing[i];
       }
       common.inFlightCap = this.inFlightCap(source, weights, index, windowMissing);
@@ -606,15 +802,26 @@ export class Receiver {
       if (!isLive(s)) continue;
       deadline = Math.min(deadline, s.heard ? s.lastFeedbackAt + this.config.feedbackIntervalMs : s.requestDueAt);
     }
+    this.sources.forEach((s, i) => {
+      if (isLive(s) && s.heard && !this.agreement.proposalOf(i)) deadline = Math.min(deadline, s.requestDueAt);
+    });
+    const wait = this.firstMetaAt + this.config.agreementWaitMs;
+    if (!this.agreement.agreed && this.firstMetaAt >= 0 && wait > this.lastAgreementCheckAt)
+      deadline = Math.min(deadline, wait);
     return deadline;
   }
 
   handleTimeout(now: number): void {
     if (this.status !== 'active') return;
+    if (!this.agreement.agreed && this.firstMetaAt >= 0) {
+      this.lastAgreementCheckAt = now;
+      this.evaluateAgreement(now);
+      if (this.status !== 'active') return;
+    }
     if (now - this.lastProgressAt >= this.config.stallTimeoutMs) {
       this.fail(
         'stalled',
-        `no progress for ${this.config.stallTimeoutMs} ms (${this.dof} of ${this.layout?.totalDof ?? '?'} DoF)`,
+        `no progress for ${this.config.stallTimeoutMs} ms (${this.decoder?.dof ?? 0} of ${this.layout?.totalDof ?? '?'} DoF)`,
       );
     }
   }
@@ -628,16 +835,16 @@ export class Receiver {
   }
 
   get objectLength(): number | undefined {
-    return this.meta?.objectLength;
+    return this.agreement.agreed?.objectLength;
   }
 
   stats(): ReceiverStats {
     return {
       startedAt: this.startedAt,
       completedAt: this.completedAt,
-      dof: this.dof,
+      dof: this.decoder?.dof ?? 0,
       totalDof: this.layout?.totalDof ?? 0,
-      objectLength: this.meta?.objectLength,
+      objectLength: this.agreement.agreed?.objectLength,
       feedbackSent: this.feedbackSent,
       requestsSent: this.requestsSent,
       sources: this.sources.map((s) => ({ ...s.stats })),

@@ -6,7 +6,8 @@
 import { Codec, UnitEncoder } from '../codec/types';
 import { TransferError } from '../errors';
 import { Layout } from '../layout';
-import { UNLIMITED_IN_FLIGHT } from '../limits';
+import { unitDigests, unitRoot, Sha256 } from '../integrity';
+import { UNIT_DIGEST_BYTES, UNLIMITED_IN_FLIGHT } from '../limits';
 import { Partition } from '../partition';
 import { Random } from '../random';
 import {
@@ -14,7 +15,9 @@ import {
   DATA_RLNC_HEADER_BYTES,
   DATA_UNCODED_HEADER_BYTES,
   decode,
+  encodeDigests,
   encodeMeta,
+  MAX_DIGESTS_PER_MESSAGE,
   FeedbackMessage,
   Message,
   MessageType,
@@ -75,6 +78,14 @@ export interface SenderOptions {
   object: Uint8Array;
   /** SHA-256 of the object, reported to the client in META. */
   digest: Uint8Array;
+  /**
+   * The object's unit digests for this request's layout (integrity.ts `unitDigests(object,
+   * new Layout(mode, object.length, symbolSize, generationSize))`). Optional: computed here when
+   * absent; a cache serving many transfers of one object computes it once per layout and passes it.
+   */
+  unitDigests?: Uint8Array;
+  /** SHA-256 for the unit digests when they are computed here (Node hosts pass node:crypto's). */
+  sha256?: Sha256;
   codec: Codec;
   random: Random;
   now: number;
@@ -132,6 +143,9 @@ export class Sender implements ScheduleView {
   private readonly scheduler: Scheduler;
   private readonly windowUnits: number;
   private readonly meta: Uint8Array;
+  /** DIGESTS datagrams, sent right after every META until the client acknowledges both. */
+  private readonly digests: Uint8Array[];
+  private digestCursor: number;
   private readonly ranks: Uint16Array; // client's DoF per unit, as last reported
   /** Fountain: how many block ids this source has used per source block (see buildData). */
   private readonly blockIdsUsed: Uint32Array;
@@ -179,6 +193,7 @@ export class Sender implements ScheduleView {
     this.delivered = new Uint16Array(this.layout.unitCount);
     this.now = opts.now;
     this.enteredAt.fill(opts.now, 0, Math.min(this.windowUnits, this.layout.unitCount));
+    const digests = opts.unitDigests ?? unitDigests(opts.object, this.layout, opts.sha256);
     this.meta = encodeMeta({
       transferId: r.transferId,
       objectLength: opts.object.length,
@@ -186,7 +201,15 @@ export class Sender implements ScheduleView {
       generationSize: r.generationSize,
       mode: r.mode,
       digest: opts.digest,
+      unitRoot: unitRoot(digests, opts.sha256),
     });
+    this.digests = [];
+    const perMessage = MAX_DIGESTS_PER_MESSAGE * UNIT_DIGEST_BYTES;
+    for (let at = 0; at < digests.length; at += perMessage) {
+      const chunk = digests.subarray(at, at + perMessage);
+      this.digests.push(encodeDigests({ transferId: r.transferId, first: at / UNIT_DIGEST_BYTES, digests: chunk }));
+    }
+    this.digestCursor = this.digests.length;
     this.metaDueAt = opts.now;
     this.lastHeardAt = opts.now;
   }
@@ -308,35 +331,43 @@ export class Sender implements ScheduleView {
       this.inFlightCap = m.inFlightCap;
       this.partition = new Partition(m.weights);
     }
-    this.applyProgress(m);
+    this.applyProgress(m, newest && m.rewind === true);
     if (seqKnown) this.retireAcknowledged(m.largestSeq, m.ackBits);
   }
 
-  /** Client progress only grows: completed units below wMin, then the window's bitmap or ranks. */
-  private applyProgress(m: FeedbackMessage): void {
+  /**
+   * Client progress grows: completed units below wMin, then the window's bitmap or ranks. Only
+   * when a check unit fails its digest does the client discard what it had of it: the newest
+   * feedback with the rewind flag may then lower wMin and ranks, and this source sends again.
+   */
+  private applyProgress(m: FeedbackMessage, rewind: boolean): void {
     const { unitCount } = this.layout;
     const wMin = Math.min(m.wMin, unitCount);
+    const oldEnd = this.windowEnd;
+    if (rewind && wMin < this.wMin) this.wMin = wMin;
     for (let u = this.wMin; u < wMin; u++) this.ranks[u] = this.layout.unitSize(u);
-    if (m.type === MessageType.FeedbackUncoded) {
-      for (let i = 0; i < m.bitCount && wMin + i < unitCount; i++) {
-        if (m.bitmap[i >> 3] & (1 << (i & 7))) this.ranks[wMin + i] = 1;
+    const report = (u: number, rank: number): void => {
+      if (rank > this.ranks[u]) this.ranks[u] = rank;
+      else if (rewind && rank < this.ranks[u]) {
+        this.ranks[u] = rank;
+        this.delivered[u] = 0;
       }
+    };
+    if (m.type === MessageType.FeedbackUncoded) {
+      for (let i = 0; i < m.bitCount && wMin + i < unitCount; i++) report(wMin + i, (m.bitmap[i >> 3] >> (i & 7)) & 1);
     } else if (m.type === MessageType.FeedbackRlnc) {
       for (let i = 0; i < m.ranks.length && wMin + i < unitCount; i++) {
         const u = wMin + i;
-        const rank = Math.min(m.ranks[i], this.layout.unitSize(u));
-        if (rank > this.ranks[u]) this.ranks[u] = rank;
+        report(u, Math.min(m.ranks[i], this.layout.unitSize(u)));
       }
     } else {
       // Fountain: what the client still needs. A block is done only when it says 0 (it may need
       // a few blocks beyond the symbol count), so rank = size - missing stays below size till then.
       for (let i = 0; i < m.missing.length && wMin + i < unitCount; i++) {
         const u = wMin + i;
-        const rank = Math.max(0, this.layout.unitSize(u) - m.missing[i]);
-        if (rank > this.ranks[u]) this.ranks[u] = rank;
+        report(u, Math.max(0, this.layout.unitSize(u) - m.missing[i]));
       }
     }
-    const oldEnd = this.windowEnd;
     while (this.wMin < unitCount && this.ranks[this.wMin] >= this.layout.unitSize(this.wMin)) this.wMin++;
     this.enteredAt.fill(this.now, oldEnd, this.windowEnd);
   }
@@ -398,8 +429,10 @@ export class Sender implements ScheduleView {
       this.metaPending = false;
       this.metaDueAt = now + this.rtt.timeout(this.config.ackDelaySlackMs);
       this.stats.metaSent++;
+      this.digestCursor = 0;
       return this.meta;
     }
+    if (this.digestCursor < this.digests.length && !this.metaAcked) return this.digests[this.digestCursor++];
     this.now = now;
     this.expireStale(now);
     if (this.inFlight >= this.inFlightLimit) {

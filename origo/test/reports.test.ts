@@ -1,0 +1,88 @@
+/**
+ * Pollution reports (issue 9, finding 5): origo stops offering a proxy that enough distinct
+ * clients reported, and not one that a single client reported, however often. Real origo, real
+ * sockets; the distinct clients connect from distinct loopback addresses (127.0.0.x).
+ */
+import { ProxyReports } from '../src/reports';
+import { closeAll, connectClient, connectProxy, startOrigo } from './helpers';
+
+afterEach(closeAll);
+
+async function offered(port: number, from: string, requestId: string): Promise<string[]> {
+  const client = await connectClient(port, `client@${from}`, from);
+  client.send({ type: 'request-proxies', requestId, count: 8 });
+  const m = await client.next('proxies');
+  await client.close();
+  return (m.proxies as { proxyId: string }[]).map((p) => p.proxyId).sort();
+}
+
+/** A client at `from` that was offered the proxies, then reports `proxyId` (and stays connected). */
+async function reportFrom(port: number, from: string, proxyId: string, requestId: string) {
+  const client = await connectClient(port, `reporter@${from}`, from);
+  client.send({ type: 'request-proxies', requestId, count: 8 });
+  await client.next('proxies');
+  client.send({ type: 'report', proxyId, kind: 'data' });
+  return client;
+}
+
+describe('pollution reports', () => {
+  test('a proxy reported by 3 distinct clients is no longer offered; one reported by a single client still is', async () => {
+    const { port, logs } = await startOrigo();
+    const rogue = await connectProxy(port, { proxyId: 'rogue', name: 'rogue' });
+    const honest = await connectProxy(port, { proxyId: 'honest', name: 'honest' });
+    expect(await offered(port, '127.0.0.9', 'r0')).toEqual(['honest', 'rogue']);
+
+    // One client (one address, several sockets) reports the honest proxy again and again.
+    for (let i = 0; i < 4; i++) await reportFrom(port, '127.0.0.2', honest.id, `h${i}`);
+    // Three distinct clients report the rogue one.
+    for (const [i, from] of ['127.0.0.3', '127.0.0.4', '127.0.0.5'].entries())
+      await reportFrom(port, from, rogue.id, `p${i}`);
+
+    const waitForLog = async (match: (l: (typeof logs)[number]) => boolean) => {
+      for (let i = 0; i < 100 && !logs.some(match); i++) await new Promise((r) => setTimeout(r, 20));
+      if (!logs.some(match)) throw new Error('origo did not log the expected report outcome');
+    };
+    await waitForLog((l) => l.msg === 'pollution report' && l.outcome === 'banned' && l.proxyId === 'rogue');
+    expect(await offered(port, '127.0.0.9', 'r1')).toEqual(['honest']);
+    const honestOutcomes = logs
+      .filter((l) => l.msg === 'pollution report' && l.proxyId === 'honest')
+      .map((l) => l.outcome);
+    expect(honestOutcomes).toEqual(['counted', 'duplicate', 'duplicate', 'duplicate']);
+  });
+
+  test('a client cannot report a proxy it was never offered', async () => {
+    const { port, logs } = await startOrigo();
+    await connectProxy(port, { proxyId: 'edge', name: 'edge' });
+    const client = await connectClient(port, 'client', '127.0.0.6');
+    client.send({ type: 'report', proxyId: 'edge', kind: 'meta' });
+    for (let i = 0; i < 100 && !logs.some((l) => l.msg === 'pollution report'); i++)
+      await new Promise((r) => setTimeout(r, 20));
+    expect(logs.find((l) => l.msg === 'pollution report')?.outcome).toBe('not-offered');
+  });
+});
+
+describe('ProxyReports', () => {
+  const policy = { threshold: 2, windowMs: 1000, banMs: 5000, maxOfferedPerClient: 2 };
+
+  test('reports older than the window do not add up; a ban ends after banMs', () => {
+    const r = new ProxyReports(policy);
+    r.noteOffered('c1', ['p']);
+    r.noteOffered('c2', ['p']);
+    expect(r.report('c1', '10.0.0.1', 'p', 0)).toBe('counted');
+    expect(r.report('c2', '10.0.0.2', 'p', 1500)).toBe('counted'); // the first one expired
+    expect(r.isBanned('p', 1500)).toBe(false);
+    r.noteOffered('c3', ['p']);
+    expect(r.report('c3', '10.0.0.3', 'p', 1600)).toBe('banned');
+    expect(r.isBanned('p', 6599)).toBe(true);
+    expect(r.isBanned('p', 6600)).toBe(false);
+  });
+
+  test('offered ids per client are bounded (oldest forgotten) and dropped with the client', () => {
+    const r = new ProxyReports(policy);
+    r.noteOffered('c', ['a', 'b', 'c']);
+    expect(r.report('c', '10.0.0.1', 'a', 0)).toBe('not-offered');
+    expect(r.report('c', '10.0.0.1', 'c', 0)).toBe('counted');
+    r.forgetClient('c');
+    expect(r.report('c', '10.0.0.1', 'b', 0)).toBe('not-offered');
+  });
+});

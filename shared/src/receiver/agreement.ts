@@ -1,0 +1,143 @@
+/**
+ * Which object the sources serve, decided by a quorum: the client uses nothing until `required`
+ * sources reported the same identity (length, SHA-256, unit root) in META, so no single source
+ * decides what the page plays by answering first. Also assembles each source's DIGESTS list and
+ * accepts it only when it hashes to that source's own unit root.
+ */
+import { Sha256, unitRoot } from '../integrity';
+import { UNIT_DIGEST_BYTES } from '../limits';
+
+export interface Identity {
+  objectLength: number;
+  digest: Uint8Array;
+  unitRoot: Uint8Array;
+}
+
+interface DigestList {
+  bytes: Uint8Array;
+  have: Uint8Array;
+  missing: number;
+}
+
+export class Agreement {
+  private readonly proposals: (Identity | undefined)[];
+  private readonly lists: (DigestList | undefined)[];
+  /** Each source's complete digest list, once it hashed to its own unit root. */
+  private readonly complete: (Uint8Array | undefined)[];
+  agreed?: Identity;
+
+  constructor(
+    sourceCount: number,
+    private readonly checkCountOf: (objectLength: number) => number,
+    private readonly sha256: Sha256,
+  ) {
+    this.proposals = new Array<Identity | undefined>(sourceCount);
+    this.lists = new Array<DigestList | undefined>(sourceCount);
+    this.complete = new Array<Uint8Array | undefined>(sourceCount);
+  }
+
+  /** The agreed identity (a method, so a caller's narrowing of `agreed` does not stick across calls). */
+  identity(): Identity | undefined {
+    return this.agreed;
+  }
+
+  proposalOf(source: number): Identity | undefined {
+    return this.proposals[source];
+  }
+
+  /** Records a source's META; a source keeps its first identity (a repeated META changes nothing). */
+  propose(source: number, id: Identity): void {
+    if (this.proposals[source]) return;
+    this.proposals[source] = {
+      objectLength: id.objectLength,
+      digest: id.digest.slice(),
+      unitRoot: id.unitRoot.slice(),
+    };
+  }
+
+  /** Whether a source's META is the agreed identity (false before agreement). */
+  agrees(source: number): boolean {
+    const p = this.proposals[source];
+    return this.agreed !== undefined && p !== undefined && sameIdentity(p, this.agreed);
+  }
+
+  /**
+   * Agrees once `required` of the counted sources report one identity. Returns 'agreed',
+   * 'waiting', or 'impossible' when no identity can reach `required` with the sources still able
+   * to vote (`undecided`).
+   */
+  evaluate(
+    required: number,
+    counted: (source: number) => boolean,
+    undecided: number,
+  ): 'agreed' | 'waiting' | 'impossible' {
+    if (this.agreed) return 'agreed';
+    let best = 0;
+    for (let i = 0; i < this.proposals.length; i++) {
+      const p = this.proposals[i];
+      if (!p || !counted(i)) continue;
+      let votes = 0;
+      for (let j = 0; j < this.proposals.length; j++) {
+        const q = this.proposals[j];
+        if (q && counted(j) && sameIdentity(p, q)) votes++;
+      }
+      if (votes >= required) {
+        this.agreed = p;
+        return 'agreed';
+      }
+      best = Math.max(best, votes);
+    }
+    return best + undecided < required ? 'impossible' : 'waiting';
+  }
+
+  /**
+   * A run of a source's unit digests. Returns 'bad' when the source's list is complete and does
+   * not hash to its own unit root (or does not fit its own META), else 'ok'.
+   */
+  addDigests(source: number, first: number, digests: Uint8Array): 'ok' | 'bad' | 'early' {
+    const p = this.proposals[source];
+    if (!p) return 'early';
+    if (this.complete[source]) return 'ok';
+    const count = this.checkCountOf(p.objectLength);
+    const n = digests.length / UNIT_DIGEST_BYTES;
+    if (first + n > count) return 'bad';
+    let list = this.lists[source];
+    if (!list) {
+      list = { bytes: new Uint8Array(count * UNIT_DIGEST_BYTES), have: new Uint8Array(count), missing: count };
+      this.lists[source] = list;
+    }
+    for (let i = 0; i < n; i++) {
+      if (list.have[first + i]) continue;
+      list.have[first + i] = 1;
+      list.missing--;
+      list.bytes.set(
+        digests.subarray(i * UNIT_DIGEST_BYTES, (i + 1) * UNIT_DIGEST_BYTES),
+        (first + i) * UNIT_DIGEST_BYTES,
+      );
+    }
+    if (list.missing > 0) return 'ok';
+    this.lists[source] = undefined;
+    if (!bytesEqual(unitRoot(list.bytes, this.sha256), p.unitRoot)) return 'bad';
+    this.complete[source] = list.bytes;
+    return 'ok';
+  }
+
+  /** The agreed digest list, once some agreeing source delivered all of it. */
+  digests(): Uint8Array | undefined {
+    if (!this.agreed) return undefined;
+    if (this.checkCountOf(this.agreed.objectLength) === 0) return new Uint8Array(0);
+    for (let i = 0; i < this.complete.length; i++) if (this.complete[i] && this.agrees(i)) return this.complete[i];
+    return undefined;
+  }
+}
+
+export function sameIdentity(a: Identity, b: Identity): boolean {
+  return a.objectLength === b.objectLength && bytesEqual(a.digest, b.digest) && bytesEqual(a.unitRoot, b.unitRoot);
+}
+
+function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a[i] ^ b[i];
+  return diff === 0;
+}

@@ -1,0 +1,316 @@
+/**
+ * Decoding with per-unit verification and polluter identification (client side).
+ *
+ * Each check unit (integrity.ts) decodes on its own decoder; when it is complete its bytes are
+ * checked against the agreed unit digest before they reach the object. Every packet of an
+ * unverified check unit is kept with the source that sent it (bounded by `logBudgetBytes`), so
+ * when a check unit fails the receiver can find out who polluted it:
+ *
+ * - one contributing source: it is the polluter (the digest list was agreed by a quorum);
+ * - several: the unit is decoded again once per contributor with that contributor's packets left
+ *   out (more packets are asked for meanwhile). The first such decode that verifies gives the
+ *   unit's true bytes; every kept packet is then re-encoded from them and compared, and a source
+ *   is named a polluter only on a packet that provably differs: an honest source is never blamed.
+ *
+ * More than one polluter inside one check unit at once cannot be told apart this way: the unit
+ * then fails (the download falls back); one polluter per check unit at a time is identified and
+ * excluded, so several polluters are caught one after another in different units.
+ */
+import { AddResult, Codec, UnitDecoder } from '../codec/types';
+import { CheckLayout, Sha256, unitDigest } from '../integrity';
+import { Layout } from '../layout';
+import { UNIT_DIGEST_BYTES } from '../limits';
+
+interface LoggedPacket {
+  source: number;
+  /** Layout unit within the check unit (see CheckLayout.localUnit). */
+  local: number;
+  key: number;
+  payload: Uint8Array;
+}
+
+interface LeaveOneOut {
+  decoder: UnitDecoder;
+  failed: boolean;
+}
+
+class CheckUnit {
+  /** Normal state: one decoder fed with every packet. */
+  decoder?: UnitDecoder;
+  /** Recovery state: one decoder per contributor, fed with everyone's packets but that one's. */
+  recovery?: Map<number, LeaveOneOut>;
+  log: LoggedPacket[] = [];
+  logBytes = 0;
+  /** Some packet could not be kept (budget): a failure here cannot be traced. */
+  unlogged = false;
+
+  constructor(readonly layout: Layout) {}
+}
+
+export interface CheckOutcome {
+  result: AddResult;
+  /** The check unit verified with this packet and its bytes are in the object. */
+  verified: boolean;
+  /** Sources proven to have sent packets that differ from the verified bytes. */
+  polluters: number[];
+  /** The check unit cannot be recovered (the download must fail), with why. */
+  unrecoverable?: string;
+}
+
+export class CheckedDecoder {
+  readonly checks: CheckLayout;
+  readonly object: Uint8Array;
+  private readonly units = new Map<number, CheckUnit>();
+  private readonly verified: Uint8Array;
+  private verifiedSymbols = 0;
+  private logBytes = 0;
+  /** Check units that failed once (stats). */
+  failedChecks = 0;
+
+  constructor(
+    readonly layout: Layout,
+    private readonly codec: Codec,
+    /** checkCount x UNIT_DIGEST_BYTES, agreed by the sources. */
+    private readonly digests: Uint8Array,
+    private readonly sha256: Sha256,
+    private readonly logBudgetBytes: number,
+  ) {
+    this.checks = new CheckLayout(layout);
+    if (digests.length !== this.checks.checkCount * UNIT_DIGEST_BYTES)
+      throw new RangeError('digest list does not match the layout');
+    this.object = new Uint8Array(layout.objectLength);
+    this.verified = new Uint8Array(this.checks.checkCount);
+  }
+
+  /** Whether the check unit holding layout unit u is verified (its bytes are in the object). */
+  isVerified(unit: number): boolean {
+    return this.verified[this.checks.checkOf(unit)] === 1;
+  }
+
+  /**
+   * DoF of layout unit u to report to the sources: complete once verified; in recovery the least
+   * of the leave-one-out decoders, so the sources keep sending until one of them can decode.
+   */
+  rank(unit: number): number {
+    const k = this.checks.checkOf(unit);
+    if (this.verified[k]) return this.layout.unitSize(unit);
+    const c = this.units.get(k);
+    if (!c) return 0;
+    const local = this.checks.localUnit(unit);
+    if (c.decoder) return c.decoder.rank(local);
+    let least = Infinity;
+    for (const l of c.recovery?.values() ?? []) if (!l.failed) least = Math.min(least, l.decoder.rank(local));
+    return least === Infinity ? 0 : least;
+  }
+
+  /** DoF held: verified symbols plus what the unverified check units report. */
+  get dof(): number {
+    let dof = this.verifiedSymbols;
+    for (const [k] of this.units) {
+      const first = this.checks.firstUnit(k);
+      for (let u = first; u < first + this.checks.unitsIn(k); u++) dof += this.rank(u);
+    }
+    return dof;
+  }
+
+  get allVerified(): boolean {
+    return this.verifiedSymbols === this.layout.symbolCount;
+  }
+
+  /** Bytes of packets kept for identification right now. */
+  get keptBytes(): number {
+    return this.logBytes;
+  }
+
+  add(source: number, unit: number, key: number, payload: Uint8Array): CheckOutcome {
+    const none: CheckOutcome = { result: 'redundant', verified: false, polluters: [] };
+    if (!Number.isInteger(unit) || unit < 0 || unit >= this.layout.unitCount) return { ...none, result: 'invalid' };
+    const k = this.checks.checkOf(unit);
+    if (this.verified[k]) return none;
+    const c = this.unit(k);
+    const local = this.checks.localUnit(unit);
+    if (c.decoder) {
+      const result = c.decoder.add(local, key, payload);
+      if (result === 'invalid') return { ...none, result };
+      this.keep(c, source, local, key, payload);
+      if (result === 'innovative' && complete(c.decoder, c.layout)) return { ...this.onComplete(k, c), result };
+      return { ...none, result };
+    }
+    this.keep(c, source, local, key, payload);
+    let result: AddResult = 'redundant';
+    for (const [left, l] of c.recovery ?? []) {
+      if (left === source || l.failed) continue;
+      const r = l.decoder.add(local, key, payload);
+      if (r === 'invalid') return { ...none, result: r };
+      if (r === 'innovative') result = 'innovative';
+    }
+    return { ...this.tryRecovery(k, c), result };
+  }
+
+  /**
+   * A source was found to pollute: forget its packets everywhere; unverified units go back to one
+   * decoder over the others' packets (their ranks may drop: the sources are asked again).
+   */
+  exclude(source: number): CheckOutcome[] {
+    const outcomes: CheckOutcome[] = [];
+    for (const [k, c] of this.units) {
+      if (!c.recovery && !c.log.some((p) => p.source === source)) continue;
+      const kept = c.log.filter((p) => p.source !== source);
+      this.drop(c);
+      c.decoder = this.decoderFrom(c.layout, kept);
+      for (const p of kept) this.keep(c, p.source, p.local, p.key, p.payload);
+      if (kept.length > 0 && complete(c.decoder, c.layout)) outcomes.push(this.onComplete(k, c));
+    }
+    return outcomes;
+  }
+
+  free(): void {
+    for (const [, c] of this.units) this.drop(c);
+    this.units.clear();
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  private unit(k: number): CheckUnit {
+    let c = this.units.get(k);
+    if (!c) {
+      c = new CheckUnit(this.checks.unitLayout(k));
+      c.decoder = this.codec.createDecoder(c.layout);
+      this.units.set(k, c);
+    }
+    return c;
+  }
+
+  private keep(c: CheckUnit, source: number, local: number, key: number, payload: Uint8Array): void {
+    if (this.logBytes + payload.length > this.logBudgetBytes) {
+      c.unlogged = true;
+      return;
+    }
+    c.log.push({ source, local, key, payload: payload.slice() });
+    c.logBytes += payload.length;
+    this.logBytes += payload.length;
+  }
+
+  private drop(c: CheckUnit): void {
+    c.decoder?.free();
+    c.decoder = undefined;
+    for (const l of c.recovery?.values() ?? []) l.decoder.free();
+    c.recovery = undefined;
+    this.logBytes -= c.logBytes;
+    c.log = [];
+    c.logBytes = 0;
+    c.unlogged = false;
+  }
+
+  private digestOk(k: number, bytes: Uint8Array): boolean {
+    const want = this.digests.subarray(k * UNIT_DIGEST_BYTES, (k + 1) * UNIT_DIGEST_BYTES);
+    return bytesEqual(unitDigest(bytes, this.sha256), want);
+  }
+
+  private accept(k: number, c: CheckUnit, bytes: Uint8Array): void {
+    this.object.set(bytes, this.checks.byteOffset(k));
+    this.verified[k] = 1;
+    this.verifiedSymbols += c.layout.symbolCount;
+    this.drop(c);
+    this.units.delete(k);
+  }
+
+  private onComplete(k: number, c: CheckUnit): CheckOutcome {
+    const decoder = c.decoder as UnitDecoder;
+    const bytes = decoder.readObject();
+    if (this.digestOk(k, bytes)) {
+      this.accept(k, c, bytes);
+      return { result: 'innovative', verified: true, polluters: [] };
+    }
+    this.failedChecks++;
+    if (c.unlogged)
+      return {
+        result: 'innovative',
+        verified: false,
+        polluters: [],
+        unrecoverable: `check unit ${k} failed its digest and its packets were not all kept (log budget)`,
+      };
+    const contributors = [...new Set(c.log.map((p) => p.source))];
+    decoder.free();
+    c.decoder = undefined;
+    if (contributors.length === 1) {
+      // Only its packets made up the unit, and the digest list was agreed: it polluted.
+      this.drop(c);
+      c.decoder = this.codec.createDecoder(c.layout);
+      return { result: 'innovative', verified: false, polluters: contributors };
+    }
+    c.recovery = new Map();
+    for (const left of contributors) {
+      const kept = c.log.filter((p) => p.source !== left);
+      c.recovery.set(left, { decoder: this.decoderFrom(c.layout, kept), failed: false });
+    }
+    return this.tryRecovery(k, c);
+  }
+
+  private tryRecovery(k: number, c: CheckUnit): CheckOutcome {
+    const outcome: CheckOutcome = { result: 'redundant', verified: false, polluters: [] };
+    if (!c.recovery) return outcome;
+    for (const [, l] of c.recovery) {
+      if (l.failed || !complete(l.decoder, c.layout)) continue;
+      const bytes = l.decoder.readObject();
+      if (!this.digestOk(k, bytes)) {
+        l.failed = true;
+        l.decoder.free();
+        continue;
+      }
+      const polluters = this.prove(c, bytes);
+      this.accept(k, c, bytes);
+      return { ...outcome, verified: true, polluters };
+    }
+    if ([...c.recovery.values()].every((l) => l.failed))
+      return {
+        ...outcome,
+        unrecoverable: `check unit ${k} fails with any single source left out: more than one source polluted it`,
+      };
+    return outcome;
+  }
+
+  /** Sources with a kept packet that differs from what the verified bytes encode to. */
+  private prove(c: CheckUnit, bytes: Uint8Array): number[] {
+    const encoder = this.codec.createEncoder(bytes, c.layout);
+    const polluters = new Set<number>();
+    try {
+      for (const p of c.log) {
+        if (polluters.has(p.source)) continue;
+        const length = c.layout.payloadLength(p.local);
+        if (p.payload.length !== length) {
+          polluters.add(p.source);
+          continue;
+        }
+        if (encoder.usableKey && !encoder.usableKey(p.local, p.key)) {
+          polluters.add(p.source);
+          continue;
+        }
+        const expected = new Uint8Array(length);
+        encoder.encodeInto(p.local, p.key, expected);
+        if (!bytesEqual(expected, p.payload)) polluters.add(p.source);
+      }
+    } finally {
+      encoder.free();
+    }
+    return [...polluters];
+  }
+
+  private decoderFrom(layout: Layout, packets: LoggedPacket[]): UnitDecoder {
+    const decoder = this.codec.createDecoder(layout);
+    for (const p of packets) decoder.add(p.local, p.key, p.payload);
+    return decoder;
+  }
+}
+
+function complete(decoder: UnitDecoder, layout: Layout): boolean {
+  for (let u = 0; u < layout.unitCount; u++) if (!decoder.isComplete(u)) return false;
+  return true;
+}
+
+function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a[i] ^ b[i];
+  return diff === 0;
+}
