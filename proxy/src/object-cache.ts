@@ -11,7 +11,7 @@
  */
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { MemoryBudget, SharedEncoders } from '@mutp/shared';
+import { LayoutDigests, MemoryBudget, SharedEncoders } from '@mutp/shared';
 import { cachePolicy } from './cache-policy';
 import { ServeError } from './errors';
 
@@ -22,6 +22,8 @@ export interface CachedObject {
   contentType?: string;
   /** Encoders shared by the transfers of this object (one codec copy per layout). */
   encoders: SharedEncoders;
+  /** Integrity digests per layout, computed once for all transfers of this object. */
+  digests: LayoutDigests;
   /** Whether the LRU accounts for the bytes (an object larger than the cache is served, not kept). */
   readonly cached: boolean;
   /** Marks one user (a transfer) of the bytes; call the returned function when it is done. */
@@ -94,6 +96,7 @@ class Entry implements CachedObject {
     readonly digest: Uint8Array,
     readonly contentType: string | undefined,
     readonly encoders: SharedEncoders,
+    readonly digests: LayoutDigests,
     private readonly heldOutside: (entry: Entry, held: boolean) => void,
   ) {}
 
@@ -235,6 +238,7 @@ export class ObjectCache {
         sha256(fetched.bytes),
         fetched.contentType,
         new SharedEncoders(fetched.bytes, this.budget),
+        new LayoutDigests(fetched.bytes, sha256),
         (e, held) => this.heldOutside(e, held),
       );
       // An object larger than the whole cache is served but not stored (lru-cache skips it), as

@@ -22,6 +22,7 @@ import type { DatagramChannel } from '@mutp/shared/node';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { asServeError, wireErrorCode } from './errors';
+import { sha256 } from './object-cache';
 import { ProxyMetrics } from './metrics';
 import { ObjectProvider } from './object-source';
 import { RateMeter } from './rate-meter';
@@ -102,6 +103,7 @@ export class TransferHost {
       now: this.clock(),
       senderConfig: services.senderConfig,
       limits: services.endpointLimits,
+      sha256,
     });
     // The idle clock starts when the data channel opens (PeerManager times out connecting).
   }

@@ -7,10 +7,11 @@
  * - client -> source: one-way delay + jitter, loss, duplication; no bandwidth limit;
  * - the client's own downlink is not a bottleneck.
  */
-import { sha256 } from '@noble/hashes/sha256';
+import { createHash } from 'node:crypto';
 import {
   Admission,
   AdmissionLimits,
+  LayoutDigests,
   Codec,
   EndpointLimits,
   MessageType,
@@ -73,12 +74,16 @@ interface SimSource {
   feedbackSeen: number;
 }
 
+const nodeSha256 = (data: Uint8Array) => new Uint8Array(createHash('sha256').update(data).digest());
+
 export function simulateMutp(s: Scenario, options: MutpSimOptions = {}): SimResult {
   if (s.mode === 'http') throw new RangeError('use simulateHttp for http');
   const mode = s.mode;
   const codec = codecFor(mode, options.codecs);
   const object = options.object ?? makeObject(s.objectBytes, s.seed);
-  const digest = sha256(object);
+  const digest = nodeSha256(object);
+  // One proxy fleet serving one object: its unit digests are computed once, as a proxy's cache does.
+  const digests = new LayoutDigests(object, nodeSha256);
   const queue = new EventQueue();
   const net: Random = seededRandom(s.seed * 7919 + 17);
   const uniform = () => net() / 0x100000000;
@@ -99,6 +104,7 @@ export function simulateMutp(s: Scenario, options: MutpSimOptions = {}): SimResu
     codec,
     now: 0,
     config: options.receiverConfig,
+    sha256: nodeSha256,
   });
   let receiverArmedAt = Infinity;
   let completedAt = -1;
@@ -130,6 +136,7 @@ export function simulateMutp(s: Scenario, options: MutpSimOptions = {}): SimResu
       seed: () => (s.seed * 31 + index) * 1000003,
       now: 0,
       senderConfig: options.senderConfig,
+      sha256: nodeSha256,
       // The simulated proxy serves one client that never idles out within a run, and the
       // properties explore the protocol's whole symbol range (a proxy's policy is tighter).
       limits: { idleTimeoutMs: Infinity, minSymbolSize: MIN_SYMBOL_SIZE, ...options.endpointLimits },
@@ -143,7 +150,7 @@ export function simulateMutp(s: Scenario, options: MutpSimOptions = {}): SimResu
     for (let e = endpoint.pollEvent(); e; e = endpoint.pollEvent()) {
       if (e.type === 'fetch') {
         const encoders = new SharedEncoders(object, src.admission.memory);
-        endpoint.objectReady(e.transferId, { bytes: object, digest, encoders, cached: true }, now);
+        endpoint.objectReady(e.transferId, { bytes: object, digest, encoders, digests, cached: true }, now);
       } else if (e.type === 'started') {
         src.sender = endpoint.sender(e.transferId);
       }

@@ -1,5 +1,6 @@
 export { Admission, MemoryBudget } from './admission';
 export type { AdmissionLimits, AdmissionResult, Grant } from './admission';
+export { LayoutDigests } from './layout-digests';
 export { EncoderBudgetError, encoderBytesOf, SharedEncoders, sharingCodec } from './shared-encoders';
 export {
   DEFAULT_ENDPOINT_LIMITS,

@@ -9,12 +9,14 @@
  * simulator run this same code, so the simulator exercises the proxy's admission and abuse paths.
  */
 import { Codec } from '../codec/types';
+import { Sha256 } from '../integrity';
 import { Layout } from '../layout';
 import { seededRandom } from '../random';
 import { Sender, SenderConfig } from '../sender/sender';
 import { schedulerSupports } from '../sender/schedulers';
 import { decode, encodeError, ErrorCode, MessageType, Mode, RequestMessage } from '../wire';
 import { Admission, Grant } from './admission';
+import { LayoutDigests } from './layout-digests';
 import { EncoderBudgetError, SharedEncoders, sharingCodec } from './shared-encoders';
 
 /** An object ready to serve, as the caller's cache holds it. */
@@ -24,6 +26,8 @@ export interface SourceObject {
   digest: Uint8Array;
   /** Encoders shared by every transfer of this object. */
   encoders: SharedEncoders;
+  /** Unit digests per layout, shared likewise (absent: each Sender hashes the object itself). */
+  digests?: LayoutDigests;
   /** False when no cache accounts for the bytes: the transfer is charged for them. */
   cached: boolean;
   /** Marks the transfer as a user of the bytes until the returned function is called. */
@@ -57,8 +61,11 @@ export const DEFAULT_ENDPOINT_LIMITS: EndpointLimits = {
 export const PENDING_TRANSFER_BYTES = 2048;
 /** A Sender's fixed state: its ring of 8192 in-flight records and the codec's scratch. */
 export const SENDER_FIXED_BYTES = 128 * 1024;
-/** A Sender's state per unit (ranks, transit, delivered, window entry time, fountain block ids). */
-export const SENDER_BYTES_PER_UNIT = 24;
+/**
+ * A Sender's state per unit: ranks, transit, delivered, window entry time, fountain block ids
+ * (18 bytes), and its share of the DIGESTS datagrams (16 bytes per check unit, at most one per unit).
+ */
+export const SENDER_BYTES_PER_UNIT = 40;
 
 /** Bytes of sender state one transfer of this layout holds (what admission charges). */
 export function senderStateBytes(layout: Layout): number {
@@ -75,6 +82,8 @@ export interface SourceEndpointOptions {
   now: number;
   senderConfig?: Partial<SenderConfig>;
   limits?: Partial<EndpointLimits>;
+  /** SHA-256 for integrity digests (Node hosts pass node:crypto's; default a portable one). */
+  sha256?: Sha256;
 }
 
 export type EndpointEvent =
@@ -211,6 +220,8 @@ export class SourceEndpoint {
         request,
         object: object.bytes,
         digest: object.digest,
+        unitDigests: object.digests?.of(layout),
+        sha256: this.opts.sha256,
         codec: sharingCodec(codec, object.encoders),
         random: seededRandom(this.opts.seed()),
         now,
