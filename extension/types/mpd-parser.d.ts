@@ -6,4 +6,11 @@ declare module 'mpd-parser' {
     clientOffset?: number;
   }
   export function parse(manifestString: string, options?: MpdParseOptions): unknown;
+  /** The MPD as a DOM document (xmldom), the first step of parse(). */
+  export function stringToMpdXml(manifestString: string): unknown;
+  /** Each representation's attributes and segment information, before any segment is listed. */
+  export function inheritAttributes(
+    mpd: unknown,
+    options?: MpdParseOptions,
+  ): { representationInfo: { attributes: Record<string, unknown>; segmentInfo: Record<string, unknown> }[] };
 }

@@ -6,6 +6,7 @@
 import { Parser as M3u8Parser } from 'm3u8-parser';
 import { parse as parseMpd } from 'mpd-parser';
 import { ManifestKind, normalizeUrl, sniffManifest } from '../common/media';
+import { declaredDashSegments, MAX_DECLARED_DASH_SEGMENTS } from './mpd-budget';
 
 export type SegmentKind = 'media' | 'init' | 'index';
 
@@ -136,6 +137,8 @@ type DashGroups = Record<string, Record<string, { playlists?: DashPlaylistLike[]
 /** Segments of a DASH MPD: SegmentTemplate, SegmentList, SegmentBase and BaseURL-only representations. */
 export function extractDash(text: string, manifestUrl: string): ManifestInfo {
   if (!wellFormedXml(text)) throw new Error('the MPD is not well-formed XML');
+  const declared = declaredDashSegments(text, manifestUrl);
+  if (declared > MAX_DECLARED_DASH_SEGMENTS) throw new Error(`the MPD declares ${declared} segments`);
   const parsed = parseMpd(text, { manifestUri: manifestUrl }) as {
     playlists?: DashPlaylistLike[];
     mediaGroups?: Record<string, DashGroups>;

@@ -1,0 +1,62 @@
+/**
+ * How many segments an MPD makes mpd-parser list, counted from its attributes before mpd-parser
+ * lists them. A few hundred bytes of MPD can declare millions of segments (a SegmentTimeline
+ * `<S r="4294967296">`, or a SegmentTemplate duration of 1 ms over an hour): mpd-parser then
+ * builds every one of them, blocking the page for seconds or running it out of memory, long before
+ * the hook's own cap applies. Such an MPD is refused (the page's requests go to the network).
+ */
+import { inheritAttributes, stringToMpdXml } from 'mpd-parser';
+
+/** About a quarter of a second of mpd-parser's work; far beyond what players list in practice. */
+export const MAX_DECLARED_DASH_SEGMENTS = 100_000;
+
+type Attributes = Record<string, unknown>;
+
+const num = (v: unknown): number => (typeof v === 'number' ? v : NaN);
+
+/** Seconds the representation's segments may cover (what mpd-parser divides by the segment duration). */
+function spanSeconds(a: Attributes): number {
+  if (a.type === 'dynamic') {
+    // Live: segments from the period start up to now (mpd-parser's NOW, in ms) plus an update period.
+    const now = (num(a.NOW) + (num(a.clientOffset) || 0)) / 1000 + (num(a.minimumUpdatePeriod) || 0);
+    const start = (num(a.availabilityStartTime) || 0) + (num(a.periodStart) || 0);
+    const depth = num(a.timeShiftBufferDepth);
+    const span = now - start;
+    return Number.isFinite(depth) && depth >= 0 ? Math.min(span, depth + (num(a.minimumUpdatePeriod) || 0) + 1) : span;
+  }
+  const candidates = [a.periodDuration, a.sourceDuration, a.mediaPresentationDuration].map(num);
+  return candidates.find((d) => Number.isFinite(d)) ?? 0;
+}
+
+/** Segments of one representation, or Infinity when they cannot be bounded. */
+function representationSegments(a: Attributes, info: Attributes): number {
+  const template = (info.template ?? {}) as Attributes;
+  const list = (info.list ?? {}) as Attributes;
+  const timescale = num(template.timescale ?? list.timescale) > 0 ? num(template.timescale ?? list.timescale) : 1;
+  const span = Math.max(0, spanSeconds(a)) * timescale;
+  const byDuration = (d: number) => (d > 0 ? Math.ceil(span / d) + 1 : Infinity);
+  const timeline = info.segmentTimeline;
+  if (Array.isArray(timeline)) {
+    let count = 0;
+    for (const s of timeline as Attributes[]) {
+      const r = num(s.r ?? 0);
+      count += r >= 0 ? r + 1 : byDuration(num(s.d));
+    }
+    return count;
+  }
+  if (info.template && template.duration !== undefined) return byDuration(num(template.duration));
+  if (info.list && Array.isArray(list.segmentUrls)) return list.segmentUrls.length;
+  if (info.list && list.duration !== undefined) return byDuration(num(list.duration));
+  return 1;
+}
+
+/** Segments mpd-parser would list for this MPD (NaN-free: Infinity when unbounded). */
+export function declaredDashSegments(text: string, manifestUrl: string): number {
+  const { representationInfo } = inheritAttributes(stringToMpdXml(text), { manifestUri: manifestUrl });
+  let total = 0;
+  for (const r of representationInfo) {
+    const n = representationSegments(r.attributes, r.segmentInfo);
+    total += Number.isNaN(n) ? Infinity : n;
+  }
+  return total;
+}
