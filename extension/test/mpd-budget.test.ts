@@ -31,6 +31,22 @@ describe('MPDs that declare more segments than the budget are refused before mpd
         '<SegmentTemplate media="$Number$.m4s" timescale="1000"><SegmentTimeline><S t="0" d="5" r="-1"/></SegmentTimeline></SegmentTemplate>',
       ),
     ],
+    // Also found by the fuzzer: numbers counted up from 2^53 never reach the end (an endless loop).
+    [
+      'a timeline starting at number 2^53',
+      mpd(
+        'static',
+        '<SegmentTemplate media="$Number$.m4s" startNumber="9007199254740993"><SegmentTimeline><S t="0" d="1" r="7"/></SegmentTimeline></SegmentTemplate>',
+      ),
+    ],
+    // A SegmentList with a duration is timed slot by slot before URLs are matched to slots.
+    [
+      'a SegmentList of 61 million slots',
+      mpd('static', '<SegmentList duration="8"><Initialization sourceURL="i.mp4"/></SegmentList>', '').replace(
+        'PT1H',
+        'PT489983345S',
+      ),
+    ],
     ['a zero duration', mpd('static', '<SegmentTemplate media="$Number$.m4s" duration="0"/>')],
     [
       'live since 1970 in 1 s segments',

@@ -37,16 +37,29 @@ function representationSegments(a: Attributes, info: Attributes): number {
   const byDuration = (d: number) => (d > 0 ? Math.ceil(span / d) + 1 : Infinity);
   const timeline = info.segmentTimeline;
   if (Array.isArray(timeline)) {
+    // As mpd-parser counts them (parseByTimeline): an open repeat (r < 0) runs to the next S's
+    // time, or to the end of the presentation; numbers count up from startNumber one by one, so
+    // a start near 2^53 never reaches the end.
     let count = 0;
-    for (const s of timeline as Attributes[]) {
-      const r = num(s.r ?? 0);
-      count += r >= 0 ? r + 1 : byDuration(num(s.d));
-    }
-    return count;
+    let time = -1;
+    timeline.forEach((s: Attributes, i: number) => {
+      const d = num(s.d);
+      const r = num(s.r ?? 0) || 0;
+      const t = num(s.t ?? 0) || 0;
+      if (time < 0 || (t && t > time)) time = t;
+      const next = timeline[i + 1] as Attributes | undefined;
+      const n = r >= 0 ? r + 1 : next ? (num(next.t) - time) / d : byDuration(d);
+      count += n > 0 || Number.isNaN(n) ? (d > 0 || r >= 0 ? Math.ceil(n) : Infinity) : 0;
+      time += n * d;
+    });
+    const start = num(template.startNumber ?? 1);
+    return Number.isSafeInteger(start + count) || count === 0 ? count : Infinity;
   }
   if (info.template && template.duration !== undefined) return byDuration(num(template.duration));
-  if (info.list && Array.isArray(list.segmentUrls)) return list.segmentUrls.length;
+  // A SegmentList with a duration is timed like a template first (every slot is made, then
+  // those without a SegmentURL are dropped).
   if (info.list && list.duration !== undefined) return byDuration(num(list.duration));
+  if (info.list && Array.isArray(list.segmentUrls)) return list.segmentUrls.length;
   return 1;
 }
 
