@@ -47,7 +47,14 @@ describe('MPDs that declare more segments than the budget are refused before mpd
         'PT489983345S',
       ),
     ],
-    ['a zero duration', mpd('static', '<SegmentTemplate media="$Number$.m4s" duration="0"/>')],
+    // A duration wins over a timeline in mpd-parser, however short the timeline.
+    [
+      'a duration beside a short timeline',
+      mpd(
+        'static',
+        '<SegmentTemplate media="$Number$.m4s" duration="1" timescale="1000"><SegmentTimeline><S t="0" d="2" r="2"/></SegmentTimeline></SegmentTemplate>',
+      ),
+    ],
     [
       'live since 1970 in 1 s segments',
       mpd(

@@ -30,37 +30,41 @@ function spanSeconds(a: Attributes): number {
 
 /** Segments of one representation, or Infinity when they cannot be bounded. */
 function representationSegments(a: Attributes, info: Attributes): number {
-  const template = (info.template ?? {}) as Attributes;
-  const list = (info.list ?? {}) as Attributes;
-  const timescale = num(template.timescale ?? list.timescale) > 0 ? num(template.timescale ?? list.timescale) : 1;
+  // mpd-parser merges the representation's attributes with its SegmentTemplate or SegmentList.
+  const merged: Attributes = { ...a, ...((info.template ?? info.list ?? {}) as Attributes) };
+  const timescale = num(merged.timescale) > 0 ? num(merged.timescale) : 1;
   const span = Math.max(0, spanSeconds(a)) * timescale;
   const byDuration = (d: number) => (d > 0 ? Math.ceil(span / d) + 1 : Infinity);
-  const timeline = info.segmentTimeline;
-  if (Array.isArray(timeline)) {
-    // As mpd-parser counts them (parseByTimeline): an open repeat (r < 0) runs to the next S's
-    // time, or to the end of the presentation; numbers count up from startNumber one by one, so
-    // a start near 2^53 never reaches the end.
-    let count = 0;
-    let time = -1;
-    timeline.forEach((s: Attributes, i: number) => {
-      const d = num(s.d);
-      const r = num(s.r ?? 0) || 0;
-      const t = num(s.t ?? 0) || 0;
-      if (time < 0 || (t && t > time)) time = t;
-      const next = timeline[i + 1] as Attributes | undefined;
-      const n = r >= 0 ? r + 1 : next ? (num(next.t) - time) / d : byDuration(d);
-      count += n > 0 || Number.isNaN(n) ? (d > 0 || r >= 0 ? Math.ceil(n) : Infinity) : 0;
-      time += n * d;
-    });
-    const start = num(template.startNumber ?? 1);
-    return Number.isSafeInteger(start + count) || count === 0 ? count : Infinity;
-  }
-  if (info.template && template.duration !== undefined) return byDuration(num(template.duration));
-  // A SegmentList with a duration is timed like a template first (every slot is made, then
-  // those without a SegmentURL are dropped).
-  if (info.list && list.duration !== undefined) return byDuration(num(list.duration));
-  if (info.list && Array.isArray(list.segmentUrls)) return list.segmentUrls.length;
+  const duration = num(merged.duration);
+  const timeline = Array.isArray(info.segmentTimeline) ? (info.segmentTimeline as Attributes[]) : undefined;
+  if (!info.template && !info.list) return 1; // SegmentBase or a single file
+  // A duration wins over a timeline (as in mpd-parser); a SegmentList is timed slot by slot
+  // before its URLs are matched to the slots.
+  if (duration) return byDuration(duration);
+  if (timeline) return timelineSegments(timeline, num(merged.startNumber ?? 1), byDuration);
+  if (info.list) return Array.isArray(merged.segmentUrls) ? merged.segmentUrls.length : 0;
   return 1;
+}
+
+/**
+ * As mpd-parser counts a SegmentTimeline (parseByTimeline): an open repeat (r < 0) runs to the
+ * next S's time, or to the end of the presentation; numbers count up from startNumber one by one,
+ * so a start near 2^53 never reaches the end.
+ */
+function timelineSegments(timeline: Attributes[], startNumber: number, byDuration: (d: number) => number): number {
+  let count = 0;
+  let time = -1;
+  timeline.forEach((s, i) => {
+    const d = num(s.d);
+    const r = num(s.r ?? 0) || 0;
+    const t = num(s.t ?? 0) || 0;
+    if (time < 0 || (t && t > time)) time = t;
+    const next = timeline[i + 1];
+    const n = r >= 0 ? r + 1 : next ? (num(next.t) - time) / d : byDuration(d);
+    count += n > 0 || Number.isNaN(n) ? (d > 0 || r >= 0 ? Math.ceil(n) : Infinity) : 0;
+    time += n * d;
+  });
+  return Number.isSafeInteger(startNumber + count) || count === 0 ? count : Infinity;
 }
 
 /** Segments mpd-parser would list for this MPD (NaN-free: Infinity when unbounded). */
