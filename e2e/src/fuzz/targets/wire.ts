@@ -21,7 +21,7 @@ const u32 = fc.oneof(
   fc.constantFrom(0, 1, 0x7fffffff, 0xfffffffe, 0xffffffff),
 );
 const mode = fc.constantFrom('uncoded' as const, 'rlnc' as const, 'fountain' as const);
-const bytesUpTo = (max: number) => fc.uint8Array({ maxLength: max });
+const bytesUpTo = (max: number) => fc.uint8Array({ minLength: 1, maxLength: max });
 
 const feedbackCommon = {
   transferId: u32,
@@ -32,7 +32,7 @@ const feedbackCommon = {
   ackBits: u32,
   rateBps: u32,
   inFlightCap: u32,
-  weights: fc.uint8Array({ maxLength: MAX_SOURCES }),
+  weights: fc.uint8Array({ minLength: 1, maxLength: MAX_SOURCES }),
   wMin: u32,
 };
 
