@@ -104,20 +104,23 @@ test('mutated and arbitrary manifests never throw and stay within bounds', () =>
     fc.string({ maxLength: 200 }).map((s) => `#EXTM3U\n${s}`),
     fc.string({ maxLength: 200 }).map((s) => `<MPD>${s}`),
   );
-  fc.assert(
-    fc.property(text, (t) => {
-      const info = extractManifest(t, BASE);
-      if (!info) return;
-      expect(info.segments.length).toBeLessThanOrEqual(MAX_SEGMENTS_PER_MANIFEST);
-      for (const url of [...info.segments.map((s) => s.url), ...info.manifests]) {
-        expect(url).toMatch(/^https?:\/\/[^#]*$/);
-      }
-      for (const s of info.segments) {
-        if (s.duration !== undefined) expect(s.duration).toBeGreaterThan(0);
-        if (s.byteRange) expect(s.byteRange.length).toBeGreaterThan(0);
-      }
-    }),
-    { seed: 13, numRuns: 1000 },
-  );
-  for (const spy of quiet) spy.mockRestore();
+  try {
+    fc.assert(
+      fc.property(text, (t) => {
+        const info = extractManifest(t, BASE);
+        if (!info) return;
+        expect(info.segments.length).toBeLessThanOrEqual(MAX_SEGMENTS_PER_MANIFEST);
+        for (const url of [...info.segments.map((s) => s.url), ...info.manifests]) {
+          expect(url).toMatch(/^https?:\/\/[^#]*$/);
+        }
+        for (const s of info.segments) {
+          if (s.duration !== undefined) expect(s.duration).toBeGreaterThan(0);
+          if (s.byteRange) expect(s.byteRange.length).toBeGreaterThan(0);
+        }
+      }),
+      { seed: 13, numRuns: 1000 },
+    );
+  } finally {
+    for (const spy of quiet) spy.mockRestore();
+  }
 });
