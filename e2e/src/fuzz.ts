@@ -54,6 +54,8 @@ const program = new Command()
   )
   .option('--json', 'print the summary as one JSON object on the last line of stdout')
   .showHelpAfterError()
+  // Exit code 1 means crashes; bad usage is 2, as for `mutp`.
+  .exitOverride((e) => process.exit(e.exitCode === 0 ? 0 : 2))
   .parse();
 
 const opts = program.opts<{
