@@ -43,3 +43,31 @@ test('a seed replays the same inputs, and different parsers or seeds draw differ
     expect([1, 2, 3].some((s) => bytes(SEED + s, 0) !== bytes(SEED, 0))).toBe(true);
   }
 });
+
+test('the runner counts exceptions and hangs, reports the first crashing input, and goes on after a hang', async () => {
+  const targetsModule = require.resolve('./fixtures/faulty-fuzz-targets');
+  const { TARGETS } = await import('./fixtures/faulty-fuzz-targets');
+  const report = await runFuzz({ iterations: 3 * 300, seed: SEED, workers: 2, timeoutMs: 1000, targetsModule });
+  const [throwing, hanging, fine] = report.parsers;
+  expect(report.parsers.map((p) => p.name)).toEqual(['throws-on-7', 'hangs-on-99', 'fine']);
+
+  // Exceptions: exactly the multiples of 7 among the inputs, the first one reported with its bytes.
+  const inputs = (i: number) =>
+    Array.from({ length: 300 }, (_, k) => drawInput(TARGETS[i] as never, SEED, k) as number);
+  const multiples = inputs(0).filter((n) => n % 7 === 0);
+  expect(throwing).toMatchObject({ inputs: 300, crashes: multiples.length });
+  const first = inputs(0).findIndex((n) => n % 7 === 0);
+  expect(throwing.firstCrash).toEqual({
+    index: first,
+    hex: Buffer.from(String(inputs(0)[first])).toString('hex'),
+    error: expect.stringMatching(/^TypeError/),
+  });
+
+  // Hangs: each stops its worker; the inputs after it are still checked.
+  const hangs = inputs(1).filter((n) => n % 100 === 99).length;
+  expect(hangs).toBeGreaterThan(0);
+  expect(hanging).toMatchObject({ inputs: 300, crashes: hangs });
+  expect(hanging.firstCrash?.error).toMatch(/hang/);
+  expect(fine).toMatchObject({ inputs: 300, crashes: 0 });
+  expect(report.crashes).toBe(multiples.length + hangs);
+}, 240_000);

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import { drawInput } from './inputs';
-import { TARGET_NAMES, targetByName } from './targets';
+import { loadTargets, targetByName } from './targets';
 import type { CrashReport, FuzzJob, JobResult, WorkerMessage } from './worker';
 
 export const DEFAULT_ITERATIONS = 1_000_000;
@@ -25,8 +25,10 @@ export interface FuzzOptions {
   iterations: number;
   /** Run seed (uint32); a fresh random one when absent. */
   seed?: number;
-  /** Subset of TARGET_NAMES; all when absent. */
+  /** Subset of the targets' names; all when absent. */
   parsers?: readonly string[];
+  /** A module exporting other `TARGETS` (tests of the runner itself); the parsers' by default. */
+  targetsModule?: string;
   /** Worker threads; default: the machine's parallelism. */
   workers?: number;
   /** Per-input time bound; an input over it counts as a crash (hang). */
@@ -84,8 +86,9 @@ function startWorker(): Worker {
 
 export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
   const seed = (options.seed ?? randomInt(0, 2 ** 32)) >>> 0;
-  const parsers = options.parsers ?? TARGET_NAMES;
-  for (const name of parsers) targetByName(name); // unknown names fail before any work
+  const targets = loadTargets(options.targetsModule);
+  const parsers = options.parsers ?? targets.map((t) => t.name);
+  for (const name of parsers) targetByName(name, targets); // unknown names fail before any work
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const reports = new Map<string, ParserReport>(parsers.map((name) => [name, { name, inputs: 0, crashes: 0, ms: 0 }]));
   const queue: PendingJob[] = [];
@@ -112,7 +115,13 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     try {
       for (let job = queue.shift(); job; job = queue.shift()) {
         worker ??= startWorker();
-        const outcome = await runJob(worker, { ...job, seed, timeoutMs, progress: new SharedArrayBuffer(12) });
+        const outcome = await runJob(worker, {
+          ...job,
+          seed,
+          timeoutMs,
+          targetsModule: options.targetsModule,
+          progress: new SharedArrayBuffer(12),
+        });
         if (outcome.kind === 'done') {
           record(outcome.result, outcome.ms);
           continue;
@@ -122,7 +131,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
         await worker.terminate();
         worker = undefined;
         const { index } = outcome;
-        const target = targetByName(job.parser);
+        const target = targetByName(job.parser, targets);
         const hex = Buffer.from(target.bytes(drawInput(target, seed, index))).toString('hex');
         record(
           {

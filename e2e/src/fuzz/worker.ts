@@ -6,7 +6,7 @@
 import { parentPort } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
 import { BATCH_SIZE, drawBatch } from './inputs';
-import { targetByName } from './targets';
+import { loadTargets, targetByName } from './targets';
 import { FuzzTarget } from './target';
 
 export interface FuzzJob {
@@ -16,6 +16,8 @@ export interface FuzzJob {
   start: number;
   end: number;
   timeoutMs: number;
+  /** Module of the targets (FuzzOptions.targetsModule); the parsers' when undefined. */
+  targetsModule?: string;
   /** Int32Array(3): [index being checked, inputs started (progress), crashes so far]. */
   progress: SharedArrayBuffer;
 }
@@ -45,7 +47,7 @@ for (const level of ['log', 'info', 'warn', 'error', 'debug'] as const) console[
 const ready = new Map<string, Promise<void>>();
 
 async function run(job: FuzzJob): Promise<JobResult> {
-  const target = targetByName(job.parser) as FuzzTarget<unknown>;
+  const target = targetByName(job.parser, loadTargets(job.targetsModule)) as FuzzTarget<unknown>;
   if (!ready.has(target.name)) ready.set(target.name, target.setup?.() ?? Promise.resolve());
   await ready.get(target.name);
   const progress = new Int32Array(job.progress);
