@@ -6,6 +6,11 @@ declare module 'mpd-parser' {
     clientOffset?: number;
   }
   export function parse(manifestString: string, options?: MpdParseOptions): unknown;
-  /** The MPD element (xmldom), or throws when the text is not an MPD. */
-  export function stringToMpdXml(manifestString: string): import('../src/hook/mpd-budget').XmlElement;
+  /** The MPD as a DOM document (xmldom), the first step of parse(). */
+  export function stringToMpdXml(manifestString: string): unknown;
+  /** Each representation's attributes and segment information, before any segment is listed. */
+  export function inheritAttributes(
+    mpd: unknown,
+    options?: MpdParseOptions,
+  ): { representationInfo: { attributes: Record<string, unknown>; segmentInfo: Record<string, unknown> }[] };
 }

@@ -6,6 +6,9 @@
 import { AddResult, Codec, Layout, UnitDecoder, UnitEncoder } from '@mutp/shared';
 import { isUsableBlockId, Wirehair, WirehairDecoder, WirehairEncoder, wirehairParams } from './wirehair';
 
+/** Whether `unit` names a source block of the object (an integer in range: 0.5 is not one). */
+const isUnit = (layout: Layout, unit: number) => Number.isInteger(unit) && unit >= 0 && unit < layout.unitCount;
+
 /** Bytes of the object in source block `unit`. */
 function unitBytes(layout: Layout, unit: number): number {
   const start = unit * layout.symbolsPerUnit * layout.symbolSize;
@@ -29,7 +32,7 @@ class FountainEncoder implements UnitEncoder {
   encodeInto(unit: number, blockId: number, out: Uint8Array): void {
     if (this.freed) throw new Error('fountain encoder used after free()');
     const { layout } = this;
-    if (!(unit >= 0 && unit < layout.unitCount)) throw new RangeError(`source block ${unit} out of range`);
+    if (!isUnit(layout, unit)) throw new RangeError(`source block ${unit} out of range`);
     const start = unit * layout.symbolsPerUnit * layout.symbolSize;
     const bytes = unitBytes(layout, unit);
     if (layout.unitSize(unit) === 1) {
@@ -49,7 +52,7 @@ class FountainEncoder implements UnitEncoder {
 
   usableKey(unit: number, blockId: number): boolean {
     const { layout } = this;
-    if (!(unit >= 0 && unit < layout.unitCount)) return false;
+    if (!isUnit(layout, unit)) return false;
     if (layout.unitSize(unit) === 1) return Number.isInteger(blockId) && blockId >= 0 && blockId <= 0xffffffff;
     return isUsableBlockId(wirehairParams(unitBytes(layout, unit), layout.symbolSize), blockId);
   }
@@ -86,7 +89,7 @@ class FountainDecoder implements UnitDecoder {
   add(unit: number, blockId: number, payload: Uint8Array): AddResult {
     if (this.freed) throw new Error('fountain decoder used after free()');
     const { layout } = this;
-    if (!(unit >= 0 && unit < layout.unitCount)) return 'invalid';
+    if (!isUnit(layout, unit)) return 'invalid';
     if (payload.length !== layout.symbolSize) return 'invalid';
     const state = (this.blocks[unit] ??= { seen: new Set(), complete: false });
     if (state.complete || state.seen.has(blockId)) return 'redundant';

@@ -4,9 +4,9 @@
  * looks requests up in.
  */
 import { Parser as M3u8Parser } from 'm3u8-parser';
-import { parse as parseMpd, stringToMpdXml } from 'mpd-parser';
+import { parse as parseMpd } from 'mpd-parser';
 import { ManifestKind, normalizeUrl, sniffManifest } from '../common/media';
-import { countMpdSegments } from './mpd-budget';
+import { declaredDashSegments, MAX_DECLARED_DASH_SEGMENTS } from './mpd-budget';
 
 export type SegmentKind = 'media' | 'init' | 'index';
 
@@ -29,11 +29,6 @@ export interface ManifestInfo {
 
 /** Bounds what one manifest can make us remember (a hostile or huge playlist). */
 export const MAX_SEGMENTS_PER_MANIFEST = 20_000;
-/**
- * An MPD whose templates would expand to more segments than this is not parsed at all (counted
- * from the XML first, mpd-budget.ts): mpd-parser builds every one of them before we could cap.
- */
-export const MAX_MPD_EXPANSION = 50_000;
 
 interface ByteRangeLike {
   offset?: number;
@@ -142,9 +137,10 @@ type DashGroups = Record<string, Record<string, { playlists?: DashPlaylistLike[]
 /** Segments of a DASH MPD: SegmentTemplate, SegmentList, SegmentBase and BaseURL-only representations. */
 export function extractDash(text: string, manifestUrl: string): ManifestInfo {
   if (!wellFormedXml(text)) throw new Error('the MPD is not well-formed XML');
+  // One clock for the count and the parse, so a live window is counted as it will be listed.
   const now = Date.now();
-  const expansion = countMpdSegments(stringToMpdXml(text), now);
-  if (expansion > MAX_MPD_EXPANSION) throw new Error(`the MPD declares ${expansion} segments`);
+  const declared = declaredDashSegments(text, manifestUrl, now);
+  if (declared > MAX_DECLARED_DASH_SEGMENTS) throw new Error(`the MPD declares ${declared} segments`);
   const parsed = parseMpd(text, { manifestUri: manifestUrl, NOW: now }) as {
     playlists?: DashPlaylistLike[];
     mediaGroups?: Record<string, DashGroups>;

@@ -1,101 +1,85 @@
 /**
- * How many segments mpd-parser would generate from an MPD, counted from the XML before it
- * expands anything. A SegmentTemplate with `@duration` (or a SegmentTimeline `S@r="-1"`) becomes
- * one object per segment of the period, so a 1 KB MPD can declare millions of them and block the
- * page for seconds; the hook refuses such an MPD before it is expanded (see manifest.ts). The count
- * follows mpd-parser's rules (templates inherited Period → AdaptationSet → Representation,
- * `@endNumber`, static period lengths, the live window of dynamic MPDs) and errs on the high side.
+ * How many segments an MPD makes mpd-parser list, counted from its attributes before mpd-parser
+ * lists them. A few hundred bytes of MPD can declare millions of segments (a SegmentTimeline
+ * `<S r="4294967296">`, or a SegmentTemplate duration of 1 ms over an hour): mpd-parser then
+ * builds every one of them, blocking the page for seconds or running it out of memory, long before
+ * the hook's own cap applies. Such an MPD is refused (the page's requests go to the network).
  */
+import { inheritAttributes, stringToMpdXml } from 'mpd-parser';
 
-/** Seconds in an ISO 8601 duration (`PT2S`, `P1DT1H`), NaN when it is not one. */
-export function isoDurationSeconds(value: string | null | undefined): number {
-  if (!value) return NaN;
-  const m =
-    /^P(?:(\d+(?:\.\d+)?)Y)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)D)?(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?$/.exec(
-      value.trim(),
-    );
-  if (!m) return NaN;
-  const [y, mo, d, h, mi, s] = m.slice(1).map((x) => (x === undefined ? 0 : Number(x)));
-  return y * 365 * 86400 + mo * 30 * 86400 + d * 86400 + h * 3600 + mi * 60 + s;
-}
+/** About an eighth of a second of mpd-parser's work; far beyond what players list in practice. */
+export const MAX_DECLARED_DASH_SEGMENTS = 50_000;
 
-/** The minimal DOM the count needs (xmldom's and the browser's elements both have it). */
-export interface XmlElement {
-  readonly nodeType: number;
-  readonly nodeName: string;
-  readonly childNodes: ArrayLike<unknown>;
-  getAttribute(name: string): string | null;
-}
+type Attributes = Record<string, unknown>;
 
-function children(el: XmlElement, name: string): XmlElement[] {
-  const out: XmlElement[] = [];
-  for (let i = 0; i < el.childNodes.length; i++) {
-    const c = el.childNodes[i] as XmlElement;
-    if (c.nodeType === 1 && c.nodeName.replace(/^.*:/, '') === name) out.push(c);
+const num = (v: unknown): number => (typeof v === 'number' ? v : NaN);
+
+/** Seconds the representation's segments may cover (what mpd-parser divides by the segment duration). */
+function spanSeconds(a: Attributes): number {
+  if (a.type === 'dynamic') {
+    // Live: segments from the period start up to now (mpd-parser's NOW, in ms) plus an update period.
+    const now = (num(a.NOW) + (num(a.clientOffset) || 0)) / 1000 + (num(a.minimumUpdatePeriod) || 0);
+    const start = (num(a.availabilityStartTime) || 0) + (num(a.periodStart) || 0);
+    const depth = num(a.timeShiftBufferDepth);
+    const span = now - start;
+    return Number.isFinite(depth) && depth >= 0 ? Math.min(span, depth + (num(a.minimumUpdatePeriod) || 0) + 1) : span;
   }
-  return out;
+  const candidates = [a.periodDuration, a.sourceDuration, a.mediaPresentationDuration].map(num);
+  return candidates.find((d) => Number.isFinite(d)) ?? 0;
 }
 
-function num(value: string | null | undefined): number {
-  return value === null || value === undefined || value.trim() === '' ? NaN : Number(value);
-}
-
-/** Segments one template chain yields over `horizon` seconds (Infinity when it cannot be bounded). */
-function templateCount(chain: XmlElement[], horizon: number): number {
-  const attr = (name: string) => {
-    let v: string | null = null;
-    for (const t of chain) v = t.getAttribute(name) ?? v; // the innermost wins
-    return v;
-  };
-  const timescale = num(attr('timescale')) > 0 ? num(attr('timescale')) : 1;
-  let timeline: XmlElement | undefined;
-  for (const t of chain) timeline = children(t, 'SegmentTimeline')[0] ?? timeline;
-  if (timeline) {
-    let count = 0;
-    for (const s of children(timeline, 'S')) {
-      const r = Number.isFinite(num(s.getAttribute('r'))) ? Math.trunc(num(s.getAttribute('r'))) : 0;
-      const d = num(s.getAttribute('d'));
-      if (r >= 0) count += r + 1;
-      else if (!(d > 0)) return Infinity;
-      else count += Number.isFinite(horizon) ? Math.ceil((Math.max(0, horizon) * timescale) / d) : Infinity;
-    }
-    return count;
+/** Segments of one representation, or Infinity when they cannot be bounded. */
+function representationSegments(a: Attributes, info: Attributes): number {
+  // mpd-parser merges the representation's attributes with its SegmentTemplate or SegmentList.
+  const merged: Attributes = { ...a, ...((info.template ?? info.list ?? {}) as Attributes) };
+  const timescale = num(merged.timescale) > 0 ? num(merged.timescale) : 1;
+  const span = Math.max(0, spanSeconds(a)) * timescale;
+  const byDuration = (d: number) => (d > 0 ? Math.ceil(span / d) + 1 : Infinity);
+  const duration = num(merged.duration);
+  const timeline = Array.isArray(info.segmentTimeline) ? (info.segmentTimeline as Attributes[]) : undefined;
+  if (!info.template && !info.list) return 1; // SegmentBase or a single file
+  // An endNumber makes mpd-parser list up to it whatever the period's length (60,000 from 10 s).
+  const endNumber = Number(merged.endNumber);
+  if (Number.isFinite(endNumber)) {
+    const startNumber = Number(merged.startNumber ?? 1);
+    return Math.max(0, endNumber - (Number.isFinite(startNumber) ? startNumber : 1) + 1);
   }
-  const duration = num(attr('duration'));
-  if (!(duration > 0)) return 0; // no template expansion without a duration
-  const endNumber = num(attr('endNumber'));
-  if (Number.isFinite(endNumber)) return Math.max(0, endNumber);
-  if (!Number.isFinite(horizon)) return Number.isNaN(horizon) ? 0 : Infinity;
-  return Math.ceil((Math.max(0, horizon) * timescale) / duration);
+  // A duration wins over a timeline (as in mpd-parser); a SegmentList is timed slot by slot
+  // before its URLs are matched to the slots.
+  if (duration) return byDuration(duration);
+  if (timeline) return timelineSegments(timeline, num(merged.startNumber ?? 1), byDuration);
+  if (info.list) return Array.isArray(merged.segmentUrls) ? merged.segmentUrls.length : 0;
+  return 1;
 }
 
-/** Upper bound of the segments mpd-parser generates for `mpd` (the MPD element) at `nowMs`. */
-export function countMpdSegments(mpd: XmlElement, nowMs: number): number {
-  const dynamic = mpd.getAttribute('type') === 'dynamic';
-  const presentation = isoDurationSeconds(mpd.getAttribute('mediaPresentationDuration'));
-  const update = isoDurationSeconds(mpd.getAttribute('minimumUpdatePeriod'));
-  const shift = isoDurationSeconds(mpd.getAttribute('timeShiftBufferDepth'));
-  const availabilityStart = Date.parse(mpd.getAttribute('availabilityStartTime') ?? '') / 1000;
+/**
+ * As mpd-parser counts a SegmentTimeline (parseByTimeline): an open repeat (r < 0) runs to the
+ * next S's time, or to the end of the presentation; numbers count up from startNumber one by one,
+ * so a start near 2^53 never reaches the end.
+ */
+function timelineSegments(timeline: Attributes[], startNumber: number, byDuration: (d: number) => number): number {
+  let count = 0;
+  let time = -1;
+  timeline.forEach((s, i) => {
+    const d = num(s.d);
+    const r = num(s.r ?? 0) || 0;
+    const t = num(s.t ?? 0) || 0;
+    if (time < 0 || (t && t > time)) time = t;
+    const next = timeline[i + 1];
+    const n = r >= 0 ? r + 1 : next ? (num(next.t) - time) / d : byDuration(d);
+    count += n > 0 || Number.isNaN(n) ? (d > 0 || r >= 0 ? Math.ceil(n) : Infinity) : 0;
+    time += n * d;
+  });
+  return Number.isSafeInteger(startNumber + count) || count === 0 ? count : Infinity;
+}
+
+/** Segments mpd-parser would list for this MPD (NaN-free: Infinity when unbounded). */
+export function declaredDashSegments(text: string, manifestUrl: string, now = Date.now()): number {
+  const { representationInfo } = inheritAttributes(stringToMpdXml(text), { manifestUri: manifestUrl, NOW: now });
   let total = 0;
-  for (const period of children(mpd, 'Period')) {
-    let horizon = isoDurationSeconds(period.getAttribute('duration'));
-    if (dynamic) {
-      const start = isoDurationSeconds(period.getAttribute('start'));
-      const live = nowMs / 1000 - availabilityStart - (Number.isFinite(start) ? start : 0);
-      const window = Number.isFinite(shift) ? Math.min(live, shift) + 1 : live;
-      horizon = (Number.isFinite(window) ? window : NaN) + (Number.isFinite(update) ? update : 0);
-    } else if (!Number.isFinite(horizon)) {
-      horizon = presentation;
-    }
-    const periodTemplates = children(period, 'SegmentTemplate');
-    for (const set of children(period, 'AdaptationSet')) {
-      const setTemplates = [...periodTemplates, ...children(set, 'SegmentTemplate')];
-      const representations = children(set, 'Representation');
-      for (const rep of representations) {
-        total += templateCount([...setTemplates, ...children(rep, 'SegmentTemplate')], horizon);
-        if (total === Infinity) return total;
-      }
-    }
+  for (const r of representationInfo) {
+    const n = representationSegments(r.attributes, r.segmentInfo);
+    total += Number.isNaN(n) ? Infinity : n;
   }
   return total;
 }
