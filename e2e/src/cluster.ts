@@ -127,7 +127,8 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
   const startOrigo = () =>
     launch(
       'origo/src/main.ts',
-      ['--port', String(port), '--db', ':memory:', '--log-level', logLevel],
+      // Dev cluster: proxies on loopback, one shared (insecure) proxy secret.
+      ['--port', String(port), '--db', ':memory:', '--log-level', logLevel, '--allow-local-proxies'],
       { MUTP_PROXY_SECRET: secret, MUTP_ADMIN_TOKEN: adminToken },
       origoLog,
       'origo',
@@ -179,7 +180,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
         String(spec.uploadKBps),
         '--log-level',
         logLevel,
-        ...(o.allowPrivateOrigins ? ['--allow-private-origins'] : []),
+        ...(o.allowPrivateOrigins ? ['--allow-private-origins', '--origin-ports', '*'] : []),
         ...(spec.extraArgs ?? []),
       ];
       const child = launch('proxy/src/main.ts', args, { MUTP_PROXY_SECRET: secret }, log, spec.name, o);

@@ -24,6 +24,8 @@ export interface PeerManagerOptions {
   connectTimeoutMs?: number;
   /** A disconnected peer that does not come back within this is closed. */
   disconnectGraceMs?: number;
+  /** A connected peer with no active transfer for this long is closed (it holds ICE/DTLS state for nothing). */
+  idleTimeoutMs?: number;
 }
 
 interface Entry {
@@ -32,6 +34,9 @@ interface Entry {
   peer: RtcPeer;
   host: TransferHost;
   timer?: NodeJS.Timeout;
+  connected: boolean;
+  /** When the peer was last seen with a transfer (or connected), performance.now(). */
+  busyAt: number;
 }
 
 export class PeerManager {
@@ -41,9 +46,33 @@ export class PeerManager {
   private readonly log: Logger;
   private ignoredSignals = 0;
   private refusedPeers = 0;
+  private idleSweep?: NodeJS.Timeout;
+  idleClosed = 0;
 
   constructor(private readonly options: PeerManagerOptions) {
     this.log = options.logger.child({ component: 'peers' });
+  }
+
+  /** Closes connected peers without a transfer for idleTimeoutMs (checked a few times per period). */
+  private sweepIdle(): void {
+    const limit = this.options.idleTimeoutMs;
+    if (limit === undefined) return;
+    const now = performance.now();
+    for (const entry of [...this.peers.values()]) {
+      if (!entry.connected) continue;
+      if (entry.host.stats().transfersActive > 0) entry.busyAt = now;
+      else if (now - entry.busyAt >= limit) {
+        this.idleClosed++;
+        this.remove(entry.connectionId, `idle for ${limit} ms`, true);
+      }
+    }
+  }
+
+  private ensureSweep(): void {
+    const limit = this.options.idleTimeoutMs;
+    if (limit === undefined || this.idleSweep !== undefined) return;
+    this.idleSweep = setInterval(() => this.sweepIdle(), Math.max(100, Math.floor(limit / 4)));
+    this.idleSweep.unref();
   }
 
   get size(): number {
@@ -85,6 +114,8 @@ export class PeerManager {
   }
 
   closeAll(reason = 'proxy shutting down'): void {
+    clearInterval(this.idleSweep);
+    this.idleSweep = undefined;
     for (const id of [...this.peers.keys()]) this.remove(id, reason, true);
   }
 
@@ -116,7 +147,8 @@ export class PeerManager {
       return;
     }
     const host = new TransferHost(clientId, o.services);
-    const entry: Entry = { connectionId, clientId, peer, host };
+    const entry: Entry = { connectionId, clientId, peer, host, connected: false, busyAt: performance.now() };
+    this.ensureSweep();
     this.peers.set(connectionId, entry);
     this.perClient.set(clientId, mine + 1);
     o.services.metrics.peers.set(this.peers.size);
@@ -128,8 +160,11 @@ export class PeerManager {
       else channel.close();
     };
     peer.onStateChange = (state) => {
-      if (state === 'connected') this.setTimer(entry, undefined);
-      else if (state === 'disconnected') this.setTimer(entry, o.disconnectGraceMs ?? 10_000, 'disconnected too long');
+      if (state === 'connected') {
+        entry.connected = true;
+        entry.busyAt = performance.now();
+        this.setTimer(entry, undefined);
+      } else if (state === 'disconnected') this.setTimer(entry, o.disconnectGraceMs ?? 10_000, 'disconnected too long');
       else if (state === 'failed' || state === 'closed') this.remove(connectionId, `peer ${state}`, true);
     };
     host.onClosed = () => this.remove(connectionId, 'data channel closed', true);

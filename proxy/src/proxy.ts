@@ -13,6 +13,7 @@ import pino, { Logger } from 'pino';
 import { AddressClass, LookupAll, OriginPolicy } from './address-policy';
 import { Admission } from './admission';
 import type { ProxyConfig } from './config';
+import { ClientTokenVerifier } from './client-tokens';
 import { asServeError } from './errors';
 import { createHttpServer } from './http-server';
 import { ProxyMetrics } from './metrics';
@@ -37,6 +38,8 @@ export interface ProxyDeps {
   allowedClasses?: ReadonlySet<AddressClass>;
   /** Called when the proxy must stop for good (origo refused the secret). */
   onFatal?: (error: Error) => void;
+  /** Verifies client tokens (default: one fed the key origo sends at registration). */
+  tokens?: ClientTokenVerifier;
 }
 
 export interface ProxyStats {
@@ -76,7 +79,9 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
     allowedOrigins: config.allowedOrigins,
     allowPrivateOrigins: config.allowPrivateOrigins,
     allowedClasses: deps.allowedClasses,
+    originPorts: config.originPorts,
   };
+  const tokens = deps.tokens ?? new ClientTokenVerifier();
   if (config.allowPrivateOrigins)
     logger.warn(
       '--allow-private-origins is on: origins on loopback/private/link-local addresses are allowed (tests only)',
@@ -129,6 +134,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
     logger,
     maxPeers: config.maxPeers,
     maxPeersPerClient: config.maxPeersPerClient,
+    idleTimeoutMs: config.peerIdleTimeoutMs,
   });
   let server: Server | undefined;
   let link: OrigoLink | undefined;
@@ -173,6 +179,9 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
         metrics,
         meter,
         logger,
+        tokens,
+        corsOrigins: config.corsOrigins,
+        maxPerAddress: config.maxTransfersPerClient,
         health: () => {
           const s = stats();
           return { status: 'ok', ...s, peers: { ...s.peers, hosts: undefined } };
@@ -196,6 +205,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
         link = new OrigoLink({
           url: config.origoUrl,
           secret: config.secret,
+          proxyId: config.proxyId,
           name: config.name,
           httpUrl,
           capacityBps,
@@ -210,6 +220,9 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
           onSignal: (m) => peers.handleSignal(m),
           onConnectionClosed: (id, reason) => peers.handleClosed(id, reason),
           onFatal: (error) => deps.onFatal?.(error),
+          onRegistered: (_proxyId, tokenKey) => {
+            tokens.setKey(tokenKey).catch((err: unknown) => logger.error({ err }, 'origo sent an unusable token key'));
+          },
         });
         peers.sink = link;
         link.start();

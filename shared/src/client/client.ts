@@ -29,6 +29,8 @@ export interface ClientConfig {
   symbolSize: number;
   connectTimeoutMs: number;
   maxObjectBytes: number;
+  /** Accept a plain ws:// origo on a non-loopback host (a man in the middle could inject proxies). */
+  insecureOrigo?: boolean;
   /** Send a record of every download to origo. */
   records: boolean;
 }
@@ -77,8 +79,16 @@ export class MutpClient {
     if (this.session?.isOpen) return Promise.resolve(this.session);
     // Concurrent downloads share one connection attempt.
     if (this.connecting) return this.connecting;
+    const previousToken = this.session?.token;
     this.session?.close();
-    const session = new OrigoSession(this.config.origoUrl, this.host.webSocket, this.host.clock);
+    const session = new OrigoSession(
+      this.config.origoUrl,
+      this.host.webSocket,
+      this.host.clock,
+      undefined,
+      previousToken,
+      this.config.insecureOrigo,
+    );
     this.session = session;
     this.connecting = session.connect().then(
       () => session,
@@ -112,6 +122,7 @@ export class MutpClient {
       const result = await runHttpDownload(proxies, url, this.host.fetch, this.host.clock, {
         signal: o.signal,
         maxBytes: this.config.maxObjectBytes,
+        token: session.token,
       });
       this.report(session, url, 'http', result, undefined, proxies.length);
       return result;

@@ -29,7 +29,8 @@ export async function runHttpDownload(
   url: string,
   fetch: FetchLike,
   clock: Clock,
-  options: { signal?: AbortSignal; maxBytes: number },
+  /** token: origo's client token, sent as `Authorization: Bearer` (the proxies require it). */
+  options: { signal?: AbortSignal; maxBytes: number; token?: string },
 ): Promise<HttpDownloadResult> {
   const startedAt = clock.now();
   const controllers = proxies.map(() => new AbortController());
@@ -39,7 +40,8 @@ export async function runHttpDownload(
   const errors: string[] = [];
 
   const fetchOne = async (proxy: ProxyInfo, i: number) => {
-    const response = await fetch(baselineUrl(proxy, url), { signal: controllers[i].signal });
+    const headers: Record<string, string> = options.token ? { authorization: `Bearer ${options.token}` } : {};
+    const response = await fetch(baselineUrl(proxy, url), { signal: controllers[i].signal, headers });
     if (!response.ok || !response.body) throw new Error(`${proxy.name}: HTTP ${response.status}`);
     const declared = Number(response.headers.get('content-length') ?? NaN);
     if (declared > options.maxBytes) throw new Error(`${proxy.name}: ${declared} bytes exceeds ${options.maxBytes}`);
