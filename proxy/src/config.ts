@@ -163,7 +163,7 @@ export function origoUrlProblem(text: string, insecure: boolean): string | undef
   const url = new URL(text);
   if (url.protocol !== 'ws:' || insecure) return undefined;
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (host === 'localhost' || host === '::1' || /^127\./.test(host)) return undefined;
+  if (host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host)) return undefined;
   return `plain ws:// to ${host} is refused (use wss://, or --insecure)`;
 }
 

@@ -36,7 +36,7 @@ export function origoUrlProblem(url: string, insecure = false): string | undefin
   if (parsed.protocol === 'wss:' || insecure) return undefined;
   if (parsed.protocol !== 'ws:') return `${url}: origo is ws:// or wss://`;
   const host = parsed.hostname.replace(/^\[|\]$/g, '');
-  if (host === 'localhost' || host === '::1' || /^127\./.test(host)) return undefined;
+  if (host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host)) return undefined;
   return `plain ws:// to ${host} is refused: use wss:// (or the insecure option)`;
 }
 
