@@ -93,6 +93,27 @@ test('CORS only for extensions: a web page origin gets no ACAO, nor a preflight'
   expect(ext.headers['x-content-type-options']).toBe('nosniff');
 });
 
+test('origin ports other than 80/443 are refused by default, nothing fetched', async () => {
+  const strict = createProxy(testConfig({ originPorts: [80, 443] }), {
+    logger: silentLogger(),
+    allowedClasses: LOOPBACK_ONLY,
+    tokens: tokens.verifier,
+  });
+  try {
+    const url = (await strict.start()).httpUrl;
+    const hits = origin.hits;
+    const a = await get(`${url}/v1/http?url=${encodeURIComponent(`${origin.url}/seg1.m4s`)}`);
+    expect(a.status).toBe(403);
+    expect(JSON.parse(a.body.toString())).toEqual({
+      error: 'refused',
+      message: 'this URL is not served by this proxy',
+    });
+    expect(origin.hits).toBe(hits);
+  } finally {
+    await strict.close();
+  }
+});
+
 test('origin 404 maps to 404 with a JSON error body', async () => {
   const a = await get(via(`${origin.url}/nope.m4s`));
   expect(a.status).toBe(404);
