@@ -1,6 +1,7 @@
 /**
- * The proxy's HTTP endpoint: `GET /v1/http?url=` (Parallel HTTP baseline), `GET /healthz`
- * (200 + JSON stats) and `GET /metrics` (Prometheus text).
+ * The proxy's HTTP endpoint: `GET /v1/http?url=` (Parallel HTTP baseline; needs a client token,
+ * `OPTIONS` answers its CORS preflight), `GET /healthz` (200 + JSON stats) and `GET /metrics`
+ * (Prometheus text).
  */
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';

@@ -3,9 +3,10 @@
  * per frame, every field validated (zod) on receipt. Paths: `/v1/proxy` for proxies,
  * `/v1/client` for clients. Documented in docs/signalling.md.
  *
- * Flow: a proxy registers with the shared secret and beats; a client asks for N proxies, then
- * opens one RTCPeerConnection per proxy with its offer relayed by origo (the proxy answers), ICE
- * candidates trickle both ways through origo, and the client reports a record per download.
+ * Flow: a proxy registers with its key and beats; a client says hello (getting a signed token),
+ * asks for N proxies, then opens one RTCPeerConnection per proxy with its offer relayed by origo
+ * (the proxy answers), ICE candidates trickle both ways through origo, and the client reports a
+ * record per download.
  */
 import { z } from 'zod';
 
