@@ -6,6 +6,8 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import WebSocket from 'ws';
+import { OrigoSession, systemClock, WebSocketLike } from '@mutp/shared';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -200,4 +202,12 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
     throw e;
   }
   return cluster;
+}
+
+/** A client token from origo (what the proxies' /v1/http requires), through a short client session. */
+export async function clientToken(clientUrl: string): Promise<string> {
+  const session = new OrigoSession(clientUrl, (url) => new WebSocket(url) as unknown as WebSocketLike, systemClock);
+  await session.connect();
+  session.close();
+  return session.token!;
 }
