@@ -222,7 +222,7 @@ export function createOrigo(options: OrigoOptions): Origo {
       clearTimeout(session.greetingTimer);
       greeted(session);
       session.greeting = true;
-      void Promise.resolve(p.greet(session, message)).then(
+      void new Promise<string | undefined>((resolve) => resolve(p.greet(session, message))).then(
         (id) => {
           session.greeting = false;
           if (id === undefined) return;
