@@ -9,7 +9,7 @@
 import { writeFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { SingleBar } from 'cli-progress';
-import { ClientError, GetResult, MutpClient } from '@mutp/shared';
+import { ClientError, GetResult, MutpClient, origoUrlProblem } from '@mutp/shared';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import { releaseNodeRtc } from '@mutp/shared/node/webrtc';
 import { createNodeHost } from './node-host';
@@ -42,6 +42,7 @@ program
     "origo's client endpoint",
     process.env.MUTP_ORIGO_CLIENT_URL ?? 'ws://127.0.0.1:8700/v1/client',
   )
+  .option('--insecure', 'accept a plain ws:// origo on a non-loopback host (a man in the middle could inject proxies)')
   .option('-o, --output <file>', 'write the object to this file')
   .option('--timeout <ms>', 'give up after this long', positiveInt, 120_000)
   .option('--no-progress', 'no progress bar')
@@ -53,6 +54,7 @@ interface GetFlags {
   scheduler?: 'random' | 'rarest' | 'partitioned';
   proxies: number;
   origo: string;
+  insecure?: boolean;
   output?: string;
   timeout: number;
   progress: boolean;
@@ -61,8 +63,14 @@ interface GetFlags {
 
 async function get(url: string, flags: GetFlags): Promise<void> {
   if (!/^https?:\/\//i.test(url)) program.error(`not an http(s) URL: ${url}`, { exitCode: EXIT.usage });
+  const origoProblem = origoUrlProblem(flags.origo, flags.insecure === true);
+  if (origoProblem !== undefined) program.error(`--origo: ${origoProblem}`, { exitCode: EXIT.usage });
   const codecs = await loadNodeCodecs();
-  const client = new MutpClient(createNodeHost(), { origoUrl: flags.origo, codecs });
+  const client = new MutpClient(createNodeHost(), {
+    origoUrl: flags.origo,
+    codecs,
+    insecureOrigo: flags.insecure === true,
+  });
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), flags.timeout);
   process.once('SIGINT', () => abort.abort());

@@ -33,7 +33,7 @@ import {
   totalFallbacks,
   waitFor,
 } from './browser';
-import { Cluster, startCluster } from './cluster';
+import { clientToken, Cluster, startCluster } from './cluster';
 import { Origin, startOrigin } from './origin';
 import { startPlayerPages } from './player-pages';
 import { adminProxies, origoRecords } from './proxy-metrics';
@@ -102,10 +102,11 @@ interface Cell {
 /** Fetches every segment once through each proxy's HTTP endpoint (headers only), so no cell pays the origin fetch. */
 async function warmProxies(cluster: Cluster, segmentUrls: string[]): Promise<void> {
   const proxies = await adminProxies(cluster);
+  const headers = { authorization: `Bearer ${await clientToken(cluster.clientUrl)}` };
   await Promise.all(
     proxies.map(async (p) => {
       for (const url of segmentUrls) {
-        const r = await fetch(`${p.httpUrl.replace(/\/+$/, '')}/v1/http?url=${encodeURIComponent(url)}`);
+        const r = await fetch(`${p.httpUrl.replace(/\/+$/, '')}/v1/http?url=${encodeURIComponent(url)}`, { headers });
         if (!r.ok) throw new Error(`warming ${p.name} with ${url}: HTTP ${r.status}`);
         await r.body?.cancel();
       }

@@ -6,6 +6,8 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import WebSocket from 'ws';
+import { OrigoSession, systemClock, WebSocketLike } from '@mutp/shared';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -129,7 +131,8 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
   const startOrigo = () =>
     launch(
       'origo/src/main.ts',
-      ['--port', String(port), '--db', ':memory:', '--log-level', logLevel],
+      // Dev cluster: proxies on loopback, one shared (insecure) proxy secret.
+      ['--port', String(port), '--db', ':memory:', '--log-level', logLevel, '--allow-local-proxies'],
       { MUTP_PROXY_SECRET: secret, MUTP_ADMIN_TOKEN: adminToken },
       origoLog,
       'origo',
@@ -182,7 +185,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
         String(spec.uploadKBps),
         '--log-level',
         logLevel,
-        ...(o.allowPrivateOrigins ? ['--allow-private-origins'] : []),
+        ...(o.allowPrivateOrigins ? ['--allow-private-origins', '--origin-ports', '*'] : []),
         ...(spec.extraArgs ?? []),
       ];
       const child = launch('proxy/src/main.ts', args, { MUTP_PROXY_SECRET: secret }, log, spec.name, o);
@@ -202,4 +205,12 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
     throw e;
   }
   return cluster;
+}
+
+/** A client token from origo (what the proxies' /v1/http requires), through a short client session. */
+export async function clientToken(clientUrl: string): Promise<string> {
+  const session = new OrigoSession(clientUrl, (url) => new WebSocket(url) as unknown as WebSocketLike, systemClock);
+  await session.connect();
+  session.close();
+  return session.token!;
 }

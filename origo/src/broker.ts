@@ -5,15 +5,18 @@
  * handles framing, greeting order, rate limits and invalid frames.
  */
 import { randomBytes } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { ClientToOrigo, OrigoToClient, OrigoToProxy, ProxyInfo, ProxyToOrigo, Random } from '@mutp/shared';
-import { secretsEqual } from './auth';
 import { OrigoConfig } from './config';
 import { TokenBucket } from './limits';
 import { Metrics } from './metrics';
-import { RecordStore } from './records';
+import { authenticateProxy, httpUrlProblem, ProxyKeys } from './proxy-auth';
+import { RecordWriter } from './record-writer';
+import { ThroughputBook } from './throughput';
+import { TokenIssuer } from './tokens';
 import { ProxyLoad, selectProxies, SelectableMode } from './selection';
-import { ProxyReports, reporterAddress } from './reports';
+import { ProxyReports } from './reports';
 
 /** WebSocket close codes origo uses (docs/signalling.md, "Limits and errors"). */
 export const CLOSE = {
@@ -30,8 +33,8 @@ export const CLOSE = {
 export interface Peer<Out> {
   /** For logs: the peer's kind and id (or address before its greeting). */
   readonly label: string;
-  /** "ip:port" of the socket, when known (pollution reports count distinct addresses). */
-  readonly remote?: string;
+  /** The remote IP address (per-address budgets). */
+  readonly address: string;
   send(message: Out): void;
   close(code: number, reason: string): void;
 }
@@ -43,6 +46,10 @@ type Heartbeat = Extract<ProxyToOrigo, { type: 'heartbeat' }>;
 type ProxySignal = Extract<ProxyToOrigo, { type: 'signal' }>;
 type ClientSignal = Extract<ClientToOrigo, { type: 'signal' }>;
 type ClientRecord = Extract<ClientToOrigo, { type: 'record' }>;
+type Hello = Extract<ClientToOrigo, { type: 'hello' }>;
+
+/** Proxy ids remembered per client as offered to it (records may only name these). */
+const MAX_OFFERED_PER_CLIENT = 256;
 type RequestProxies = Extract<ClientToOrigo, { type: 'request-proxies' }>;
 type ClientReport = Extract<ClientToOrigo, { type: 'report' }>;
 
@@ -61,7 +68,9 @@ interface ClientEntry {
   peer: ClientPeer;
   connectedAt: number;
   connections: Set<string>;
-  records: TokenBucket;
+  /** Proxies origo offered this client (insertion order: the oldest is forgotten first). */
+  offered: Set<string>;
+  renewTimer?: NodeJS.Timeout;
 }
 
 interface Connection {
@@ -77,6 +86,8 @@ export interface ProxyStatus {
   httpUrl: string;
   modes: SelectableMode[];
   capacityBps: number;
+  /** Median throughput clients measured (download records); null until enough reported. */
+  measuredBps: number | null;
   uploadBps: number;
   activeTransfers: number;
   maxTransfers: number;
@@ -88,8 +99,11 @@ export interface ProxyStatus {
 export interface BrokerDeps {
   log: Logger;
   metrics: Metrics;
-  records: RecordStore;
+  records: RecordWriter;
   random: Random;
+  tokens: TokenIssuer;
+  /** The current per-proxy keys (undefined in shared-secret dev mode). */
+  proxyKeys: () => ProxyKeys | undefined;
 }
 
 export class Broker {
@@ -98,6 +112,10 @@ export class Broker {
   private readonly connections = new Map<string, Connection>();
   /** Pollution reports; a proxy reported by enough distinct clients is not offered (reports.ts). */
   readonly reports = new ProxyReports();
+  /** Record budgets outlive sockets: per client id (kept across reconnects by its token) and per address. */
+  private readonly recordBudgets = new LRUCache<string, TokenBucket>({ max: 100_000 });
+  private readonly throughput = new ThroughputBook();
+  private closed = false;
 
   constructor(
     private readonly config: OrigoConfig,
@@ -119,11 +137,22 @@ export class Broker {
       peer.close(closeCode, code);
       return undefined;
     };
-    if (!secretsEqual(m.secret, this.config.proxySecret)) {
-      return refuse('unauthorized', CLOSE.unauthorized, 'wrong proxy secret');
+    const auth = authenticateProxy(
+      { keys: this.deps.proxyKeys(), sharedSecret: this.config.proxySecret },
+      m.proxyId,
+      m.secret,
+    );
+    if (!auth.ok) return refuse('unauthorized', CLOSE.unauthorized, auth.reason);
+    const urlProblem = httpUrlProblem(m.httpUrl, this.config.allowLocalProxies);
+    if (urlProblem !== undefined) {
+      return refuse('unauthorized', CLOSE.unauthorized, `httpUrl refused: ${urlProblem}`);
     }
-    const proxyId = m.proxyId ?? this.newId('p', this.proxies);
+    const proxyId = auth.proxyId ?? this.newId('p', this.proxies);
     const previous = this.proxies.get(proxyId);
+    if (previous !== undefined && !auth.mayReplace) {
+      // Shared-secret mode cannot tell the owner of an id from another holder of the secret.
+      return refuse('id-in-use', CLOSE.tryAgainLater, `proxy id ${proxyId} is registered on a live socket`);
+    }
     if (previous === undefined && this.proxies.size >= this.config.maxProxies) {
       return refuse('busy', CLOSE.tryAgainLater, `origo already has ${this.config.maxProxies} proxies`);
     }
@@ -151,7 +180,12 @@ export class Broker {
     entry.timer.unref();
     this.proxies.set(proxyId, entry);
     this.deps.metrics.proxies.set(this.proxies.size);
-    peer.send({ type: 'registered', proxyId, heartbeatIntervalMs: this.config.heartbeatIntervalMs });
+    peer.send({
+      type: 'registered',
+      proxyId,
+      heartbeatIntervalMs: this.config.heartbeatIntervalMs,
+      tokenKey: this.deps.tokens.publicJwk,
+    });
     this.deps.log.info(
       { proxyId, name: m.name, httpUrl: m.httpUrl, modes: m.modes, capacityBps: m.capacityBps },
       'proxy registered',
@@ -190,6 +224,17 @@ export class Broker {
     this.removeProxy(proxy);
   }
 
+  /** Keys were reloaded: proxies whose id lost its key are dropped (revocation). */
+  revokeMissing(keys: ProxyKeys): void {
+    for (const proxy of [...this.proxies.values()]) {
+      if (keys.has(proxy.proxyId)) continue;
+      this.deps.log.warn({ proxyId: proxy.proxyId }, 'proxy key revoked: proxy removed');
+      this.removeProxy(proxy);
+      proxy.peer.send({ type: 'error', code: 'unauthorized', message: 'this proxy key was revoked' });
+      proxy.peer.close(CLOSE.unauthorized, 'revoked');
+    }
+  }
+
   listProxies(): ProxyStatus[] {
     return [...this.proxies.values()].map((p) => ({
       proxyId: p.proxyId,
@@ -197,6 +242,7 @@ export class Broker {
       httpUrl: p.httpUrl,
       modes: [...p.modes],
       capacityBps: p.capacityBps,
+      measuredBps: this.throughput.measured(p.proxyId) ?? null,
       uploadBps: p.uploadBps,
       activeTransfers: p.activeTransfers,
       maxTransfers: p.maxTransfers,
@@ -264,26 +310,56 @@ export class Broker {
 
   // ------------------------------------------------------------------------------ clients
 
-  /** A client said hello; returns its id, or undefined when refused (origo is full). */
-  hello(peer: ClientPeer): string | undefined {
+  /**
+   * A client said hello. It keeps the client id of the token it presents when origo signed that
+   * token (expired at most tokenGraceMs ago); otherwise it gets a new id. Resolves with the id,
+   * or undefined when refused (origo is full). The welcome carries a fresh token.
+   */
+  async hello(peer: ClientPeer, m: Hello): Promise<string | undefined> {
+    const previousId =
+      m.token === undefined ? undefined : await this.deps.tokens.subject(m.token, this.config.tokenGraceMs);
+    if (this.closed) return undefined;
+    const old = previousId === undefined ? undefined : this.clients.get(previousId);
+    if (old !== undefined) {
+      // The same client on a new socket (its old one is half-dead): the newer one wins.
+      this.clientGone(old.clientId);
+      old.peer.send({ type: 'error', code: 'replaced', message: 'a newer session presented this token' });
+      old.peer.close(CLOSE.replaced, 'replaced');
+    }
     if (this.clients.size >= this.config.maxClients) {
       this.deps.log.warn({ peer: peer.label, maxClients: this.config.maxClients }, 'client refused: origo is full');
       peer.send({ type: 'error', code: 'busy', message: `origo already has ${this.config.maxClients} clients` });
       peer.close(CLOSE.tryAgainLater, 'busy');
       return undefined;
     }
-    const clientId = this.newId('c', this.clients);
-    this.clients.set(clientId, {
+    const clientId = previousId ?? this.newId('c', this.clients);
+    const entry: ClientEntry = {
       clientId,
       peer,
       connectedAt: Date.now(),
       connections: new Set(),
-      records: new TokenBucket(this.config.recordRatePerSecond, this.config.recordBurst),
-    });
+      offered: new Set(),
+    };
+    this.clients.set(clientId, entry);
     this.deps.metrics.clients.set(this.clients.size);
-    peer.send({ type: 'welcome', clientId });
-    this.deps.log.info({ clientId }, 'client connected');
+    const issued = await this.deps.tokens.issue(clientId);
+    if (this.clients.get(clientId) !== entry) return undefined; // gone while signing
+    peer.send({ type: 'welcome', clientId, ...issued });
+    this.scheduleRenewal(entry);
+    this.deps.log.info({ clientId, resumed: previousId !== undefined }, 'client connected');
     return clientId;
+  }
+
+  /** Sends a renewed token a third into the lifetime of the current one (time to spare for a slow socket). */
+  private scheduleRenewal(entry: ClientEntry): void {
+    entry.renewTimer = setTimeout(() => {
+      void this.deps.tokens.issue(entry.clientId).then((issued) => {
+        if (this.clients.get(entry.clientId) !== entry) return;
+        entry.peer.send({ type: 'token', ...issued });
+        this.scheduleRenewal(entry);
+      });
+    }, this.config.tokenTtlMs / 3);
+    entry.renewTimer.unref();
   }
 
   clientMessage(clientId: string, m: ClientToOrigo): void {
@@ -314,9 +390,10 @@ export class Broker {
   }
 
   /** The client's socket closed: its proxies are told about each of its connections. */
-  clientGone(clientId: string): void {
+  clientGone(clientId: string, peer?: ClientPeer): void {
     const client = this.clients.get(clientId);
-    if (client === undefined) return;
+    if (client === undefined || (peer !== undefined && client.peer !== peer)) return;
+    clearTimeout(client.renewTimer);
     this.clients.delete(clientId);
     this.reports.forgetClient(clientId);
     this.deps.metrics.clients.set(this.clients.size);
@@ -332,8 +409,13 @@ export class Broker {
 
   private requestProxies(client: ClientEntry, m: RequestProxies): void {
     const now = Date.now();
+    const measured = (p: ProxyEntry) => ({ ...p, measuredBps: this.throughput.measured(p.proxyId) });
     const offerable = [...this.proxies.values()].filter((p) => !this.reports.isBanned(p.proxyId, now));
-    const chosen = selectProxies(offerable, { count: m.count, mode: m.mode, exclude: m.exclude }, this.deps.random);
+    const chosen = selectProxies(
+      offerable.map(measured),
+      { count: m.count, mode: m.mode, exclude: m.exclude },
+      this.deps.random,
+    );
     const proxies: ProxyInfo[] = chosen.map((p) => ({
       proxyId: p.proxyId,
       name: p.name,
@@ -344,6 +426,11 @@ export class Broker {
       client.clientId,
       proxies.map((p) => p.proxyId),
     );
+    for (const p of proxies) {
+      client.offered.delete(p.proxyId);
+      client.offered.add(p.proxyId);
+      if (client.offered.size > MAX_OFFERED_PER_CLIENT) client.offered.delete(client.offered.values().next().value!);
+    }
     client.peer.send({ type: 'proxies', requestId: m.requestId, proxies });
     this.deps.log.debug(
       { clientId: client.clientId, requestId: m.requestId, mode: m.mode, chosen: proxies.map((p) => p.proxyId) },
@@ -385,28 +472,50 @@ export class Broker {
   }
 
   private report(client: ClientEntry, m: ClientReport): void {
-    const reporter = reporterAddress(client.peer.remote ?? client.peer.label);
+    const reporter = client.peer.address;
     const outcome = this.reports.report(client.clientId, reporter, m.proxyId, Date.now());
     const log = outcome === 'banned' ? this.deps.log.warn.bind(this.deps.log) : this.deps.log.info.bind(this.deps.log);
     log({ clientId: client.clientId, proxyId: m.proxyId, kind: m.kind, outcome }, 'pollution report');
   }
 
+  /**
+   * A download record. It is bound to the client's token (the session's client id), may only
+   * name proxies origo offered this client, and is budgeted per client and per address; it is
+   * queued for the database (RecordWriter), never written here.
+   */
   private record(client: ClientEntry, m: ClientRecord): void {
-    if (!client.records.take()) {
-      client.peer.send({
-        type: 'error',
-        code: 'rate-limited',
-        message: `record dropped: more than ${this.config.recordRatePerSecond} records/s`,
-      });
+    const refuse = (code: string, message: string) => {
+      this.deps.metrics.recordsRefused.inc({ reason: code });
+      client.peer.send({ type: 'error', code, message });
+    };
+    const foreign = m.record.proxies.find((p) => !client.offered.has(p.proxyId));
+    if (foreign !== undefined) {
+      return refuse('forged-record', `record dropped: proxy ${foreign.proxyId} was not offered to this client`);
+    }
+    if (!this.budget(`c:${client.clientId}`, this.config.recordRatePerSecond, this.config.recordBurst).take()) {
+      return refuse('rate-limited', `record dropped: more than ${this.config.recordRatePerSecond} records/s`);
+    }
+    const address = `a:${client.peer.address}`;
+    if (!this.budget(address, this.config.recordRatePerAddress, this.config.recordBurstPerAddress).take()) {
+      return refuse(
+        'rate-limited',
+        `record dropped: more than ${this.config.recordRatePerAddress} records/s from this address`,
+      );
+    }
+    if (!this.deps.records.offer(client.clientId, m.record, Date.now())) {
+      this.deps.log.debug({ clientId: client.clientId }, 'record shed');
       return;
     }
-    try {
-      this.deps.records.insert(client.clientId, m.record, Date.now());
-      this.deps.metrics.recordsStored.inc();
-    } catch (err) {
-      this.deps.log.error({ err, clientId: client.clientId }, 'storing a record failed');
-      client.peer.send({ type: 'error', code: 'internal', message: 'the record could not be stored' });
+    this.throughput.observe(client.clientId, m.record);
+  }
+
+  private budget(key: string, rate: number, burst: number): TokenBucket {
+    let bucket = this.recordBudgets.get(key);
+    if (bucket === undefined) {
+      bucket = new TokenBucket(rate, burst);
+      this.recordBudgets.set(key, bucket);
     }
+    return bucket;
   }
 
   // ------------------------------------------------------------------------------ shared
@@ -427,6 +536,8 @@ export class Broker {
 
   /** Stops the heartbeat timers (origo is shutting down; the sockets are closed by the server). */
   close(): void {
+    this.closed = true;
     for (const proxy of this.proxies.values()) clearTimeout(proxy.timer);
+    for (const client of this.clients.values()) clearTimeout(client.renewTimer);
   }
 }

@@ -20,7 +20,8 @@ export function buildCli(): Command {
     .name('origo')
     .description(
       'MUTP origo: proxy registry, proxy selection, WebRTC signalling relay and download records.\n' +
-        'WebSocket paths /v1/proxy and /v1/client; HTTP /healthz, /metrics, /v1/admin/proxies, /v1/records.',
+        'WebSocket paths /v1/proxy and /v1/client; HTTP /healthz, /metrics, /v1/keys (JWKS of client tokens),\n' +
+        '/v1/admin/proxies, /v1/records. Proxy credentials: --proxy-keys (or the insecure dev shared secret).',
     )
     .addOption(
       new Option('--port <n>', 'TCP port (0 = any free port)')
@@ -31,9 +32,61 @@ export function buildCli(): Command {
     .addOption(new Option('--host <address>', 'address to listen on').env('MUTP_ORIGO_HOST').default(d.host))
     .addOption(
       new Option(
-        '--proxy-secret <secret>',
-        'shared secret proxies present in register (required; prefer the env variable)',
+        '--proxy-keys <file>',
+        'JSON {"<proxyId>": "<key>"}: each proxy registers with its own id and key; SIGHUP reloads, a removed id is revoked',
+      ).env('MUTP_ORIGO_PROXY_KEYS'),
+    )
+    .addOption(
+      new Option(
+        '--insecure-proxy-secret <secret>',
+        'INSECURE dev mode instead of --proxy-keys: one secret shared by all proxies (any holder may claim any free id)',
       ).env('MUTP_PROXY_SECRET'),
+    )
+    .addOption(
+      new Option('--allow-local-proxies', 'dev: accept proxies advertising a loopback httpUrl').env(
+        'MUTP_ORIGO_ALLOW_LOCAL_PROXIES',
+      ),
+    )
+    .addOption(
+      new Option(
+        '--token-key <file>',
+        'PEM (PKCS#8) Ed25519 private key signing client tokens (default: generated)',
+      ).env('MUTP_ORIGO_TOKEN_KEY'),
+    )
+    .addOption(
+      new Option('--token-ttl-ms <ms>', 'client token lifetime (renewed a third into its lifetime)')
+        .argParser(integer(10_000))
+        .default(d.tokenTtlMs),
+    )
+    .addOption(
+      new Option('--max-sockets-per-address <n>', 'open sockets per remote address, per path')
+        .argParser(integer(1))
+        .default(d.maxSocketsPerAddress),
+    )
+    .addOption(
+      new Option('--max-pending-sockets <n>', 'sockets not yet greeted, per path (the oldest is closed beyond)')
+        .argParser(integer(1))
+        .default(d.maxPendingSockets),
+    )
+    .addOption(
+      new Option('--max-pending-per-address <n>', 'sockets not yet greeted, per remote address and path')
+        .argParser(integer(1))
+        .default(d.maxPendingPerAddress),
+    )
+    .addOption(
+      new Option('--record-rate-per-address <n>', 'download records per second per remote address')
+        .argParser(integer(1))
+        .default(d.recordRatePerAddress),
+    )
+    .addOption(
+      new Option('--max-record-bytes <n>', 'bytes of records kept in the database (oldest pruned)')
+        .argParser(integer(1))
+        .default(d.maxRecordBytes),
+    )
+    .addOption(
+      new Option('--db-busy-timeout-ms <ms>', 'how long a batch of records waits for a locked database before shedding')
+        .argParser(integer(1))
+        .default(d.dbBusyTimeoutMs),
     )
     .addOption(
       new Option('--admin-token <token>', 'bearer token of /v1/admin/* and /v1/records (disabled when absent)').env(
@@ -128,14 +181,28 @@ export function parseCli(argv: string[]): OrigoOptions {
   const program: Command = buildCli();
   program.parse(argv);
   const o = program.opts<Record<string, unknown>>();
-  const secret = o.proxySecret as string | undefined;
-  if (secret === undefined || secret === '') {
-    program.error('error: a proxy secret is required: --proxy-secret <secret> or MUTP_PROXY_SECRET', { exitCode: 2 });
+  const secret = (o.insecureProxySecret as string | undefined) || undefined;
+  const keys = (o.proxyKeys as string | undefined) || undefined;
+  if (secret === undefined && keys === undefined) {
+    program.error(
+      'error: proxy credentials are required: --proxy-keys <file>, or for dev --insecure-proxy-secret <secret> (MUTP_PROXY_SECRET)',
+      { exitCode: 2 },
+    );
   }
   return {
     port: o.port as number,
     host: o.host as string,
-    proxySecret: secret,
+    proxySecret: keys === undefined ? secret : undefined,
+    proxyKeysFile: keys,
+    allowLocalProxies: o.allowLocalProxies === true || o.allowLocalProxies === 'true' || o.allowLocalProxies === '1',
+    tokenKeyFile: (o.tokenKey as string | undefined) || undefined,
+    tokenTtlMs: o.tokenTtlMs as number,
+    maxSocketsPerAddress: o.maxSocketsPerAddress as number,
+    maxPendingSockets: o.maxPendingSockets as number,
+    maxPendingPerAddress: o.maxPendingPerAddress as number,
+    recordRatePerAddress: o.recordRatePerAddress as number,
+    maxRecordBytes: o.maxRecordBytes as number,
+    dbBusyTimeoutMs: o.dbBusyTimeoutMs as number,
     adminToken: (o.adminToken as string | undefined) || undefined,
     db: o.db as string,
     heartbeatIntervalMs: o.heartbeatIntervalMs as number,

@@ -4,8 +4,34 @@ import { Random } from '@mutp/shared';
 export interface OrigoConfig {
   port: number;
   host: string;
-  /** Shared secret every proxy presents in `register`. Required. */
-  proxySecret: string;
+  /**
+   * Insecure dev mode: one secret shared by every proxy (any holder may register under any id
+   * not currently live). Production uses `proxyKeysFile`. One of the two is required.
+   */
+  proxySecret?: string;
+  /** JSON file `{"<proxyId>": "<key>"}`: each proxy's own key (reloaded on SIGHUP). */
+  proxyKeysFile?: string;
+  /** Dev/local: proxies may advertise loopback `httpUrl`s. */
+  allowLocalProxies: boolean;
+  /** PEM (PKCS#8) Ed25519 private key signing client tokens; generated at start when absent. */
+  tokenKeyFile?: string;
+  /** Lifetime of a client token; origo sends a renewed one a third into it. */
+  tokenTtlMs: number;
+  /** A `hello` may present a token expired at most this long ago and keep its client id. */
+  tokenGraceMs: number;
+  /** Open WebSockets per remote address, per path (/v1/proxy, /v1/client). */
+  maxSocketsPerAddress: number;
+  /** Sockets that have not greeted yet, per path; beyond it the oldest is closed to make room. */
+  maxPendingSockets: number;
+  /** Sockets that have not greeted yet, per remote address and path. */
+  maxPendingPerAddress: number;
+  /** Records per second per remote address (all its clients together). */
+  recordRatePerAddress: number;
+  recordBurstPerAddress: number;
+  /** Bytes of records kept in the database (estimate per row); the oldest are pruned. */
+  maxRecordBytes: number;
+  /** SQLite busy timeout: how long one batch may wait for a locked database. */
+  dbBusyTimeoutMs: number;
   /** Bearer token of the admin endpoints; they are disabled (404) when absent. */
   adminToken?: string;
   /** SQLite file of the download records, or ':memory:'. */
@@ -39,12 +65,14 @@ export interface OrigoConfig {
 
 /** In-process extras (tests): where logs go, and the random source of selection. */
 export interface OrigoOptions extends Partial<OrigoConfig> {
-  proxySecret: string;
   logStream?: DestinationStream;
   random?: Random;
 }
 
-export const DEFAULT_CONFIG: Omit<OrigoConfig, 'proxySecret' | 'adminToken' | 'heartbeatTimeoutMs'> = {
+export const DEFAULT_CONFIG: Omit<
+  OrigoConfig,
+  'proxySecret' | 'proxyKeysFile' | 'tokenKeyFile' | 'adminToken' | 'heartbeatTimeoutMs'
+> = {
   port: 8700,
   host: '127.0.0.1',
   db: 'origo.sqlite',
@@ -58,7 +86,17 @@ export const DEFAULT_CONFIG: Omit<OrigoConfig, 'proxySecret' | 'adminToken' | 'h
   messageBurst: 400,
   recordRatePerSecond: 5,
   recordBurst: 50,
-  greetingTimeoutMs: 10_000,
+  greetingTimeoutMs: 3000,
+  allowLocalProxies: false,
+  tokenTtlMs: 5 * 60_000,
+  tokenGraceMs: 60 * 60_000,
+  maxSocketsPerAddress: 32,
+  maxPendingSockets: 256,
+  maxPendingPerAddress: 8,
+  recordRatePerAddress: 20,
+  recordBurstPerAddress: 100,
+  maxRecordBytes: 256 * 1024 * 1024,
+  dbBusyTimeoutMs: 50,
   pingIntervalMs: 30_000,
   maxRecords: 1_000_000,
   maxSocketBufferBytes: 4 * 1024 * 1024,
@@ -73,10 +111,10 @@ export function resolveConfig(options: OrigoOptions): OrigoConfig {
     ...DEFAULT_CONFIG,
     heartbeatTimeoutMs: 3 * heartbeatIntervalMs,
     ...(defined as Partial<OrigoConfig>),
-    proxySecret: options.proxySecret,
   };
-  if (typeof config.proxySecret !== 'string' || config.proxySecret.length === 0) {
-    throw new Error('a proxy secret is required (--proxy-secret or MUTP_PROXY_SECRET)');
+  if (config.proxySecret === '') delete config.proxySecret;
+  if (config.proxySecret === undefined && config.proxyKeysFile === undefined) {
+    throw new Error('proxy credentials are required: --proxy-keys <file> (or --insecure-proxy-secret for dev)');
   }
   if (config.adminToken === '') delete config.adminToken;
   if (!Number.isInteger(config.port) || config.port < 0 || config.port > 65535) {
@@ -99,8 +137,17 @@ export function resolveConfig(options: OrigoOptions): OrigoConfig {
     'pingIntervalMs',
     'maxRecords',
     'maxSocketBufferBytes',
+    'tokenTtlMs',
+    'maxSocketsPerAddress',
+    'maxPendingSockets',
+    'maxPendingPerAddress',
+    'recordRatePerAddress',
+    'recordBurstPerAddress',
+    'maxRecordBytes',
+    'dbBusyTimeoutMs',
   ] as const) {
     if (!(config[key] > 0)) throw new Error(`${key} must be positive, got ${config[key]}`);
   }
+  if (config.tokenTtlMs < 10_000) throw new Error('tokenTtlMs must be at least 10000');
   return config;
 }

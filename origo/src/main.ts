@@ -31,6 +31,13 @@ async function main(): Promise<void> {
       },
     );
   };
+  process.on('SIGHUP', () => {
+    try {
+      origo.reloadProxyKeys();
+    } catch (err) {
+      log.error({ err }, 'reloading the proxy keys failed: keeping the old ones');
+    }
+  });
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
   try {

@@ -34,6 +34,18 @@ export function createMetrics() {
       registers,
     }),
     recordsStored: new Counter({ name: 'mutp_origo_records_stored_total', help: 'Download records stored', registers }),
+    recordsRefused: new Counter({
+      name: 'mutp_origo_records_refused_total',
+      help: 'Download records refused, by reason (forged-record, rate-limited)',
+      labelNames: ['reason'] as const,
+      registers,
+    }),
+    recordsShed: new Counter({
+      name: 'mutp_origo_records_shed_total',
+      help: 'Valid download records not stored, by reason (queue-full, db-unhealthy, db-error)',
+      labelNames: ['reason'] as const,
+      registers,
+    }),
     registrationsRefused: new Counter({
       name: 'mutp_origo_registrations_refused_total',
       help: 'Proxy registrations refused, by reason',

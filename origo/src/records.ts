@@ -1,8 +1,9 @@
 /**
- * Download records reported by clients, kept in SQLite (better-sqlite3, synchronous: one insert
- * is a few microseconds, well below the per-client record rate limit). The table holds every
+ * Download records reported by clients, kept in SQLite (better-sqlite3). The table holds every
  * field of `downloadRecord`, the per-proxy shares as JSON, the reporting client and the time
- * origo received it. The oldest rows beyond `maxRows` are pruned.
+ * origo received it. The oldest rows beyond `maxRows` or `maxBytes` are pruned. Writes come in
+ * batches from RecordWriter (record-writer.ts), never one per message; the busy timeout is short
+ * so a locked database costs the event loop at most that long per batch.
  */
 import Database from 'better-sqlite3';
 import { DownloadRecord } from '@mutp/shared';
@@ -55,6 +56,28 @@ CREATE INDEX IF NOT EXISTS records_mode_id ON records (mode, id);
 
 /** How many inserts between two prunes of rows beyond maxRows. */
 const PRUNE_EVERY = 1000;
+/** Bytes a row costs beyond its variable fields (numbers, index entry): an estimate for the byte cap. */
+const ROW_OVERHEAD_BYTES = 96;
+const VARIABLE_BYTES = 'length(url) + length(proxies) + coalesce(length(error), 0) + coalesce(length(scheduler), 0)';
+
+/** One record waiting to be written. */
+export interface PendingRecord {
+  clientId: string;
+  record: DownloadRecord;
+  receivedAt: number;
+}
+
+/** The bytes a record counts for against the byte cap (same measure as the SQL in RecordStore). */
+export function recordBytes(record: DownloadRecord): number {
+  const proxies = JSON.stringify(record.proxies);
+  return (
+    ROW_OVERHEAD_BYTES +
+    Buffer.byteLength(record.url) +
+    Buffer.byteLength(proxies) +
+    Buffer.byteLength(record.error ?? '') +
+    Buffer.byteLength(record.scheduler ?? '')
+  );
+}
 
 export class RecordStore {
   private readonly db: Database.Database;
@@ -62,15 +85,28 @@ export class RecordStore {
   private readonly recentStmt: Database.Statement<[number]>;
   private readonly recentByModeStmt: Database.Statement<[string, number]>;
   private readonly pruneStmt: Database.Statement<[number]>;
+  private readonly bytesStmt: Database.Statement<[]>;
+  private readonly pruneOldestStmt: Database.Statement<[number]>;
   private sincePrune = 0;
+  /** Bytes of the stored rows (recordBytes), kept up to date by inserts and prunes. */
+  private storedBytes: number;
 
   constructor(
     path: string,
     private readonly maxRows: number,
+    private readonly maxBytes = Number.MAX_SAFE_INTEGER,
+    busyTimeoutMs = 5000,
   ) {
-    this.db = new Database(path);
+    this.db = new Database(path, { timeout: busyTimeoutMs });
     if (path !== ':memory:') this.db.pragma('journal_mode = WAL');
     this.db.exec(SCHEMA);
+    this.bytesStmt = this.db.prepare(
+      `SELECT coalesce(sum(${VARIABLE_BYTES}), 0) + ${ROW_OVERHEAD_BYTES} * count(*) AS bytes FROM records`,
+    );
+    this.pruneOldestStmt = this.db.prepare(
+      'DELETE FROM records WHERE id IN (SELECT id FROM records ORDER BY id LIMIT ?)',
+    );
+    this.storedBytes = this.countBytes();
     this.insertStmt = this.db.prepare(
       `INSERT INTO records (received_at, client_id, url, mode, scheduler, sources, bytes, duration_ms, goodput_bps,
          normalized_goodput, status, error, proxies)
@@ -103,6 +139,37 @@ export class RecordStore {
       this.pruneStmt.run(this.maxRows);
     }
     return Number(result.lastInsertRowid);
+  }
+
+  /** Writes a batch in one transaction (all or nothing), then prunes beyond the byte cap. */
+  insertBatch(batch: readonly PendingRecord[]): void {
+    this.db.transaction(() => {
+      for (const r of batch) this.insert(r.clientId, r.record, r.receivedAt);
+    })();
+    for (const r of batch) this.storedBytes += recordBytes(r.record);
+    if (this.storedBytes > this.maxBytes) this.pruneBytes();
+  }
+
+  get bytes(): number {
+    return this.storedBytes;
+  }
+
+  /** Drops the oldest rows until the table is under 90 % of the byte cap (so prunes stay rare). */
+  private pruneBytes(): void {
+    const target = this.maxBytes * 0.9;
+    while (this.storedBytes > target) {
+      const rows = Math.max(1, Math.ceil(((this.storedBytes - target) / this.storedBytes) * this.countRows()));
+      if (this.pruneOldestStmt.run(rows).changes === 0) break;
+      this.storedBytes = this.countBytes();
+    }
+  }
+
+  private countBytes(): number {
+    return (this.bytesStmt.get() as { bytes: number }).bytes;
+  }
+
+  private countRows(): number {
+    return (this.db.prepare('SELECT count(*) AS n FROM records').get() as { n: number }).n;
   }
 
   /** The most recent records first, optionally of one mode. */

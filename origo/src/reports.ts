@@ -87,9 +87,3 @@ export class ProxyReports {
     return false;
   }
 }
-
-/** The address part of "ip:port" (IPv6 "a:b::c:port" too): reporters are counted per address. */
-export function reporterAddress(remote: string): string {
-  const colon = remote.lastIndexOf(':');
-  return colon > 0 ? remote.slice(0, colon) : remote;
-}

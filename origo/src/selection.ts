@@ -3,9 +3,12 @@
  *
  * 1. Eligible: supports the requested mode (any proxy when none is asked), not in `exclude`, and
  *    activeTransfers < maxTransfers (a full proxy is never offered).
- * 2. Free capacity = capacityBps − uploadBps (never below 0). A proxy of unknown capacity
- *    (capacityBps 0) ranks as the median free capacity of the eligible proxies that know theirs;
- *    when none does, all rank equal.
+ * 2. Capacity is what clients *measured* (measuredBps, the median over recent clients' download
+ *    records, throughput.ts) when known. Otherwise the proxy's claim is only a prior: free claimed
+ *    capacity = capacityBps − uploadBps (never below 0), a proxy of unknown capacity (capacityBps
+ *    0) ranks as the median free capacity of the eligible proxies that claim one, and the prior
+ *    is capped at the median measured capacity of the eligible measured proxies, so an inflated
+ *    claim at most ties a typical measured proxy until it is measured itself.
  * 3. Score = free capacity / (1 + activeTransfers): the share of the spare upload a new transfer
  *    could expect, so more spare capacity and fewer transfers both rank higher.
  * 4. Sorted by score, proxies are grouped: a group starts at the best remaining score and takes
@@ -22,6 +25,8 @@ export interface ProxyLoad {
   proxyId: string;
   modes: ReadonlySet<SelectableMode>;
   capacityBps: number;
+  /** Throughput clients measured (bytes/s), when enough of them reported. */
+  measuredBps?: number;
   uploadBps: number;
   activeTransfers: number;
   maxTransfers: number;
@@ -53,9 +58,12 @@ export function selectProxies<P extends ProxyLoad>(
 
   const known = eligible.filter((p) => p.capacityBps > 0).map(freeCapacity);
   const unknownFree = known.length > 0 ? median(known) : 1;
+  const measured = eligible.flatMap((p) => (p.measuredBps !== undefined ? [p.measuredBps] : []));
+  const priorCap = measured.length > 0 ? median(measured) : Infinity;
   const scored = eligible.map((proxy) => {
-    const free = proxy.capacityBps > 0 ? freeCapacity(proxy) : unknownFree;
-    return { proxy, score: free / (1 + proxy.activeTransfers) };
+    const claimed = Math.min(priorCap, proxy.capacityBps > 0 ? freeCapacity(proxy) : unknownFree);
+    const capacity = proxy.measuredBps ?? claimed;
+    return { proxy, score: capacity / (1 + proxy.activeTransfers) };
   });
   scored.sort((a, b) => b.score - a.score);
 

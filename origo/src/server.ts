@@ -25,7 +25,10 @@ import { Broker, CLOSE } from './broker';
 import { OrigoConfig, OrigoOptions, resolveConfig } from './config';
 import { TokenBucket } from './limits';
 import { createMetrics, InvalidKind, Metrics } from './metrics';
+import { loadProxyKeys, ProxyKeys } from './proxy-auth';
+import { DEFAULT_WRITER, RecordWriter } from './record-writer';
 import { RecordMode, RecordStore } from './records';
+import { TokenIssuer } from './tokens';
 
 export interface Origo {
   readonly config: OrigoConfig;
@@ -36,6 +39,10 @@ export interface Origo {
   /** Graceful shutdown: stop accepting, close every socket with 1001, close the database. */
   close(): Promise<void>;
   counts(): { proxies: number; clients: number; connections: number };
+  /** Re-reads --proxy-keys (SIGHUP): proxies whose key is gone are dropped. */
+  reloadProxyKeys(): void;
+  /** Writes the queued records now (tests; otherwise a timer does). */
+  flushRecords(): void;
 }
 
 type Kind = 'proxy' | 'client';
@@ -46,6 +53,8 @@ class Session {
   /** proxyId or clientId once the greeting (register / hello) succeeded. */
   id?: string;
   invalid = 0;
+  /** The greeting is being checked (async: token verification); frames meanwhile are refused. */
+  greeting = false;
   /** Answered the last ping. */
   alive = true;
   /** origo has closed (or is closing) this socket: later frames are ignored. */
@@ -56,6 +65,7 @@ class Session {
   constructor(
     readonly kind: Kind,
     readonly socket: WebSocket,
+    readonly address: string,
     readonly remote: string,
     private readonly config: OrigoConfig,
     private readonly onTooSlow: (session: Session) => void,
@@ -93,7 +103,7 @@ interface Protocol<In extends { type: string }> {
   max: number;
   parse(frame: Uint8Array): SignalResult<In>;
   /** Handles the greeting; returns the session id, or undefined when refused. */
-  greet(session: Session, message: In): string | undefined;
+  greet(session: Session, message: In): string | undefined | Promise<string | undefined>;
   message(id: string, message: In): void;
   gone(id: string, session: Session): void;
 }
@@ -104,19 +114,47 @@ export function createOrigo(options: OrigoOptions): Origo {
     ? pino({ level: config.logLevel, base: { service: 'origo' } }, options.logStream)
     : pino({ level: config.logLevel, base: { service: 'origo' } });
   const metrics = createMetrics();
-  const records = new RecordStore(config.db, config.maxRecords);
+  const records = new RecordStore(config.db, config.maxRecords, config.maxRecordBytes, config.dbBusyTimeoutMs);
+  const writer = new RecordWriter(records, DEFAULT_WRITER, {
+    log,
+    stored: metrics.recordsStored,
+    shed: metrics.recordsShed,
+  });
   const random = options.random ?? (() => (Math.random() * 0x100000000) >>> 0);
-  const broker = new Broker(config, { log, metrics, records, random });
+  const tokens = new TokenIssuer(config.tokenTtlMs, config.tokenKeyFile);
+  let proxyKeys: ProxyKeys | undefined =
+    config.proxyKeysFile !== undefined ? loadProxyKeys(config.proxyKeysFile) : undefined;
+  if (proxyKeys === undefined) {
+    log.warn('insecure dev mode: one shared proxy secret (--insecure-proxy-secret); use --proxy-keys in production');
+  }
+  const broker = new Broker(config, { log, metrics, records: writer, random, tokens, proxyKeys: () => proxyKeys });
 
   const sessions = new Set<Session>();
   const bySocket = new WeakMap<WebSocket, Session>();
+  /** Sockets per path: all of them, those still greeting (oldest first), and per address. */
   const open: Record<Kind, number> = { proxy: 0, client: 0 };
+  const pending: Record<Kind, Set<Session>> = { proxy: new Set(), client: new Set() };
+  const perAddress: Record<Kind, Map<string, { open: number; pending: number }>> = {
+    proxy: new Map(),
+    client: new Map(),
+  };
+  const addressCount = (kind: Kind, address: string) => {
+    let count = perAddress[kind].get(address);
+    if (count === undefined) {
+      count = { open: 0, pending: 0 };
+      perAddress[kind].set(address, count);
+    }
+    return count;
+  };
+  const greeted = (session: Session) => {
+    if (pending[session.kind].delete(session)) addressCount(session.kind, session.address).pending--;
+  };
   let closing = false;
   let closePromise: Promise<void> | undefined;
   let allClosed: (() => void) | undefined;
 
   // Scrapes and WebSocket upgrades are not logged per request (sockets log their own events).
-  const quiet = new Set(['/healthz', '/metrics', '/v1/proxy', '/v1/client']);
+  const quiet = new Set(['/healthz', '/metrics', '/v1/proxy', '/v1/client', '/v1/keys']);
   const app = Fastify({
     loggerInstance: log,
     logController: new LogController({ disableRequestLogging: (req) => quiet.has(req.url.split('?')[0]) }),
@@ -166,6 +204,12 @@ export function createOrigo(options: OrigoOptions): Origo {
       return;
     }
     const message = parsed.value;
+    if (session.greeting) {
+      // Sent before origo answered the greeting: the peer did not wait for welcome/registered.
+      invalid(session, 'unexpected', `${message.type} before the greeting was answered`);
+      session.send({ type: 'error', code: 'unexpected-message', message: 'wait for the answer to your greeting' });
+      return;
+    }
     if (session.id === undefined) {
       if (message.type !== p.greeting) {
         invalid(session, 'unexpected', `${message.type} before ${p.greeting}`);
@@ -176,14 +220,34 @@ export function createOrigo(options: OrigoOptions): Origo {
         return;
       }
       clearTimeout(session.greetingTimer);
-      session.id = p.greet(session, message);
+      greeted(session);
+      session.greeting = true;
+      void new Promise<string | undefined>((resolve) => resolve(p.greet(session, message))).then(
+        (id) => {
+          session.greeting = false;
+          if (id === undefined) return;
+          // Closed while the greeting was checked: forget the id the broker just gave it.
+          if (session.closed) p.gone(id, session);
+          else session.id = id;
+        },
+        (err: unknown) => {
+          session.greeting = false;
+          log.error({ err, peer: session.label }, 'greeting failed');
+          drop(session, 'internal', CLOSE.tryAgainLater, 'internal error');
+        },
+      );
       return;
     }
     p.message(session.id, message);
   }
 
-  function attach<In extends { type: string }>(socket: WebSocket, remote: string, p: Protocol<In>): void {
-    const session = new Session(p.kind, socket, remote, config, (s) =>
+  function attach<In extends { type: string }>(
+    socket: WebSocket,
+    address: string,
+    port: number | undefined,
+    p: Protocol<In>,
+  ): void {
+    const session = new Session(p.kind, socket, address, `${address}:${port}`, config, (s) =>
       drop(s, 'too-slow', CLOSE.policy, `more than ${config.maxSocketBufferBytes} bytes queued`),
     );
     bySocket.set(socket, session);
@@ -191,12 +255,29 @@ export function createOrigo(options: OrigoOptions): Origo {
       session.close(CLOSE.goingAway, 'origo shutting down');
       return;
     }
-    // Greeted sessions are capped by the broker (max proxies/clients); sockets still greeting by this.
+    // Greeted sessions are capped by the broker (max proxies/clients); all sockets by this.
+    // Proxy and client paths have separate budgets, so a client flood cannot lock proxies out.
     if (open[p.kind] >= 2 * p.max) {
       drop(session, 'busy', CLOSE.tryAgainLater, `too many ${p.kind} sockets`);
       return;
     }
+    const mine = addressCount(p.kind, address);
+    if (mine.open >= config.maxSocketsPerAddress || mine.pending >= config.maxPendingPerAddress) {
+      if (mine.open === 0) perAddress[p.kind].delete(address);
+      drop(session, 'address-limit', CLOSE.tryAgainLater, `too many ${p.kind} sockets from this address`);
+      return;
+    }
+    // Sockets still greeting are few and short-lived; when their budget is full the oldest makes
+    // room, so a flood of silent sockets cannot keep a re-registering proxy out.
+    if (pending[p.kind].size >= config.maxPendingSockets) {
+      const oldest = pending[p.kind].values().next().value!;
+      greeted(oldest);
+      drop(oldest, 'pending-evicted', CLOSE.tryAgainLater, 'too many sockets greeting: the oldest is closed');
+    }
     open[p.kind]++;
+    mine.open++;
+    mine.pending++;
+    pending[p.kind].add(session);
     sessions.add(session);
     session.greetingTimer = setTimeout(
       () => drop(session, 'greeting-timeout', CLOSE.protocol, `no ${p.greeting} within ${config.greetingTimeoutMs} ms`),
@@ -207,7 +288,10 @@ export function createOrigo(options: OrigoOptions): Origo {
     socket.on('close', (code, reason) => {
       session.closed = true;
       clearTimeout(session.greetingTimer);
+      greeted(session);
       open[p.kind]--;
+      const count = addressCount(p.kind, address);
+      if (--count.open === 0) perAddress[p.kind].delete(address);
       sessions.delete(session);
       if (session.id !== undefined) p.gone(session.id, session);
       log.debug({ peer: session.label, code, reason: reason.toString() }, 'socket closed');
@@ -242,9 +326,9 @@ export function createOrigo(options: OrigoOptions): Origo {
     greeting: 'hello',
     max: config.maxClients,
     parse: (frame) => parseSignal(clientToOrigo, frame),
-    greet: (session) => broker.hello(session),
+    greet: (session, m) => (m.type === 'hello' ? broker.hello(session, m) : undefined),
     message: (id, m) => broker.clientMessage(id, m),
-    gone: (id) => broker.clientGone(id),
+    gone: (id, session) => broker.clientGone(id, session),
   };
 
   app.register(websocket, {
@@ -253,11 +337,16 @@ export function createOrigo(options: OrigoOptions): Origo {
   });
   app.register(async (routes) => {
     routes.get('/v1/proxy', { websocket: true }, (socket, req) =>
-      attach(socket, `${req.ip}:${req.socket.remotePort}`, proxyProtocol),
+      attach(socket, req.ip, req.socket.remotePort, proxyProtocol),
     );
     routes.get('/v1/client', { websocket: true }, (socket, req) =>
-      attach(socket, `${req.ip}:${req.socket.remotePort}`, clientProtocol),
+      attach(socket, req.ip, req.socket.remotePort, clientProtocol),
     );
+    // The key client tokens are signed with (JWKS, RFC 7517), for proxies configured without origo's link.
+    routes.get('/v1/keys', async (_req, reply) => {
+      reply.header('cache-control', 'public, max-age=300');
+      return { keys: [tokens.publicJwk] };
+    });
     routes.get('/healthz', async (_req, reply) => {
       const { proxies, clients } = broker.counts;
       if (closing) return reply.code(503).send({ status: 'shutting-down', proxies, clients });
@@ -293,7 +382,14 @@ export function createOrigo(options: OrigoOptions): Origo {
             },
           },
         },
-        async (req) => ({ records: records.recent(req.query.limit, req.query.mode) }),
+        async (req, reply) => {
+          try {
+            return { records: records.recent(req.query.limit, req.query.mode) };
+          } catch (err) {
+            log.warn({ err }, 'reading records failed');
+            return reply.code(503).send({ error: 'database-unavailable' });
+          }
+        },
       );
     });
   }
@@ -320,6 +416,14 @@ export function createOrigo(options: OrigoOptions): Origo {
     log,
     metrics,
     counts: () => broker.counts,
+    flushRecords: () => writer.flush(),
+    reloadProxyKeys() {
+      if (config.proxyKeysFile === undefined) return;
+      const keys = loadProxyKeys(config.proxyKeysFile);
+      proxyKeys = keys;
+      broker.revokeMissing(keys);
+      log.info({ proxies: keys.size }, 'proxy keys reloaded');
+    },
     async listen() {
       await app.listen({ port: config.port, host: config.host });
       const address = app.server.address();
@@ -345,6 +449,11 @@ export function createOrigo(options: OrigoOptions): Origo {
         clearTimeout(grace);
         for (const session of sessions) session.socket.terminate();
         await app.close();
+        try {
+          writer.close();
+        } catch (err) {
+          log.warn({ err }, 'final record flush failed');
+        }
         records.close();
         log.info('origo closed');
       })();

@@ -32,7 +32,11 @@ test('--help lists every flag with its default and environment variable', () => 
   for (const flag of [
     '--port <n>',
     '--host <address>',
-    '--proxy-secret <secret>',
+    '--proxy-keys <file>',
+    '--insecure-proxy-secret <secret>',
+    '--token-key <file>',
+    '--max-sockets-per-address <n>',
+    '--db-busy-timeout-ms <ms>',
     '--admin-token <token>',
     '--db <path>',
     '--heartbeat-interval-ms <ms>',
@@ -50,10 +54,10 @@ test('--help lists every flag with its default and environment variable', () => 
   expect(help).toContain('default: "origo.sqlite", env: MUTP_ORIGO_DB');
 });
 
-test('refuses to start without a proxy secret', () => {
+test('refuses to start without proxy credentials', () => {
   const result = node(['--port', '0', '--db', ':memory:']);
   expect(result.status).toBe(2);
-  expect(result.stderr).toContain('proxy secret is required');
+  expect(result.stderr).toContain('proxy credentials are required');
 });
 
 test('SIGTERM closes the sockets with 1001, keeps the records and exits 0', async () => {
@@ -89,6 +93,9 @@ test('SIGTERM closes the sockets with 1001, keeps the records and exits 0', asyn
 
   const proxy = await connectProxy(port, { proxyId: 'edge-1', name: 'edge-1' });
   const client = await connectClient(port);
+  // Records may only name proxies origo offered this client.
+  client.send({ type: 'request-proxies', requestId: 'offer', count: 1 });
+  await client.next('proxies');
   client.send({
     type: 'record',
     record: {
@@ -103,7 +110,7 @@ test('SIGTERM closes the sockets with 1001, keeps the records and exits 0', asyn
       proxies: [{ proxyId: 'edge-1', received: 1, useful: 1, share: 1 }],
     },
   });
-  // The record is stored before the next message of the same socket is answered.
+  // The record is queued before the next message of the same socket is answered; SIGTERM flushes it.
   client.send({ type: 'request-proxies', requestId: 'r', count: 1 });
   await client.next('proxies');
 

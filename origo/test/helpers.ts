@@ -2,6 +2,9 @@
  * Test peers speaking the real signalling protocol over real sockets on loopback, and an origo
  * started in-process on port 0. Every wait is bounded and fails with what it was waiting for.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import WebSocket from 'ws';
 import { SIGNALLING_VERSION } from '@mutp/shared';
 import { OrigoOptions } from '../src/config';
@@ -252,3 +255,14 @@ export async function getJson(url: string, token?: string): Promise<{ status: nu
 export const OFFER = { type: 'offer', sdp: 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\n' };
 export const ANSWER = { type: 'answer', sdp: 'v=0\r\no=- 2 1 IN IP4 127.0.0.1\r\ns=-\r\n' };
 export const CANDIDATE = { candidate: 'candidate:1 1 UDP 2122252543 127.0.0.1 50000 typ host', mid: '0' };
+
+/** Writes a --proxy-keys file (removed by closeAll). */
+export function keysFile(keys: Record<string, string>): string {
+  const dir = mkdtempSync(join(tmpdir(), 'origo-keys-'));
+  const file = join(dir, 'proxy-keys.json');
+  writeFileSync(file, JSON.stringify(keys));
+  opened.push({ close: async () => rmSync(dir, { recursive: true, force: true }) });
+  return file;
+}
+
+export const KEY9 = 'key-of-edge-9-0123456789';

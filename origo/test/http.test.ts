@@ -1,5 +1,5 @@
 import { DownloadRecord } from '@mutp/shared';
-import { ADMIN, barrier, closeAll, connectClient, connectProxy, getJson, startOrigo } from './helpers';
+import { ADMIN, barrier, closeAll, connectClient, connectProxy, getJson, requestProxies, startOrigo } from './helpers';
 
 afterEach(closeAll);
 
@@ -23,13 +23,17 @@ function record(mode: DownloadRecord['mode'], url: string, extra: Partial<Downlo
 
 describe('download records', () => {
   test('records are stored and listed, newest first, filtered by mode, behind the admin token', async () => {
-    const { port, http } = await startOrigo();
+    const { port, http, origo } = await startOrigo();
+    await connectProxy(port, { proxyId: 'edge-1', name: 'edge-1' });
+    await connectProxy(port, { proxyId: 'edge-2', name: 'edge-2' });
     const client = await connectClient(port);
+    await requestProxies(client, 2);
     const rlnc = record('rlnc', 'https://media.test/seg-1.m4s', { scheduler: 'rarest' });
     const failed = record('http', 'https://media.test/seg-2.m4s', { status: 'failed', error: 'all proxies failed' });
     client.send({ type: 'record', record: rlnc });
     client.send({ type: 'record', record: failed });
     await barrier(client);
+    origo.flushRecords();
 
     expect((await getJson(`${http}/v1/records`)).status).toBe(401);
     expect((await getJson(`${http}/v1/records`, 'wrong-token')).status).toBe(401);
@@ -54,11 +58,15 @@ describe('download records', () => {
   });
 
   test('records above the per-client rate are dropped with rate-limited', async () => {
-    const { port, http } = await startOrigo({ recordRatePerSecond: 1, recordBurst: 2 });
+    const { port, http, origo } = await startOrigo({ recordRatePerSecond: 1, recordBurst: 2 });
+    await connectProxy(port, { proxyId: 'edge-1', name: 'edge-1' });
+    await connectProxy(port, { proxyId: 'edge-2', name: 'edge-2' });
     const client = await connectClient(port);
+    await requestProxies(client, 2);
     for (let i = 0; i < 4; i++) client.send({ type: 'record', record: record('rlnc', `https://media.test/${i}`) });
     await client.next('error', (m) => m.code === 'rate-limited');
     await barrier(client);
+    origo.flushRecords();
     const { body } = await getJson(`${http}/v1/records`, ADMIN);
     const stored = (body as { records: unknown[] }).records.length;
     expect(stored).toBeGreaterThanOrEqual(2);

@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import {
   ADMIN,
   closeAll,
@@ -5,6 +6,8 @@ import {
   connectProxy,
   getJson,
   heartbeat,
+  KEY9,
+  keysFile,
   proxyBarrier,
   registerMessage,
   requestProxies,
@@ -13,6 +16,8 @@ import {
 } from './helpers';
 
 afterEach(closeAll);
+
+const SECRET_DEV = 'test-proxy-secret';
 
 interface AdminProxy {
   proxyId: string;
@@ -113,10 +118,21 @@ describe('proxy registration', () => {
     expect((await adminProxies(http)).map((p) => p.proxyId)).toEqual(['edge-7']);
   });
 
-  test('re-registering an id held by a live socket replaces the old socket', async () => {
+  test('in shared-secret dev mode an id held by a live socket cannot be taken', async () => {
     const { port, http } = await startOrigo();
-    const old = await connectProxy(port, { proxyId: 'edge-9', name: 'edge-9' });
-    const fresh = await connectProxy(port, { proxyId: 'edge-9', name: 'edge-9' });
+    const owner = await connectProxy(port, { proxyId: 'edge-3', name: 'edge-3' });
+    const thief = await TestPeer.open(port, '/v1/proxy', 'thief');
+    thief.send(registerMessage({ proxyId: 'edge-3', name: 'evil', capacityBps: 1e12 }));
+    expect((await thief.next('error')).code).toBe('id-in-use');
+    await thief.closed();
+    await proxyBarrier(owner);
+    expect((await adminProxies(http)).map((p) => p.name)).toEqual(['edge-3']);
+  });
+
+  test('with per-proxy keys a proxy re-registering its id replaces its old socket', async () => {
+    const { port, http } = await startOrigo({ proxySecret: undefined, proxyKeysFile: keysFile({ 'edge-9': KEY9 }) });
+    const old = await connectProxy(port, { proxyId: 'edge-9', name: 'edge-9', secret: KEY9 });
+    const fresh = await connectProxy(port, { proxyId: 'edge-9', name: 'edge-9', secret: KEY9 });
     expect(fresh.id).toBe('edge-9');
     expect((await old.next('error')).code).toBe('replaced');
     expect((await old.closed()).code).toBe(4002);
@@ -124,5 +140,49 @@ describe('proxy registration', () => {
     const client = await connectClient(port);
     expect(await requestProxies(client, 4)).toEqual(['edge-9']);
     expect((await adminProxies(http)).length).toBe(1);
+  });
+
+  test('with per-proxy keys a key opens only its own id, and a reload revokes it', async () => {
+    const file = keysFile({ 'edge-9': KEY9, 'edge-8': 'key-of-edge-8-0123456789' });
+    const { port, origo } = await startOrigo({ proxySecret: undefined, proxyKeysFile: file });
+    const owner = await connectProxy(port, { proxyId: 'edge-9', name: 'edge-9', secret: KEY9 });
+    for (const attempt of [
+      { proxyId: 'edge-9', secret: 'key-of-edge-8-0123456789' },
+      { proxyId: 'edge-9', secret: SECRET_DEV },
+      { secret: KEY9 },
+    ]) {
+      const thief = await TestPeer.open(port, '/v1/proxy', 'thief');
+      thief.send(registerMessage({ ...attempt, name: 'evil' }));
+      expect((await thief.next('error')).code).toBe('unauthorized');
+      expect((await thief.closed()).code).toBe(4001);
+    }
+    await proxyBarrier(owner);
+    writeFileSync(file, JSON.stringify({ 'edge-8': 'key-of-edge-8-0123456789' }));
+    origo.reloadProxyKeys();
+    expect((await owner.next('error')).code).toBe('unauthorized');
+    expect((await owner.closed()).code).toBe(4001);
+  });
+
+  test.each([
+    'javascript:alert(1)',
+    'data:text/html,x',
+    'http://10.0.0.7:8800',
+    'http://intranet:8800',
+    'http://127.0.0.1:8800',
+    'ftp://edge.example.com',
+  ])('an httpUrl of %s is refused', async (httpUrl) => {
+    const { port } = await startOrigo();
+    const peer = await TestPeer.open(port, '/v1/proxy', 'proxy');
+    peer.send({ ...registerMessage({ name: 'bad' }), httpUrl });
+    const error = await peer.next('error');
+    expect(['unauthorized', 'bad-message']).toContain(error.code);
+    await peer.closed();
+  });
+
+  test('a loopback httpUrl is accepted with allowLocalProxies (dev)', async () => {
+    const { port } = await startOrigo({ allowLocalProxies: true });
+    const peer = await TestPeer.open(port, '/v1/proxy', 'proxy');
+    peer.send({ ...registerMessage({ name: 'local' }), httpUrl: 'http://127.0.0.1:8800' });
+    await peer.next('registered');
   });
 });

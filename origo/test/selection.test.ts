@@ -14,6 +14,7 @@ function proxy(proxyId: string, o: Partial<Omit<ProxyLoad, 'modes'>> & { modes?:
     uploadBps: o.uploadBps ?? 0,
     activeTransfers: o.activeTransfers ?? 0,
     maxTransfers: o.maxTransfers ?? 10,
+    ...(o.measuredBps !== undefined ? { measuredBps: o.measuredBps } : {}),
   };
 }
 
@@ -48,6 +49,22 @@ describe('selection policy (pure)', () => {
       proxy('crowded', { capacityBps: 1_000_000, uploadBps: 0, activeTransfers: 3 }),
     ];
     expect(ids(selectProxies(proxies, { count: 4 }, random))).toEqual(['idle', 'half', 'crowded', 'busy']);
+  });
+
+  test('measured throughput wins over a claim; an unmeasured claim is capped at the median measured', () => {
+    const proxies = [
+      proxy('liar', { capacityBps: 1e12 }),
+      proxy('slow', { capacityBps: 50_000_000, measuredBps: 100_000 }),
+      proxy('fast', { capacityBps: 1_000_000, measuredBps: 3_000_000 }),
+      proxy('mid', { capacityBps: 1_000_000, measuredBps: 1_000_000 }),
+    ];
+    // Median measured is 1 M: the liar ties with 'mid' at most, and never beats 'fast'.
+    for (let i = 0; i < 20; i++) {
+      const order = ids(selectProxies(proxies, { count: 4 }, random));
+      expect(order[0]).toBe('fast');
+      expect(order.slice(1, 3).sort()).toEqual(['liar', 'mid']);
+      expect(order[3]).toBe('slow');
+    }
   });
 
   test('an unknown capacity ranks as the median', () => {
@@ -113,5 +130,33 @@ describe('selection over sockets', () => {
     const { port } = await startOrigo();
     const client = await connectClient(port);
     expect(await requestProxies(client, 4, { mode: 'rlnc' })).toEqual([]);
+  });
+});
+
+describe('selection from download records', () => {
+  test('records of three clients rank a proxy by what they measured, not by its claim', async () => {
+    const { port } = await startOrigo();
+    await connectProxy(port, { proxyId: 'claims-a-lot', name: 'claims-a-lot', capacityBps: 1e11 });
+    await connectProxy(port, { proxyId: 'delivers', name: 'delivers', capacityBps: 1_000_000 });
+    const report = (proxyId: string, bytesPerSecond: number) => ({
+      url: 'https://media.test/seg.m4s',
+      mode: 'rlnc',
+      sources: 1,
+      bytes: bytesPerSecond,
+      durationMs: 1000,
+      goodputBps: bytesPerSecond,
+      normalizedGoodput: 1,
+      status: 'complete',
+      proxies: [{ proxyId, received: 1, useful: 1, share: 1 }],
+    });
+    for (let i = 0; i < 3; i++) {
+      const client = await connectClient(port, `reporter ${i}`);
+      expect((await requestProxies(client, 2)).sort()).toEqual(['claims-a-lot', 'delivers']);
+      client.send({ type: 'record', record: report('claims-a-lot', 10_000) });
+      client.send({ type: 'record', record: report('delivers', 5_000_000) });
+      await requestProxies(client, 1);
+    }
+    const asker = await connectClient(port, 'asker');
+    for (let i = 0; i < 10; i++) expect(await requestProxies(asker, 2)).toEqual(['delivers', 'claims-a-lot']);
   });
 });

@@ -46,6 +46,11 @@ export interface OriginPolicy {
    * allowPrivateOrigins), e.g. only 'loopback' for origins on this machine.
    */
   allowedClasses?: ReadonlySet<AddressClass>;
+  /**
+   * Origin ports allowed (default: any). The proxy configures 80 and 443 so it cannot be used to
+   * reach other services; an origin listed in allowedOrigins is allowed on its own port.
+   */
+  originPorts?: '*' | readonly number[];
 }
 
 export type LookupAll = (hostname: string) => Promise<{ address: string; family: number }[]>;
@@ -239,6 +244,10 @@ export function checkUrl(raw: string | URL, policy: OriginPolicy): URL {
   if (url.hostname === '') throw new ServeError('refused', 'URL has no host');
   if (policy.allowedOrigins !== '*' && !policy.allowedOrigins.includes(url.origin))
     throw new ServeError('refused', `origin ${url.origin} is not allowed on this proxy`);
+  const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+  const ports = policy.originPorts ?? '*';
+  if (ports !== '*' && !ports.includes(port) && policy.allowedOrigins === '*')
+    throw new ServeError('refused', `origin port ${port} is not allowed on this proxy`);
   const host = hostOf(url);
   if (isIP(host) !== 0 && !allowed(host, policy))
     throw new ServeError('refused', `address ${host} (${classifyAddress(host)}) is not allowed`);

@@ -12,7 +12,16 @@ export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' |
 export interface ProxyConfig {
   /** Origo's proxy endpoint, e.g. ws://127.0.0.1:8700/v1/proxy; none = HTTP endpoints only. */
   origoUrl?: string;
+  /** This proxy's key at origo (or origo's insecure shared dev secret). */
   secret: string;
+  /** The id origo knows this proxy's key under (required with per-proxy keys). */
+  proxyId?: string;
+  /** Accept a plain ws:// origo on a non-loopback host (a man in the middle could inject clients). */
+  insecure: boolean;
+  /** Origin ports the proxy fetches from ('*' = any). */
+  originPorts: '*' | number[];
+  /** Page origins allowed to call /v1/http cross-origin (CORS), besides browser extensions. */
+  corsOrigins: string[];
   name: string;
   httpPort: number;
   httpHost: string;
@@ -66,6 +75,9 @@ export const DEFAULT_CONFIG: Omit<ProxyConfig, 'secret'> = {
   uploadBurstBytes: 0,
   allowedOrigins: '*',
   allowPrivateOrigins: false,
+  insecure: false,
+  originPorts: [80, 443],
+  corsOrigins: [],
   maxTransfers: 256,
   maxTransfersPerClient: 16,
   maxPeers: 256,
@@ -129,6 +141,41 @@ function wsUrl(text: string): string {
   return url.href;
 }
 
+function ports(text: string): '*' | number[] {
+  if (text.trim() === '*') return '*';
+  const list = text.split(',').map((p) => Number(p.trim()));
+  if (list.length === 0 || list.some((p) => !Number.isInteger(p) || p < 1 || p > 65535))
+    throw new InvalidArgumentError('expected * or a comma-separated list of ports, e.g. 80,443');
+  return list;
+}
+
+function pageOrigins(text: string): string[] {
+  return text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')
+    .map((s) => {
+      let url: URL;
+      try {
+        url = new URL(s);
+      } catch {
+        throw new InvalidArgumentError(`${JSON.stringify(s)} is not an origin`);
+      }
+      if (url.origin === 'null' || url.origin !== s.replace(/\/$/, ''))
+        throw new InvalidArgumentError(`${JSON.stringify(s)} must be scheme://host[:port] only`);
+      return url.origin;
+    });
+}
+
+/** Plain ws:// only to this machine, unless --insecure: elsewhere a man in the middle could inject clients. */
+export function origoUrlProblem(text: string, insecure: boolean): string | undefined {
+  const url = new URL(text);
+  if (url.protocol !== 'ws:' || insecure) return undefined;
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host)) return undefined;
+  return `plain ws:// to ${host} is refused (use wss://, or --insecure)`;
+}
+
 function httpUrl(text: string): string {
   let url: URL;
   try {
@@ -152,7 +199,37 @@ export function buildCommand(): Command {
     .addOption(
       new Option('--origo <url>', 'origo proxy endpoint (ws:// or wss://)').env('MUTP_ORIGO_URL').argParser(wsUrl),
     )
-    .addOption(new Option('--secret <secret>', 'shared secret for origo (required)').env('MUTP_PROXY_SECRET'))
+    .addOption(
+      new Option('--secret <key>', "this proxy's key at origo (or origo's insecure shared dev secret; required)").env(
+        'MUTP_PROXY_SECRET',
+      ),
+    )
+    .addOption(
+      new Option('--proxy-id <id>', 'the id origo lists this proxy key under (origo --proxy-keys)').env(
+        'MUTP_PROXY_ID',
+      ),
+    )
+    .addOption(
+      new Option('--insecure', 'allow a plain ws:// origo on a non-loopback host')
+        .env('MUTP_PROXY_INSECURE')
+        .argParser(flag)
+        .default(d.insecure),
+    )
+    .addOption(
+      new Option(
+        '--origin-ports <list>',
+        'origin ports allowed, comma-separated, or * (listed --allowed-origins keep theirs)',
+      )
+        .env('MUTP_PROXY_ORIGIN_PORTS')
+        .argParser(ports)
+        .default(d.originPorts),
+    )
+    .addOption(
+      new Option('--cors-origins <list>', 'web origins allowed to call /v1/http cross-origin (extensions always are)')
+        .env('MUTP_PROXY_CORS_ORIGINS')
+        .argParser(pageOrigins)
+        .default(d.corsOrigins),
+    )
     .addOption(new Option('--name <name>', 'name shown in origo').env('MUTP_PROXY_NAME').default(d.name))
     .addOption(
       new Option('--http-port <port>', 'HTTP port (0 = ephemeral)')
@@ -309,11 +386,18 @@ export function parseConfig(argv: string[], command: Command = buildCommand()): 
   command.parse(argv);
   const o = command.opts();
   if (!o.secret) command.error('error: --secret (or MUTP_PROXY_SECRET) is required', { exitCode: 2 });
+  const origoProblem = o.origo === undefined ? undefined : origoUrlProblem(o.origo, o.insecure);
+  if (origoProblem) command.error(`error: --origo: ${origoProblem}`, { exitCode: 2 });
   if (o.iceUdpMux && (!o.icePortRange || o.icePortRange[0] !== o.icePortRange[1]))
     command.error('error: --ice-udp-mux needs --ice-port-range with a single port (a-a)', { exitCode: 2 });
   return {
     origoUrl: o.origo,
     secret: o.secret,
+    proxyId: o.proxyId,
+    insecure: o.insecure,
+    originPorts: o.originPorts,
+    corsOrigins: o.corsOrigins,
+    peerIdleTimeoutMs: o.peerIdleTimeoutMs,
     name: o.name,
     httpPort: o.httpPort,
     httpHost: o.httpHost,
@@ -326,7 +410,6 @@ export function parseConfig(argv: string[], command: Command = buildCommand()): 
     transferMemoryBytes: o.transferMemory,
     maxOriginFetches: o.maxOriginFetches,
     minSymbolSize: o.minSymbolSize,
-    peerIdleTimeoutMs: o.peerIdleTimeoutMs,
     maxObjectBytes: o.maxObjectBytes,
     uploadLimitKBps: o.uploadLimit,
     uploadBurstBytes: o.uploadBurst,

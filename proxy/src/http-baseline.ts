@@ -2,11 +2,19 @@
  * The Parallel HTTP baseline (the paper's comparison): `GET /v1/http?url=<encoded>` answers with
  * the same object MUTP would serve, through the same cache, SSRF guard, limits and upload shaping,
  * with Content-Length and Content-Type. Origin failures answer 404 / 413 / 502 / 403 with a JSON
- * error body.
+ * error body of fixed texts (no upstream detail: the endpoint must not work as a port scanner).
+ *
+ * It is not an open proxy: every request carries origo's client token as
+ * `Authorization: Bearer <token>` (header only: our callers, the Node client and the extension,
+ * use fetch and can set it, and a token in the query would end up in logs). The per-client
+ * limits key on the token's subject, plus a cap per remote address. CORS is granted only to
+ * browser extensions and the configured page origins; the content type is passed on only when
+ * it is a media or manifest type, and never sniffed.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Admission } from '@mutp/shared';
-import { asServeError, httpStatus } from './errors';
+import { bearerToken, ClientTokenVerifier } from './client-tokens';
+import { asServeError, httpStatus, ServeErrorKind } from './errors';
 import { ProxyMetrics } from './metrics';
 import { ObjectProvider } from './object-source';
 import { RateMeter } from './rate-meter';
@@ -18,8 +26,67 @@ export interface HttpBaselineDeps {
   admission: Admission;
   metrics: ProxyMetrics;
   meter: RateMeter;
+  tokens: ClientTokenVerifier;
+  /** Page origins allowed cross-origin besides extensions (chrome-extension://, moz-extension://). */
+  corsOrigins: readonly string[];
+  /** Concurrent /v1/http requests per remote address. */
+  maxPerAddress: number;
   clock?: () => number;
 }
+
+/** Concurrent requests per remote address (entries leave at 0). */
+const inFlightByAddress = new WeakMap<HttpBaselineDeps, Map<string, number>>();
+
+/** Content types passed on as the origin sent them; anything else becomes application/octet-stream. */
+const PASSED_TYPES =
+  /^(video|audio)\/[a-z0-9.+-]+$|^application\/(dash\+xml|vnd\.apple\.mpegurl|x-mpegurl|mp4|octet-stream)$|^text\/vtt$/;
+
+export function safeContentType(contentType: string | undefined): string {
+  const essence = (contentType ?? '').split(';')[0].trim().toLowerCase();
+  return PASSED_TYPES.test(essence) ? essence : 'application/octet-stream';
+}
+
+/** The CORS headers for this request's Origin: none unless an extension or a configured origin. */
+export function corsHeaders(origin: string | undefined, allowed: readonly string[]): Record<string, string> {
+  if (origin === undefined) return {};
+  const extension = /^(chrome-extension|moz-extension):\/\/[a-z0-9-]{1,64}$/i.test(origin);
+  if (!extension && !allowed.includes(origin)) return { vary: 'origin' };
+  return {
+    'access-control-allow-origin': origin,
+    'access-control-expose-headers': 'content-length, x-mutp-sha256',
+    vary: 'origin',
+  };
+}
+
+/** Answers a CORS preflight of /v1/http (the Authorization header makes one necessary). */
+export function servePreflight(deps: HttpBaselineDeps, req: IncomingMessage, res: ServerResponse): number {
+  const cors = corsHeaders(req.headers.origin, deps.corsOrigins);
+  if (cors['access-control-allow-origin'] === undefined) {
+    res.writeHead(403, { vary: 'origin', 'content-length': 0 });
+    res.end();
+    return 403;
+  }
+  res.writeHead(204, {
+    ...cors,
+    'access-control-allow-methods': 'GET',
+    'access-control-allow-headers': 'authorization',
+    'access-control-max-age': '600',
+  });
+  res.end();
+  return 204;
+}
+
+/** Fixed texts per failure: nothing of the origin's answer or the network error reaches the caller. */
+const PUBLIC_MESSAGES: Record<ServeErrorKind, string> = {
+  'not-found': 'the origin has no such object',
+  'origin-error': 'the origin could not be fetched',
+  timeout: 'the origin could not be fetched',
+  'too-large': 'the object is larger than this proxy serves',
+  refused: 'this URL is not served by this proxy',
+  overloaded: 'the proxy is busy',
+  unsupported: 'not supported',
+  internal: 'internal error',
+};
 
 /** Write size without an upload limit (with one, writes are half the bucket's burst). */
 const UNLIMITED_CHUNK_BYTES = 256 * 1024;
@@ -40,16 +107,31 @@ export async function serveHttpBaseline(
   res: ServerResponse,
   query: URLSearchParams,
 ): Promise<number> {
+  const cors = corsHeaders(req.headers.origin, deps.corsOrigins);
+  const fail = (status: number, error: string, message: string, extra: Record<string, string> = {}) => {
+    for (const [k, v] of Object.entries({ ...cors, ...extra })) res.setHeader(k, v);
+    sendJson(res, status, { error, message });
+    return status;
+  };
+  const check = await deps.tokens.verify(bearerToken(req.headers.authorization));
+  if (!check.ok) {
+    const message =
+      check.reason === 'no-key' ? 'the proxy has no key from origo yet' : 'a valid origo client token is required';
+    return fail(check.reason === 'no-key' ? 503 : 401, 'unauthorized', message, {
+      'www-authenticate': 'Bearer realm="mutp"',
+    });
+  }
   const target = query.get('url');
-  if (!target) {
-    sendJson(res, 400, { error: 'bad-request', message: 'missing url parameter' });
-    return 400;
-  }
-  const slot = deps.admission.tryAcquire(`http:${req.socket.remoteAddress ?? '?'}`);
-  if (!slot.ok) {
-    sendJson(res, 503, { error: 'overloaded', message: slot.reason });
-    return 503;
-  }
+  if (!target) return fail(400, 'bad-request', 'missing url parameter');
+  const address = req.socket.remoteAddress ?? '?';
+  let inFlight = inFlightByAddress.get(deps);
+  if (inFlight === undefined) inFlightByAddress.set(deps, (inFlight = new Map()));
+  const fromAddress = inFlight.get(address) ?? 0;
+  if (fromAddress >= deps.maxPerAddress) return fail(503, 'overloaded', PUBLIC_MESSAGES.overloaded);
+  // The same per-client key as the client's WebRTC transfers: one budget per token subject.
+  const slot = deps.admission.tryAcquire(check.clientId);
+  if (!slot.ok) return fail(503, 'overloaded', PUBLIC_MESSAGES.overloaded);
+  inFlight.set(address, fromAddress + 1);
   deps.metrics.transfersActive.inc({ mode: 'http' });
   let outcome = 'done';
   try {
@@ -68,27 +150,30 @@ export async function serveHttpBaseline(
     } catch (e) {
       const error = asServeError(e);
       outcome = error.kind;
-      const status = httpStatus(error.kind);
-      sendJson(res, status, { error: error.kind, message: error.message });
-      return status;
+      // timeout and origin-error look the same from outside: no telling a filtered port from a closed one.
+      const kind = error.kind === 'timeout' ? 'origin-error' : error.kind;
+      return fail(httpStatus(kind), kind, PUBLIC_MESSAGES[kind]);
     }
     res.writeHead(200, {
-      'content-type': object.contentType ?? 'application/octet-stream',
+      ...cors,
+      'content-type': safeContentType(object.contentType),
+      'x-content-type-options': 'nosniff',
       'content-length': object.bytes.byteLength,
       'cache-control': 'no-store',
-      'access-control-allow-origin': '*',
-      'access-control-expose-headers': 'content-length, x-mutp-sha256',
       'x-mutp-sha256': Buffer.from(object.digest).toString('hex'),
     });
     const completed = await streamShaped(deps, res, object.bytes);
     if (!completed) outcome = 'aborted';
     return 200;
-  } catch (e) {
+  } catch {
     outcome = 'internal';
-    if (!res.headersSent) sendJson(res, 500, { error: 'internal', message: asServeError(e).message });
+    if (!res.headersSent) fail(500, 'internal', PUBLIC_MESSAGES.internal);
     else res.destroy();
     return 500;
   } finally {
+    const left = (inFlight.get(address) ?? 1) - 1;
+    if (left > 0) inFlight.set(address, left);
+    else inFlight.delete(address);
     slot.grant.release();
     deps.metrics.transfersActive.dec({ mode: 'http' });
     deps.metrics.transfersTotal.inc({ mode: 'http', outcome });

@@ -1,10 +1,11 @@
 /**
- * The proxy's HTTP endpoint: `GET /v1/http?url=` (Parallel HTTP baseline), `GET /healthz`
- * (200 + JSON stats) and `GET /metrics` (Prometheus text).
+ * The proxy's HTTP endpoint: `GET /v1/http?url=` (Parallel HTTP baseline; needs a client token,
+ * `OPTIONS` answers its CORS preflight), `GET /healthz` (200 + JSON stats) and `GET /metrics`
+ * (Prometheus text).
  */
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { HttpBaselineDeps, sendJson, serveHttpBaseline } from './http-baseline';
+import { HttpBaselineDeps, sendJson, serveHttpBaseline, servePreflight } from './http-baseline';
 
 export interface HttpServerDeps extends HttpBaselineDeps {
   logger: Logger;
@@ -30,7 +31,9 @@ async function route(deps: HttpServerDeps, req: IncomingMessage, res: ServerResp
   const url = new URL(req.url ?? '/', 'http://proxy.invalid');
   const name = ROUTES.has(url.pathname) ? url.pathname : 'other';
   let status: number;
-  if (req.method !== 'GET' || !ROUTES.has(url.pathname)) {
+  if (req.method === 'OPTIONS' && url.pathname === '/v1/http') {
+    status = servePreflight(deps, req, res);
+  } else if (req.method !== 'GET' || !ROUTES.has(url.pathname)) {
     status = ROUTES.has(url.pathname) ? 405 : 404;
     sendJson(res, status, { error: status === 405 ? 'method-not-allowed' : 'not-found' });
   } else if (url.pathname === '/v1/http') {

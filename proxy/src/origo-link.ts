@@ -15,6 +15,7 @@ import {
   ProxyToOrigo,
   SessionDescription,
   SIGNALLING_VERSION,
+  TokenPublicKey,
 } from '@mutp/shared';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
@@ -28,7 +29,10 @@ export interface Load {
 
 export interface OrigoLinkOptions {
   url: string;
+  /** This proxy's key (or origo's insecure shared dev secret). */
   secret: string;
+  /** The id the key belongs to (origo --proxy-keys); absent in shared-secret mode (origo assigns one). */
+  proxyId?: string;
   name: string;
   httpUrl: string;
   capacityBps: number;
@@ -45,7 +49,8 @@ export interface OrigoLinkOptions {
   onConnectionClosed: (connectionId: string, reason: string) => void;
   /** Origo refused the proxy for good (wrong secret): the proxy should stop. */
   onFatal: (error: Error) => void;
-  onRegistered?: (proxyId: string) => void;
+  /** Registered; `tokenKey` verifies client tokens (also after an origo restart with a new key). */
+  onRegistered?: (proxyId: string, tokenKey: TokenPublicKey) => void;
   reconnectInitialMs?: number;
   reconnectMaxMs?: number;
   /** Gives up on a connection attempt after this long. */
@@ -87,6 +92,7 @@ export class OrigoLink implements SignalSink {
 
   constructor(private readonly options: OrigoLinkOptions) {
     this.log = options.logger.child({ component: 'origo' });
+    this.id = options.proxyId;
   }
 
   get state(): OrigoLinkState {
@@ -218,7 +224,7 @@ export class OrigoLink implements SignalSink {
     const m = parsed.value;
     switch (m.type) {
       case 'registered': {
-        const first = this.id === undefined;
+        const first = this.counters.registrations === 0;
         if (this.id !== undefined && this.id !== m.proxyId)
           this.log.warn({ was: this.id, now: m.proxyId }, 'origo assigned a new proxyId');
         this.id = m.proxyId;
@@ -227,7 +233,7 @@ export class OrigoLink implements SignalSink {
         this.currentState = 'registered';
         this.log.info({ proxyId: m.proxyId, first }, 'registered with origo');
         this.startHeartbeat(m.heartbeatIntervalMs);
-        this.options.onRegistered?.(m.proxyId);
+        this.options.onRegistered?.(m.proxyId, m.tokenKey);
         break;
       }
       case 'signal':

@@ -132,7 +132,7 @@ export class PeerManager {
       else if (state === 'disconnected') this.setTimer(entry, o.disconnectGraceMs ?? 10_000, 'disconnected too long');
       else if (state === 'failed' || state === 'closed') this.remove(connectionId, `peer ${state}`, true);
     };
-    host.onClosed = () => this.remove(connectionId, 'data channel closed', true);
+    host.onClosed = (reason) => this.remove(connectionId, reason, true);
     this.setTimer(entry, o.connectTimeoutMs ?? 30_000, 'not connected in time');
     this.log.info({ connectionId, clientId }, 'peer accepted');
     try {

@@ -12,6 +12,7 @@ import { loadNodeCodecs } from '@mutp/wasm/node';
 import pino, { Logger } from 'pino';
 import { AddressClass, LookupAll, OriginPolicy } from './address-policy';
 import type { ProxyConfig } from './config';
+import { ClientTokenVerifier } from './client-tokens';
 import { asServeError } from './errors';
 import { createHttpServer } from './http-server';
 import { ProxyMetrics } from './metrics';
@@ -36,6 +37,8 @@ export interface ProxyDeps {
   allowedClasses?: ReadonlySet<AddressClass>;
   /** Called when the proxy must stop for good (origo refused the secret). */
   onFatal?: (error: Error) => void;
+  /** Verifies client tokens (default: one fed the key origo sends at registration). */
+  tokens?: ClientTokenVerifier;
 }
 
 export interface ProxyStats {
@@ -77,7 +80,9 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
     allowedOrigins: config.allowedOrigins,
     allowPrivateOrigins: config.allowPrivateOrigins,
     allowedClasses: deps.allowedClasses,
+    originPorts: config.originPorts,
   };
+  const tokens = deps.tokens ?? new ClientTokenVerifier();
   if (config.allowPrivateOrigins)
     logger.warn(
       '--allow-private-origins is on: origins on loopback/private/link-local addresses are allowed (tests only)',
@@ -184,6 +189,9 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
         metrics,
         meter,
         logger,
+        tokens,
+        corsOrigins: config.corsOrigins,
+        maxPerAddress: config.maxTransfersPerClient,
         health: () => {
           const s = stats();
           return { status: 'ok', ...s, peers: { ...s.peers, hosts: undefined } };
@@ -207,6 +215,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
         link = new OrigoLink({
           url: config.origoUrl,
           secret: config.secret,
+          proxyId: config.proxyId,
           name: config.name,
           httpUrl,
           capacityBps,
@@ -221,6 +230,9 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
           onSignal: (m) => peers.handleSignal(m),
           onConnectionClosed: (id, reason) => peers.handleClosed(id, reason),
           onFatal: (error) => deps.onFatal?.(error),
+          onRegistered: (_proxyId, tokenKey) => {
+            tokens.setKey(tokenKey).catch((err: unknown) => logger.error({ err }, 'origo sent an unusable token key'));
+          },
         });
         peers.sink = link;
         link.start();

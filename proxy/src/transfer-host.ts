@@ -68,8 +68,8 @@ export interface TransferHostStats {
 const cryptoSeed = () => randomBytes(4).readUInt32BE(0);
 
 export class TransferHost {
-  /** Called once when the host closed (peer gone, idle, or close()). */
-  onClosed?: () => void;
+  /** Called once when the host closed (peer gone, idle, or close()), with the reason. */
+  onClosed?: (reason: string) => void;
 
   private data?: DatagramChannel;
   private readonly channels = new Set<DatagramChannel>();
@@ -146,7 +146,7 @@ export class TransferHost {
     for (const channel of this.channels) channel.close();
     this.channels.clear();
     this.log.debug({ reason }, 'transfer host closed');
-    this.onClosed?.();
+    this.onClosed?.(reason);
   }
 
   get isClosed(): boolean {
@@ -248,7 +248,7 @@ export class TransferHost {
         break;
       case 'idle':
         // Closing from inside the endpoint's event loop is safe: close() drains again and stops.
-        queueMicrotask(() => this.close('idle'));
+        queueMicrotask(() => this.close('idle: no transfer and no datagram within the idle timeout'));
         break;
     }
   }

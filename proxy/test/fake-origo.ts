@@ -68,7 +68,14 @@ export async function startFakeOrigo(secret: string, heartbeatIntervalMs = 200):
               return;
             }
             const proxyId = m.proxyId ?? `proxy-${nextId++}`;
-            ws.send(JSON.stringify({ type: 'registered', proxyId, heartbeatIntervalMs }));
+            ws.send(
+              JSON.stringify({
+                type: 'registered',
+                proxyId,
+                heartbeatIntervalMs,
+                tokenKey: { kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo' },
+              }),
+            );
           }
           origo.onFrame?.(m);
         });

@@ -227,6 +227,10 @@ export function testConfig(
     uploadBurstBytes: 0,
     allowedOrigins: '*',
     allowPrivateOrigins: false,
+    insecure: false,
+    // Test origins listen on ephemeral loopback ports.
+    originPorts: '*',
+    corsOrigins: [],
     maxTransfers: 64,
     maxTransfersPerClient: 16,
     maxPeers: 16,
@@ -240,3 +244,24 @@ export function testConfig(
 
 /** Only loopback besides public addresses: tests never reach any other address. */
 export const LOOPBACK_ONLY: ReadonlySet<'loopback'> = new Set(['loopback'] as const);
+
+/** A token verifier with a fresh Ed25519 key, and a signer of client tokens as origo makes them. */
+export async function testTokens() {
+  const { generateKeyPairSync } = await import('node:crypto');
+  const { SignJWT } = await import('jose');
+  const { ClientTokenVerifier } = await import('../src/client-tokens');
+  const pair = generateKeyPairSync('ed25519');
+  const jwk = pair.publicKey.export({ format: 'jwk' });
+  const verifier = new ClientTokenVerifier();
+  await verifier.setKey({ kty: 'OKP', crv: 'Ed25519', x: jwk.x! });
+  const sign = (sub: string, expiresInSeconds = 300, key = pair.privateKey) =>
+    new SignJWT({})
+      .setProtectedHeader({ alg: 'EdDSA' })
+      .setIssuer('mutp-origo')
+      .setAudience('mutp-proxy')
+      .setSubject(sub)
+      .setIssuedAt()
+      .setExpirationTime(Math.floor(Date.now() / 1000) + expiresInSeconds)
+      .sign(key);
+  return { verifier, sign };
+}

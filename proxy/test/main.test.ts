@@ -140,5 +140,18 @@ describe('configuration', () => {
     expect(() => parse(['--secret', 'x', '--upload-limit', '-5'])).toThrow();
     expect(() => parse(['--secret', 'x', '--max-object-bytes', '2GiB'])).toThrow();
     expect(() => parse(['--secret', 'x', '--upload-burst', '100'])).toThrow(); // below one datagram
+    expect(() => parse(['--secret', 'x', '--origin-ports', '80,0'])).toThrow();
+  });
+
+  test('plain ws:// origo only on loopback unless --insecure; origin ports 80/443 by default', () => {
+    expect(() => parse(['--secret', 'x', '--origo', 'ws://origo.example.com/v1/proxy'])).toThrow();
+    expect(() => parse(['--secret', 'x', '--origo', 'ws://127.0.0.1.evil.com/v1/proxy'])).toThrow();
+    expect(parse(['--secret', 'x', '--origo', 'wss://origo.example.com/v1/proxy']).origoUrl).toBe(
+      'wss://origo.example.com/v1/proxy',
+    );
+    expect(parse(['--secret', 'x', '--insecure', '--origo', 'ws://origo.example.com/v1/proxy']).insecure).toBe(true);
+    expect(parse(['--secret', 'x']).originPorts).toEqual([80, 443]);
+    expect(parse(['--secret', 'x', '--origin-ports', '*']).originPorts).toBe('*');
+    expect(parse(['--secret', 'x', '--proxy-id', 'edge-1']).proxyId).toBe('edge-1');
   });
 });

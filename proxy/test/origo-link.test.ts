@@ -213,3 +213,42 @@ test('peers over the per-client limit are refused with connection-closed', async
     await origo.close();
   }
 });
+
+test('a connected peer without transfers is closed after the idle timeout', async () => {
+  const origo = await startFakeOrigo('s3cret');
+  const proxy = createProxy(testConfig({ origoUrl: origo.url, secret: 's3cret', peerIdleTimeoutMs: 1000 }), {
+    logger: silentLogger(),
+    codecs: { uncoded: uncodedCodec },
+  });
+  const client = createNodeRtcFactory({ bindAddress: '127.0.0.1' }).createPeer('offerer');
+  try {
+    await proxy.start();
+    await until(() => proxy.stats().origo?.state === 'registered', 5000, 'proxy registered');
+    origo.onFrame = (m) => {
+      if (m.type !== 'signal' || m.connectionId !== 'idle-1') return;
+      if (m.description) client.setRemoteDescription(m.description);
+      if (m.candidate) client.addRemoteCandidate(m.candidate);
+    };
+    client.onLocalDescription = (description) =>
+      origo.send({ type: 'signal', connectionId: 'idle-1', clientId: 'idler', description });
+    client.onLocalCandidate = (candidate) =>
+      origo.send({ type: 'signal', connectionId: 'idle-1', clientId: 'idler', candidate });
+    const data = client.createChannel('mutp-data');
+    const feedback = client.createChannel('mutp-feedback');
+    client.startOffer();
+    await until(() => data.isOpen && feedback.isOpen, 10_000, 'channels open through origo signalling');
+    await until(
+      () => origo.received.some((m) => m.type === 'connection-closed' && m.connectionId === 'idle-1'),
+      10_000,
+      'the idle peer closed',
+    );
+    expect(origo.received.find((m) => m.type === 'connection-closed')).toMatchObject({
+      reason: expect.stringMatching(/idle/),
+    });
+    expect(proxy.stats().peers.peers).toBe(0);
+  } finally {
+    client.close();
+    await proxy.close();
+    await origo.close();
+  }
+});

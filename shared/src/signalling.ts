@@ -3,9 +3,10 @@
  * per frame, every field validated (zod) on receipt. Paths: `/v1/proxy` for proxies,
  * `/v1/client` for clients. Documented in docs/signalling.md.
  *
- * Flow: a proxy registers with the shared secret and beats; a client asks for N proxies, then
- * opens one RTCPeerConnection per proxy with its offer relayed by origo (the proxy answers), ICE
- * candidates trickle both ways through origo, and the client reports a record per download.
+ * Flow: a proxy registers with its key and beats; a client says hello (getting a signed token),
+ * asks for N proxies, then opens one RTCPeerConnection per proxy with its offer relayed by origo
+ * (the proxy answers), ICE candidates trickle both ways through origo, and the client reports a
+ * record per download.
  */
 import { z } from 'zod';
 
@@ -22,6 +23,20 @@ const mode = z.enum(['uncoded', 'rlnc', 'fountain']);
 const downloadMode = z.enum(['http', 'uncoded', 'rlnc', 'fountain']);
 const count = z.number().int().min(0).max(1_000_000);
 const rate = z.number().finite().min(0).max(1e12);
+/** A compact JWS (origo's signed client token); opaque to clients. */
+const token = z
+  .string()
+  .min(1)
+  .max(2048)
+  .regex(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
+/** An Ed25519 public key as a JWK (RFC 8037): what proxies verify client tokens with. */
+export const tokenPublicKey = z.object({
+  kty: z.literal('OKP'),
+  crv: z.literal('Ed25519'),
+  x: z.string().min(1).max(64),
+  kid: z.string().max(128).optional(),
+  alg: z.literal('EdDSA').optional(),
+});
 
 export const sessionDescription = z.object({
   type: z.enum(['offer', 'answer']),
@@ -77,7 +92,13 @@ export const proxyToOrigo = z.discriminatedUnion('type', [
 ]);
 
 export const origoToProxy = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('registered'), proxyId: id, heartbeatIntervalMs: z.number().int().min(100) }),
+  z.object({
+    type: z.literal('registered'),
+    proxyId: id,
+    heartbeatIntervalMs: z.number().int().min(100),
+    /** The key client tokens are signed with: the proxy verifies them offline. */
+    tokenKey: tokenPublicKey,
+  }),
   z.object({ ...signalFields, clientId: id }).refine(...exactlyOne),
   z.object({ type: z.literal('connection-closed'), connectionId: id, reason: z.string().max(256) }),
   z.object({ type: z.literal('error'), code: z.string().max(64), message: z.string().max(512) }),
@@ -122,7 +143,12 @@ export const downloadRecord = z.object({
 });
 
 export const clientToOrigo = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('hello'), version: z.literal(SIGNALLING_VERSION) }),
+  z.object({
+    type: z.literal('hello'),
+    version: z.literal(SIGNALLING_VERSION),
+    /** The token of a previous session: origo keeps that client id when the token is still good. */
+    token: token.optional(),
+  }),
   z.object({
     type: z.literal('request-proxies'),
     requestId: id,
@@ -142,7 +168,16 @@ export const clientToOrigo = z.discriminatedUnion('type', [
 ]);
 
 export const origoToClient = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('welcome'), clientId: id }),
+  z.object({
+    type: z.literal('welcome'),
+    clientId: id,
+    /** Signed client token (subject = clientId) for proxies; renewed by `token` messages. */
+    token,
+    /** When the token expires, ms since the epoch. */
+    expiresAt: z.number().int().min(0),
+  }),
+  /** A renewed token, sent before the previous one expires. */
+  z.object({ type: z.literal('token'), token, expiresAt: z.number().int().min(0) }),
   z.object({ type: z.literal('proxies'), requestId: id, proxies: z.array(proxyInfo).max(32) }),
   z.object(signalFields).refine(...exactlyOne),
   z.object({ type: z.literal('connection-closed'), connectionId: id, reason: z.string().max(256) }),
@@ -161,6 +196,7 @@ export type OrigoToClient = z.infer<typeof origoToClient>;
 export type ProxyInfo = z.infer<typeof proxyInfo>;
 export type DownloadRecord = z.infer<typeof downloadRecord>;
 export type ProxyReport = Extract<z.infer<typeof clientToOrigo>, { type: 'report' }>;
+export type TokenPublicKey = z.infer<typeof tokenPublicKey>;
 export type SessionDescription = z.infer<typeof sessionDescription>;
 export type IceCandidate = z.infer<typeof iceCandidate>;
 

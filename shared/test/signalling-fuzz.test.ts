@@ -19,6 +19,20 @@ const descriptionOrCandidate = fc.oneof(
   candidate.map((c) => ({ candidate: c })),
 );
 
+/** A compact JWS as origo issues them (three base64url parts). */
+const base64url = fc.stringMatching(/^[A-Za-z0-9_-]{4,86}$/);
+const jwt = fc.tuple(base64url, base64url, base64url).map((parts) => parts.join('.'));
+const tokenKey = fc.record(
+  {
+    kty: fc.constant('OKP'),
+    crv: fc.constant('Ed25519'),
+    x: base64url,
+    kid: fc.string({ maxLength: 128 }),
+    alg: fc.constant('EdDSA'),
+  },
+  { requiredKeys: ['kty', 'crv', 'x'] },
+);
+
 const schemas: { schema: Schema; message: fc.Arbitrary<unknown> }[] = [
   {
     schema: proxyToOrigo,
@@ -46,6 +60,7 @@ const schemas: { schema: Schema; message: fc.Arbitrary<unknown> }[] = [
         type: fc.constant('registered'),
         proxyId: id,
         heartbeatIntervalMs: fc.integer({ min: 100, max: 1e9 }),
+        tokenKey: tokenKey,
       }),
       fc
         .tuple(id, id, descriptionOrCandidate)
@@ -61,6 +76,8 @@ const schemas: { schema: Schema; message: fc.Arbitrary<unknown> }[] = [
     schema: clientToOrigo,
     message: fc.oneof(
       fc.record({ type: fc.constant('hello'), version: fc.constant(1) }),
+      fc.record({ type: fc.constant('hello'), version: fc.constant(1), token: jwt }),
+      fc.record({ type: fc.constant('report'), proxyId: id, kind: fc.constantFrom('meta', 'digests', 'data') }),
       fc.record({
         type: fc.constant('request-proxies'),
         requestId: id,
@@ -76,7 +93,8 @@ const schemas: { schema: Schema; message: fc.Arbitrary<unknown> }[] = [
   {
     schema: origoToClient,
     message: fc.oneof(
-      fc.record({ type: fc.constant('welcome'), clientId: id }),
+      fc.record({ type: fc.constant('welcome'), clientId: id, token: jwt, expiresAt: fc.nat() }),
+      fc.record({ type: fc.constant('token'), token: jwt, expiresAt: fc.nat() }),
       fc.record({
         type: fc.constant('proxies'),
         requestId: id,

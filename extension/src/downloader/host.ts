@@ -23,6 +23,7 @@ export function createBrowserHost(rtc: RtcFactory = createBrowserRtcFactory()): 
     random: randomUint32,
     webSocket: openWebSocket,
     rtc,
-    fetch: (url, init) => fetch(url, { signal: init.signal, credentials: 'omit', cache: 'no-store' }),
+    fetch: (url, init) =>
+      fetch(url, { signal: init.signal, headers: init.headers, credentials: 'omit', cache: 'no-store' }),
   };
 }

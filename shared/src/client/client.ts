@@ -33,6 +33,8 @@ export interface ClientConfig {
   symbolSize: number;
   connectTimeoutMs: number;
   maxObjectBytes: number;
+  /** Accept a plain ws:// origo on a non-loopback host (a man in the middle could inject proxies). */
+  insecureOrigo?: boolean;
   /** Send a record of every download to origo. */
   records: boolean;
   /** How a URL appears in those records (the extension keeps origin + path: no signed tokens). Default: as it is. */
@@ -85,8 +87,16 @@ export class MutpClient {
     if (this.session?.isOpen) return Promise.resolve(this.session);
     // Concurrent downloads share one connection attempt.
     if (this.connecting) return this.connecting;
+    const previousToken = this.session?.token;
     this.session?.close();
-    const session = new OrigoSession(this.config.origoUrl, this.host.webSocket, this.host.clock);
+    const session = new OrigoSession(
+      this.config.origoUrl,
+      this.host.webSocket,
+      this.host.clock,
+      undefined,
+      previousToken,
+      this.config.insecureOrigo,
+    );
     this.session = session;
     this.connecting = session.connect().then(
       () => session,
@@ -121,6 +131,7 @@ export class MutpClient {
         signal: o.signal,
         maxBytes: this.config.maxObjectBytes,
         sha256: this.host.sha256 ?? sha256,
+        token: session.token,
       });
       this.report(session, url, 'http', result, undefined, proxies.length);
       return result;

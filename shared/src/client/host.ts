@@ -31,7 +31,7 @@ export type WebSocketFactory = (url: string) => WebSocketLike;
 /** The subset of `fetch` the Parallel HTTP baseline uses. */
 export type FetchLike = (
   url: string,
-  init: { signal: AbortSignal },
+  init: { signal: AbortSignal; headers?: Record<string, string> },
 ) => Promise<{
   ok: boolean;
   status: number;

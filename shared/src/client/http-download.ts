@@ -54,6 +54,8 @@ export async function runHttpDownload(
     sha256: (data: Uint8Array) => Uint8Array;
     /** Proxies that must state the same digest before a body is used (default min(2, proxies)). */
     quorum?: number;
+    /** Origo's client token, sent as `Authorization: Bearer` (the proxies require it). */
+    token?: string;
   },
 ): Promise<HttpDownloadResult> {
   const startedAt = clock.now();
@@ -91,9 +93,10 @@ export async function runHttpDownload(
   };
 
   const fetchOne = async (proxy: ProxyInfo, i: number) => {
+    const headers: Record<string, string> = options.token ? { authorization: `Bearer ${options.token}` } : {};
     let response: Awaited<ReturnType<FetchLike>>;
     try {
-      response = await fetch(baselineUrl(proxy, url), { signal: controllers[i].signal });
+      response = await fetch(baselineUrl(proxy, url), { signal: controllers[i].signal, headers });
     } catch (e) {
       votes[i].settle(undefined);
       throw e;

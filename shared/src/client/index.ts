@@ -1,7 +1,7 @@
 export * from './rtc';
 export * from './host';
 export * from './errors';
-export { OrigoSession } from './origo-session';
+export { OrigoSession, origoUrlProblem } from './origo-session';
 export type { ConnectionSignals } from './origo-session';
 export { ProxyLink } from './proxy-link';
 export type { TransferHandler } from './proxy-link';

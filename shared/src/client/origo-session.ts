@@ -25,8 +25,26 @@ export interface ConnectionSignals {
 
 const OPEN = 1;
 
+/** Undefined when the client may use this origo URL: plain ws:// only to this machine (a man in the middle could inject proxies). */
+export function origoUrlProblem(url: string, insecure = false): string | undefined {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return `${url} is not a URL`;
+  }
+  if (parsed.protocol === 'wss:' || insecure) return undefined;
+  if (parsed.protocol !== 'ws:') return `${url}: origo is ws:// or wss://`;
+  const host = parsed.hostname.replace(/^\[|\]$/g, '');
+  if (host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host)) return undefined;
+  return `plain ws:// to ${host} is refused: use wss:// (or the insecure option)`;
+}
+
 export class OrigoSession {
   clientId?: string;
+  /** origo's signed client token: presented to proxies (HTTP baseline) and in the next hello. */
+  token?: string;
+  tokenExpiresAt?: number;
   private socket?: WebSocketLike;
   private nextRequest = 0;
   private readonly pending = new Map<string, { resolve: (p: ProxyInfo[]) => void; reject: (e: Error) => void }>();
@@ -40,7 +58,12 @@ export class OrigoSession {
     private readonly webSocket: WebSocketFactory,
     private readonly clock: Clock,
     private readonly timeoutMs = 10_000,
-  ) {}
+    /** The token of the previous session: origo keeps our client id (and its limits) when still good. */
+    previousToken?: string,
+    private readonly insecure = false,
+  ) {
+    this.token = previousToken;
+  }
 
   get isOpen(): boolean {
     return !this.closed && this.socket?.readyState === OPEN && this.clientId !== undefined;
@@ -50,6 +73,11 @@ export class OrigoSession {
   connect(): Promise<void> {
     const welcomed = new Promise<void>((resolve, reject) => {
       let socket: WebSocketLike;
+      const problem = origoUrlProblem(this.url, this.insecure);
+      if (problem !== undefined) {
+        reject(new ClientError('origo-unreachable', problem));
+        return;
+      }
       try {
         socket = this.webSocket(this.url);
       } catch (e) {
@@ -57,7 +85,8 @@ export class OrigoSession {
         return;
       }
       this.socket = socket;
-      socket.onopen = () => this.send({ type: 'hello', version: SIGNALLING_VERSION });
+      socket.onopen = () =>
+        this.send({ type: 'hello', version: SIGNALLING_VERSION, ...(this.token ? { token: this.token } : {}) });
       socket.onerror = () => {}; // the close event that follows carries the outcome
       socket.onclose = (event) => {
         const reason = `origo closed the session (${event.code}${event.reason ? ` ${event.reason}` : ''})`;
@@ -70,6 +99,8 @@ export class OrigoSession {
         if (!parsed.ok) return; // origo speaks the schema; anything else is ignored, not trusted
         if (parsed.value.type === 'welcome') {
           this.clientId = parsed.value.clientId;
+          this.token = parsed.value.token;
+          this.tokenExpiresAt = parsed.value.expiresAt;
           resolve();
           return;
         }
@@ -139,6 +170,10 @@ export class OrigoSession {
         waiter?.resolve(m.proxies);
         break;
       }
+      case 'token':
+        this.token = m.token;
+        this.tokenExpiresAt = m.expiresAt;
+        break;
       case 'signal': {
         const connection = this.connections.get(m.connectionId);
         if (m.description) connection?.onDescription(m.description);

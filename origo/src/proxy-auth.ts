@@ -1,0 +1,93 @@
+/**
+ * Who may register as which proxy. Each proxy has its own key (a `--proxy-keys` JSON file
+ * `{"<proxyId>": "<key>", ...}`, reloaded on SIGHUP: deleting a line revokes that proxy), so a
+ * leaked key exposes one proxy id, never another's. The shared `--proxy-secret` remains only as
+ * an explicitly insecure dev mode: any holder can register under any id not currently live.
+ * Also checks the `httpUrl` a proxy advertises: clients fetch it, so it must be a public
+ * http(s) URL (loopback only when origo runs with --allow-local-proxies).
+ */
+import { readFileSync } from 'node:fs';
+import ipaddr from 'ipaddr.js';
+import { secretsEqual } from './auth';
+
+/** Minimum length of a per-proxy key (a random 128-bit value in base64 is 22 characters). */
+export const MIN_PROXY_KEY_LENGTH = 16;
+
+export type ProxyKeys = ReadonlyMap<string, string>;
+
+export function loadProxyKeys(file: string): ProxyKeys {
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new Error(`${file}: cannot read the proxy keys (${(e as Error).message})`);
+  }
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) {
+    throw new Error(`${file}: expected a JSON object {"<proxyId>": "<key>"}`);
+  }
+  const keys = new Map<string, string>();
+  for (const [id, key] of Object.entries(json)) {
+    if (!/^[A-Za-z0-9_.:-]{1,64}$/.test(id)) throw new Error(`${file}: bad proxy id ${JSON.stringify(id)}`);
+    if (typeof key !== 'string' || key.length < MIN_PROXY_KEY_LENGTH) {
+      throw new Error(`${file}: the key of ${id} must be a string of at least ${MIN_PROXY_KEY_LENGTH} characters`);
+    }
+    keys.set(id, key);
+  }
+  return keys;
+}
+
+export type ProxyAuthResult = { ok: true; proxyId?: string; mayReplace: boolean } | { ok: false; reason: string };
+
+/**
+ * Checks a registration. With per-proxy keys the id is required and the key proves it, so a
+ * registration may replace that id's live socket. In shared-secret mode it may not (anyone with
+ * the secret could otherwise take over a live proxy).
+ */
+export function authenticateProxy(
+  auth: { keys?: ProxyKeys; sharedSecret?: string },
+  proxyId: string | undefined,
+  secret: string,
+): ProxyAuthResult {
+  if (auth.keys !== undefined) {
+    const key = proxyId === undefined ? undefined : auth.keys.get(proxyId);
+    // Compare against something even for an unknown id, so timing does not tell ids apart.
+    const matches = secretsEqual(secret, key ?? '\u0000unknown proxy');
+    if (key === undefined || !matches) return { ok: false, reason: 'unknown proxy id or wrong key' };
+    return { ok: true, proxyId, mayReplace: true };
+  }
+  if (auth.sharedSecret !== undefined && secretsEqual(secret, auth.sharedSecret)) {
+    return { ok: true, proxyId, mayReplace: false };
+  }
+  return { ok: false, reason: 'wrong proxy secret' };
+}
+
+const PRIVATE_SUFFIXES = ['.localhost', '.local', '.internal', '.intranet', '.lan', '.home.arpa', '.corp'];
+
+/** Undefined when `httpUrl` may be offered to clients, else why not. */
+export function httpUrlProblem(httpUrl: string, allowLocal: boolean): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(httpUrl);
+  } catch {
+    return 'not a URL';
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'must be http: or https:';
+  if (url.username !== '' || url.password !== '') return 'must not carry credentials';
+  if (url.search !== '' || url.hash !== '') return 'must not carry a query or fragment';
+  const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  if (ipaddr.isValid(host)) {
+    let address = ipaddr.parse(host);
+    if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress()) {
+      address = (address as ipaddr.IPv6).toIPv4Address();
+    }
+    const range = address.range();
+    if (range === 'unicast') return undefined;
+    if (range === 'loopback' && allowLocal) return undefined;
+    return `address ${host} is ${range}, not public`;
+  }
+  if (host === 'localhost' || PRIVATE_SUFFIXES.some((s) => host.endsWith(s))) {
+    return allowLocal && (host === 'localhost' || host.endsWith('.localhost')) ? undefined : `${host} is not public`;
+  }
+  if (!host.includes('.')) return `${host} is a single-label (intranet) name`;
+  return undefined;
+}
