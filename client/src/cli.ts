@@ -9,9 +9,9 @@
 import { writeFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { SingleBar } from 'cli-progress';
-import { ClientError, GetResult, MutpClient, origoUrlProblem } from '@mutp/shared';
+import { ClientError, GetResult, MutpClient, origoUrlProblem } from '@mutp/shared/client';
+import { releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
-import { releaseNodeRtc } from '@mutp/shared/node/webrtc';
 import { createNodeHost } from './node-host';
 import { formatResult } from './format';
 

@@ -1,5 +1,5 @@
 /** Human-readable summary of one download (the CLI and the demo print it). */
-import { GetResult } from '@mutp/shared';
+import { GetResult } from '@mutp/shared/client';
 
 const mb = (bytesPerSecond: number) => `${(bytesPerSecond / 1e6).toFixed(2)} MB/s`;
 

@@ -1,8 +1,8 @@
 /** The client orchestration's host in Node: system clock, crypto randomness, ws, fetch, node-datachannel. */
 import { createHash, randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
-import { ClientHost, FetchLike, systemClock, WebSocketLike } from '@mutp/shared';
-import { createNodeRtcFactory, NodeRtcOptions } from '@mutp/shared/node/webrtc';
+import { ClientHost, FetchLike, systemClock, WebSocketLike } from '@mutp/shared/client';
+import { createNodeRtcFactory, NodeRtcOptions } from '@mutp/node-rtc';
 
 export function createNodeHost(rtc: NodeRtcOptions = {}): ClientHost {
   return {

@@ -12,8 +12,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
-import { DEFAULT_SCHEDULER, DEFAULT_SYMBOL_SIZE, GetResult, MutpClient } from '@mutp/shared';
-import { releaseNodeRtc } from '@mutp/shared/node/webrtc';
+import { DEFAULT_SCHEDULER, DEFAULT_SYMBOL_SIZE } from '@mutp/shared';
+import { GetResult, MutpClient } from '@mutp/shared/client';
+import { releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import { createNodeHost } from '@mutp/client';
 import { idealMs, Scenario, simulate } from '@mutp/sim';

@@ -10,7 +10,7 @@ import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFi
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer, { Browser, Page, WebWorker } from 'puppeteer-core';
-import type { Counters } from '../../extension/src/common/counters';
+import type { Counters } from '@mutp/extension/counters';
 import { CHROMIUM_ARGS as EXTENSION_TEST_CHROMIUM_ARGS, CHROMIUM_PATH } from '../../extension/test/helpers/chromium';
 import { waitFor } from '../../extension/test/helpers/wait';
 

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import { OrigoSession, systemClock, WebSocketLike } from '@mutp/shared';
+import { OrigoSession, systemClock, WebSocketLike } from '@mutp/shared/client';
 
 const ROOT = join(__dirname, '..', '..');
 

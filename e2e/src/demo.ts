@@ -7,8 +7,8 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
-import { GetResult, MutpClient } from '@mutp/shared';
-import { releaseNodeRtc } from '@mutp/shared/node/webrtc';
+import { GetResult, MutpClient } from '@mutp/shared/client';
+import { releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import { createNodeHost, formatResult } from '@mutp/client';
 import { startCluster } from './cluster';

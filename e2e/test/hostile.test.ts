@@ -11,19 +11,9 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import {
-  encodeRequest,
-  encodeStop,
-  GetResult,
-  Mode,
-  MutpClient,
-  OrigoSession,
-  ProxyLink,
-  StopReason,
-  systemClock,
-  WebSocketLike,
-} from '@mutp/shared';
-import { createNodeRtcFactory, releaseNodeRtc } from '@mutp/shared/node/webrtc';
+import { encodeRequest, encodeStop, Mode, StopReason } from '@mutp/shared';
+import { GetResult, MutpClient, OrigoSession, ProxyLink, systemClock, WebSocketLike } from '@mutp/shared/client';
+import { createNodeRtcFactory, releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import { createNodeHost } from '@mutp/client';
 import WebSocket from 'ws';

@@ -12,16 +12,17 @@ import {
   DATA_FOUNTAIN_HEADER_BYTES,
   DATA_RLNC_HEADER_BYTES,
   DATA_UNCODED_HEADER_BYTES,
+  DatagramChannel,
   decode,
-  DownloadResult,
   MessageType,
   Mode,
-  MutpClient,
+  RtcPeer,
   seededRandom,
   Sender,
   SIGNALLING_VERSION,
 } from '@mutp/shared';
-import { createNodeRtcFactory, DatagramChannel, releaseNodeRtc, RtcPeer } from '@mutp/shared/node';
+import { DownloadResult, MutpClient } from '@mutp/shared/client';
+import { createNodeRtcFactory, releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import { createNodeHost } from '@mutp/client';
 import { Cluster, startCluster } from '../src/cluster';

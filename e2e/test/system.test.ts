@@ -5,8 +5,9 @@
  */
 import { createHash } from 'node:crypto';
 import WebSocket from 'ws';
-import { ClientError, GetResult, Mode, MutpClient } from '@mutp/shared';
-import { releaseNodeRtc } from '@mutp/shared/node/webrtc';
+import { Mode } from '@mutp/shared';
+import { ClientError, GetResult, MutpClient } from '@mutp/shared/client';
+import { releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import { createNodeHost } from '@mutp/client';
 import { Cluster, spawnService, startCluster } from '../src/cluster';

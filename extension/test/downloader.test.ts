@@ -1,4 +1,4 @@
-import { ClientError, GetOptions, GetResult } from '@mutp/shared';
+import { ClientError, GetOptions, GetResult } from '@mutp/shared/client';
 import { ClientLike, Downloader, ORIGO_RETRY_MS } from '../src/downloader/downloader';
 import { ByteLru } from '../src/downloader/lru';
 import { GetFailure, GetRequest, GetSuccess, SegmentRecord } from '../src/common/messages';

@@ -4,7 +4,7 @@
  * plain ws:// origo on a remote host.
  */
 import WebSocket from 'ws';
-import { OrigoSession, systemClock, WebSocketLike } from '@mutp/shared';
+import { OrigoSession, systemClock, WebSocketLike } from '@mutp/shared/client';
 import { closeAll, startOrigo, within } from './helpers';
 
 afterEach(closeAll);

@@ -3,7 +3,7 @@
  * (`--help` lists every option). Exits 0 after SIGTERM/SIGINT (peers, origo socket and HTTP
  * server closed), 1 on a start-up failure, 3 when origo refuses the secret.
  */
-import { releaseNodeRtc } from '@mutp/shared/node';
+import { releaseNodeRtc } from '@mutp/node-rtc';
 import { parseConfig } from './config';
 import { createProxy } from './proxy';
 

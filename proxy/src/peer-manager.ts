@@ -3,8 +3,14 @@
  * origo relays an offer for, each with a TransferHost serving its channels. Bounded in total and
  * per client id; peers that never connect, or stay disconnected, are closed after a while.
  */
-import type { IceCandidate, SessionDescription } from '@mutp/shared';
-import { CHANNEL_LABELS, DatagramChannel, RtcFactory, RtcPeer } from '@mutp/shared/node';
+import {
+  CHANNEL_LABELS,
+  DatagramChannel,
+  type IceCandidate,
+  RtcFactory,
+  RtcPeer,
+  type SessionDescription,
+} from '@mutp/shared';
 import type { Logger } from 'pino';
 import { TransferHost, TransferHostStats, TransferServices } from './transfer-host';
 

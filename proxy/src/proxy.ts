@@ -6,8 +6,8 @@
 import { networkInterfaces } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { Admission, type Codec, type Mode } from '@mutp/shared';
-import { createNodeRtcFactory, RtcFactory } from '@mutp/shared/node';
+import { Admission, type Codec, type Mode, RtcFactory } from '@mutp/shared';
+import { createNodeRtcFactory } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import pino, { Logger } from 'pino';
 import { AddressClass, LookupAll, OriginPolicy } from './address-policy';

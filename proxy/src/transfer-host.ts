@@ -10,6 +10,8 @@
 import {
   Admission,
   Codec,
+  DATA_CHANNEL_LABEL,
+  type DatagramChannel,
   EndpointEvent,
   EndpointLimits,
   MAX_DATAGRAM_BYTES,
@@ -17,8 +19,6 @@ import {
   SenderConfig,
   SourceEndpoint,
 } from '@mutp/shared';
-import { DATA_CHANNEL_LABEL } from '@mutp/shared/node';
-import type { DatagramChannel } from '@mutp/shared/node';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { asServeError, wireErrorCode } from './errors';

@@ -1,8 +1,7 @@
 /** Test helpers: local origins, loopback WebRTC pairs, an MUTP client over real channels. */
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Codec, Mode, Receiver, seededRandom } from '@mutp/shared';
-import type { DatagramChannel, RtcFactory, RtcPeer } from '@mutp/shared/node';
+import { Codec, type DatagramChannel, Mode, Receiver, type RtcFactory, type RtcPeer, seededRandom } from '@mutp/shared';
 import pino from 'pino';
 
 export const silentLogger = () => pino({ level: 'silent' });

@@ -5,7 +5,7 @@
  * through the fake origo.
  */
 import { Codec, Mode, uncodedCodec } from '@mutp/shared';
-import { createNodeRtcFactory, releaseNodeRtc } from '@mutp/shared/node';
+import { createNodeRtcFactory, releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import { OrigoLink, OrigoLinkOptions } from '../src/origo-link';
 import { createProxy } from '../src/proxy';

@@ -1,6 +1,6 @@
 /**
  * TransferHost end to end without origo: real node-datachannel peers on loopback (client side
- * from shared/node/webrtc.ts as offerer), the shared Receiver on the client, objects from a local
+ * from @mutp/node-rtc as offerer), the shared Receiver on the client, objects from a local
  * origin through the cache and the SSRF guard (private origins allowed for the test).
  */
 import {
@@ -15,7 +15,7 @@ import {
   seededRandom,
   StopReason,
 } from '@mutp/shared';
-import { createNodeRtcFactory, releaseNodeRtc } from '@mutp/shared/node';
+import { createNodeRtcFactory, releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import { ProxyMetrics } from '../src/metrics';
 import { ObjectCache } from '../src/object-cache';

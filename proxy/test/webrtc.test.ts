@@ -1,9 +1,10 @@
 /**
- * shared/node/webrtc.ts: two node-datachannel peers in one process on loopback, both MUTP
+ * @mutp/node-rtc (node-rtc/src/webrtc.ts): two node-datachannel peers in one process on loopback, both MUTP
  * channels open, 2000 DATA-sized messages under bufferedAmount back-pressure, the low-water
  * callback, a clean close, and node-datachannel's cleanup at the end.
  */
-import { createNodeRtcFactory, DatagramChannel, PeerState, releaseNodeRtc } from '@mutp/shared/node';
+import { DatagramChannel, PeerState } from '@mutp/shared';
+import { createNodeRtcFactory, releaseNodeRtc } from '@mutp/node-rtc';
 import { allOpen, loopbackPair, until, within } from './helpers';
 
 afterAll(() => releaseNodeRtc());

@@ -1,3 +1,6 @@
+// `@mutp/shared`: the sans-IO MUTP core. No sockets, timers, clocks or Node built-ins: callers feed
+// datagrams and the time, and pull datagrams and the next deadline. The client orchestration built
+// on it is the separate entry `@mutp/shared/client`.
 export * from './limits';
 export * from './errors';
 export * from './wire';
@@ -28,4 +31,4 @@ export type {
 export { RateEstimator } from './receiver/rate-estimator';
 export * from './endpoint';
 export * from './signalling';
-export * from './client';
+export * from './transport';

@@ -535,7 +535,7 @@ describe('Receiver and Sender on hostile datagrams', () => {
             codec: uncodedCodec,
             now: 0,
             sha256,
-            // Quorum 1: source 0 alone brings it to each state (agreement is tested in integrity.test.ts).
+            // Quorum 1: source 0 alone brings it to each state (agreement is tested in wasm/test/integrity.test.ts).
             config: { maxObjectBytes: 64 * 1024, quorum: 1 },
           });
           const digests = unitDigests(object, new Layout('uncoded', 500, 100, 1), sha256);

@@ -5,7 +5,8 @@
 import { createHash } from 'node:crypto';
 import { createServer, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ClientError, FetchLike, ProxyInfo, runHttpDownload, systemClock } from '../src';
+import { ProxyInfo } from '../src';
+import { ClientError, FetchLike, runHttpDownload, systemClock } from '../src/client';
 
 const OBJECT = Buffer.alloc(200_000, 0).map((_, i) => (i * 31 + 7) & 0xff);
 const FAKE = Buffer.alloc(200_000, 0).map((_, i) => (i * 17 + 3) & 0xff);

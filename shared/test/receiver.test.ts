@@ -85,7 +85,7 @@ class Harness {
       symbolSize: this.symbolSize,
       codec: this.mode === 'uncoded' ? uncodedCodec : rlncCodec,
       now: s.now ?? 0,
-      // One META is enough here: these tests are about everything else (quorum: integrity.test.ts).
+      // One META is enough here: these tests are about everything else (quorum: wasm/test/integrity.test.ts).
       config: { quorum: 1, ...s.config },
     });
     this.seqs = new Array<number>(s.sourceCount ?? 1).fill(0);

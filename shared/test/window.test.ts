@@ -158,7 +158,7 @@ function drain(sender: Sender, now: number, max = 10_000): { data: Sent[]; metas
       metas++;
       continue;
     }
-    if (m.type === MessageType.Digests) continue; // follows every META (integrity.test.ts)
+    if (m.type === MessageType.Digests) continue; // follows every META (wasm/test/integrity.test.ts)
     if (m.type !== MessageType.DataUncoded && m.type !== MessageType.DataRlnc)
       throw new Error(`unexpected message type ${m.type}`);
     const unit = m.type === MessageType.DataUncoded ? m.index : m.generation;

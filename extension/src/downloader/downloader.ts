@@ -10,7 +10,7 @@
  * the length) and that URL is sent to the network from then on ('too-large'). URLs that name
  * their bytes themselves (YouTube-style `range=`) need no Range header and are fetched as they are.
  */
-import { ClientError, GetOptions, GetResult } from '@mutp/shared';
+import { ClientError, GetOptions, GetResult } from '@mutp/shared/client';
 import { GetFailure, GetRequest, GetSuccess, ProxyShareRecord, SegmentRecord } from '../common/messages';
 import { contentRange, formatRange, guessContentType, redactUrl, resolveRange } from '../common/media';
 import { DOWNLOAD_MODES, ExtensionMode, origoUrlProblem, Settings } from '../common/settings';

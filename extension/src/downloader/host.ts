@@ -3,7 +3,8 @@
  * WebSocket and fetch, and WebRTC through createBrowserRtcFactory. `sha256` stays undefined so the
  * core uses its own synchronous SHA-256 (crypto.subtle is asynchronous).
  */
-import { ClientHost, RtcFactory, systemClock, WebSocketLike } from '@mutp/shared';
+import { RtcFactory } from '@mutp/shared';
+import { ClientHost, systemClock, WebSocketLike } from '@mutp/shared/client';
 import { createBrowserRtcFactory } from './rtc';
 
 function randomUint32(): number {

@@ -7,7 +7,7 @@
  * downloader.html itself and posts it a port gets nothing. Answers go back with the bytes as a
  * transferred ArrayBuffer. Each download's record goes to the background for the popup.
  */
-import { MutpClient } from '@mutp/shared';
+import { MutpClient } from '@mutp/shared/client';
 import {
   DOWNLOADER_PORT,
   GetRequest,

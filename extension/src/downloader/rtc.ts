@@ -1,7 +1,7 @@
 /**
  * The browser implementation of the WebRTC surface MUTP uses (`RtcFactory`,
  * shared/src/client/rtc.ts) over the native RTCPeerConnection, for the downloader frame (MV3
- * service workers have no RTCPeerConnection). Mirrors shared/node/webrtc.ts:
+ * service workers have no RTCPeerConnection). Mirrors node-rtc/src/webrtc.ts:
  * - channels are unordered with no retransmissions, binary (`binaryType = 'arraybuffer'`);
  * - candidates trickle as `{candidate, mid}`; remote ones that arrive before the remote
  *   description are queued and applied right after it (signalling order does not matter);

@@ -5,7 +5,7 @@
  * parameters of an object URL steer the fake: `delay=ms` (answer after), `fail=code` (reject with
  * that ClientError code), `hang=1` (never answer).
  */
-import { ClientError, GetOptions, GetResult } from '@mutp/shared';
+import { ClientError, GetOptions, GetResult } from '@mutp/shared/client';
 import { HookCore } from '../../src/hook/core';
 import { captureGlobals } from '../../src/hook/globals';
 import { installHook } from '../../src/hook/install';

@@ -3,12 +3,16 @@
  * pool of proxy connections, one MUTP (or Parallel HTTP) download per object, and a record of
  * each download sent to origo.
  */
-import { Codec } from '../codec/types';
-import { PollutionKind } from '../receiver/receiver';
-import { DEFAULT_SYMBOL_SIZE } from '../limits';
-import { DownloadRecord, ProxyInfo } from '../signalling';
-import { DEFAULT_SCHEDULER } from '../sender/schedulers';
-import { Mode, SchedulerName } from '../wire';
+import {
+  Codec,
+  DEFAULT_SCHEDULER,
+  DEFAULT_SYMBOL_SIZE,
+  DownloadRecord,
+  Mode,
+  PollutionKind,
+  ProxyInfo,
+  SchedulerName,
+} from '..';
 import { DownloadResult, runDownload } from './download';
 import { sha256 } from '@noble/hashes/sha256';
 import { ClientError } from './errors';

@@ -2,10 +2,7 @@
  * One MUTP download over live proxy links: drives the sans-IO Receiver with the host's clock,
  * sends its requests and feedback on each link, and resolves with the verified object.
  */
-import { Codec } from '../codec/types';
-import { TransferError } from '../errors';
-import { PollutionKind, Receiver, ReceiverConfig, SourceStats } from '../receiver/receiver';
-import { Mode, SchedulerName } from '../wire';
+import { Codec, Mode, PollutionKind, Receiver, ReceiverConfig, SchedulerName, SourceStats, TransferError } from '..';
 import { ClientError } from './errors';
 import { Clock } from './host';
 import { ProxyLink } from './proxy-link';

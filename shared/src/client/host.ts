@@ -3,7 +3,7 @@
  * clock with timers, randomness, WebSockets, HTTP fetch and WebRTC. Injected, so the same code
  * runs everywhere and tests can drive it.
  */
-import { RtcFactory } from './rtc';
+import { RtcFactory } from '..';
 
 export interface Clock {
   /** Milliseconds, monotonic. */

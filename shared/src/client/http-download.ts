@@ -9,7 +9,7 @@
  * digest, or whose stated digest disagrees with it, is identified as polluting and listed in
  * the result; the download goes on with the others.
  */
-import { ProxyInfo } from '../signalling';
+import { ProxyInfo } from '..';
 import { ClientError } from './errors';
 import { Clock, FetchLike } from './host';
 import { SourceShare } from './download';

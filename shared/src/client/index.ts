@@ -1,4 +1,6 @@
-export * from './rtc';
+// `@mutp/shared/client`: the client orchestration (origo session, proxy links, downloads over N
+// proxies, Parallel HTTP), layered on the core (`@mutp/shared`) and doing IO only through its
+// injected `ClientHost`, so the extension and the Node client run the same code.
 export * from './host';
 export * from './errors';
 export { OrigoSession, origoUrlProblem } from './origo-session';

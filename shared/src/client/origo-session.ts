@@ -6,14 +6,14 @@ import {
   ClientToOrigo,
   DownloadRecord,
   IceCandidate,
-  OrigoToClient,
+  Mode,
   origoToClient,
+  OrigoToClient,
   parseSignal,
   ProxyInfo,
   SessionDescription,
   SIGNALLING_VERSION,
-} from '../signalling';
-import { Mode } from '../wire';
+} from '..';
 import { ClientError } from './errors';
 import { Clock, WebSocketFactory, WebSocketLike, withTimeout } from './host';
 

@@ -2,11 +2,10 @@
  * One client–proxy connection: an RTCPeerConnection with the two MUTP channels, set up through
  * origo's signalling relay, shared by every transfer to that proxy (told apart by transferId).
  */
-import { ProxyInfo } from '../signalling';
+import { DATA_CHANNEL_LABEL, DatagramChannel, FEEDBACK_CHANNEL_LABEL, ProxyInfo, RtcFactory, RtcPeer } from '..';
 import { ClientError } from './errors';
 import { Clock, withTimeout } from './host';
 import { OrigoSession } from './origo-session';
-import { DATA_CHANNEL_LABEL, DatagramChannel, FEEDBACK_CHANNEL_LABEL, RtcFactory, RtcPeer } from './rtc';
 
 export interface TransferHandler {
   onDatagram(bytes: Uint8Array): void;

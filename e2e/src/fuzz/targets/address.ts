@@ -8,8 +8,7 @@
 import fc from 'fast-check';
 import ipaddr from 'ipaddr.js';
 import { isIP } from 'node:net';
-import { checkUrl, classifyAddress, hostOf, OriginPolicy } from '../../../../proxy/src/address-policy';
-import { ServeError } from '../../../../proxy/src/errors';
+import { checkUrl, classifyAddress, hostOf, OriginPolicy, ServeError } from '@mutp/proxy/address-policy';
 import { FuzzTarget, invariant, jsonBytes } from '../target';
 
 const STRICT: OriginPolicy = { allowedOrigins: '*', allowPrivateOrigins: false };

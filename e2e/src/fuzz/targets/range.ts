@@ -1,6 +1,6 @@
 /** HTTP Range header parsing (`extension/src/common/media.ts` parseRangeHeader, resolveRange). */
 import fc from 'fast-check';
-import { formatRange, parseRangeHeader, resolveRange } from '../../../../extension/src/common/media';
+import { formatRange, parseRangeHeader, resolveRange } from '@mutp/extension/media';
 import { FuzzTarget, invariant, mutatedText, utf8 } from '../target';
 
 const space = fc.constantFrom('', ' ', '\t', '  ', ' \t ');

@@ -1,5 +1,5 @@
 /**
- * The Node implementation of the WebRTC surface MUTP uses (`RtcFactory`, shared/src/client/rtc.ts)
+ * The Node implementation of the WebRTC surface MUTP uses (`RtcFactory`, shared/src/transport.ts)
  * over node-datachannel's native API (libdatachannel). Used by the proxy (answerer) and by Node
  * clients and tests (offerer). The W3C polyfill of node-datachannel is deliberately not used: it
  * showed a rare "remote candidate without ICE transport" race (shared notes/environment.md).
@@ -15,13 +15,15 @@
  */
 import nodeDataChannel from 'node-datachannel';
 import type { DataChannel, PeerConnection, RtcConfig } from 'node-datachannel';
-import type { ChannelLabel, DatagramChannel, PeerState, RtcFactory, RtcPeer } from '../src/client/rtc';
-import type { IceCandidate, SessionDescription } from '../src/signalling';
-
-// The interfaces implemented here, for Node code that needs them (shared/src/index.ts does not
-// export the WebRTC surface).
-export { CHANNEL_LABELS, DATA_CHANNEL_LABEL, FEEDBACK_CHANNEL_LABEL } from '../src/client/rtc';
-export type { ChannelLabel, DatagramChannel, PeerState, RtcFactory, RtcPeer } from '../src/client/rtc';
+import type {
+  ChannelLabel,
+  DatagramChannel,
+  IceCandidate,
+  PeerState,
+  RtcFactory,
+  RtcPeer,
+  SessionDescription,
+} from '@mutp/shared';
 
 export interface NodeRtcOptions {
   /** Local address ICE binds to (e.g. 127.0.0.1 in tests, the public interface on an edge VM). */

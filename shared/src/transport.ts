@@ -1,14 +1,14 @@
 /**
  * The part of WebRTC that MUTP uses, so the client orchestration runs unchanged over the
  * browser's RTCPeerConnection (extension) and over node-datachannel (Node client, proxy): see
- * shared/node/webrtc.ts for the Node implementation.
+ * the node-rtc workspace for the Node implementation.
  *
  * Every client–proxy pair has one peer connection with two data channels, both unordered with
  * no retransmissions: `mutp-data` (META, DATA, ERROR from the proxy) and `mutp-feedback`
  * (REQUEST, FEEDBACK, STOP from the client), so feedback never waits behind bulk data. The client
  * makes the offer and creates both channels; the proxy answers.
  */
-import { IceCandidate, SessionDescription } from '../signalling';
+import { IceCandidate, SessionDescription } from './signalling';
 
 export const DATA_CHANNEL_LABEL = 'mutp-data';
 export const FEEDBACK_CHANNEL_LABEL = 'mutp-feedback';

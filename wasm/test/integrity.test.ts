@@ -4,6 +4,7 @@
  * sources that speak the wire protocol: one that answers first with another object's META, one
  * with a valid META whose DATA is corrupt, one whose DIGESTS lie. In every mode the hostile source
  * is identified and excluded and the download completes byte-exact from the honest ones.
+ * It lives with the WebAssembly codecs because the fountain mode needs wirehair.
  */
 import { createHash } from 'node:crypto';
 import { loadNodeCodecs } from '@mutp/wasm/node';
@@ -25,7 +26,7 @@ import {
   DATA_FOUNTAIN_HEADER_BYTES,
   DATA_RLNC_HEADER_BYTES,
   DATA_UNCODED_HEADER_BYTES,
-} from '../src';
+} from '@mutp/shared';
 
 const TRANSFER = 0x1a7e0001;
 const SYMBOL = 256;

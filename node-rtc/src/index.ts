@@ -1,0 +1,4 @@
+// `@mutp/node-rtc`: the core's transport interfaces (`RtcFactory`, shared/src/transport.ts) over
+// node-datachannel. Node only: the native module must never reach a browser bundle.
+export { createNodeRtcFactory, releaseNodeRtc, MUTP_CHANNEL_CONFIG } from './webrtc';
+export type { NodeRtcOptions } from './webrtc';
