@@ -5,7 +5,6 @@
  * bounds (more segments than the cap, a URL that is not absolute http(s) without fragment).
  */
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
 import fc from 'fast-check';
 import { FuzzTarget, invariant, mutatedText, utf8 } from '../target';
 
@@ -23,9 +22,7 @@ interface ManifestModule {
  * The extension is type-checked on its own (DOM lib, its own declarations for mpd-parser), so it
  * is loaded here at run time rather than imported into the root project's type check.
  */
-const manifestModule = createRequire(__filename)(
-  join(__dirname, '..', '..', '..', '..', 'extension', 'src', 'hook', 'manifest.ts'),
-) as ManifestModule;
+const manifestModule = createRequire(__filename)('@mutp/extension/manifest') as ManifestModule;
 
 const MANIFEST_URL = 'https://cdn.example/v/master.m3u8';
 
