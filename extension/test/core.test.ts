@@ -1,7 +1,7 @@
 import { DownloaderTransport, HookCore, MIN_DEADLINE_MS, Outcome, Timers } from '../src/hook/core';
-import { HookConfig, RequestFacts } from '../src/hook/decide';
+import { RequestFacts } from '../src/hook/decide';
 import { CONNECT_TIMEOUT_MS, PortTransport, RETRY_AFTER_MS } from '../src/hook/transport';
-import { GetFailure, GetRequest, GetSuccess } from '../src/common/messages';
+import { GetFailure, GetRequest, GetSuccess, HookConfig } from '../src/common/messages';
 
 /** Timers the test advances by hand. */
 class ManualTimers implements Timers {
