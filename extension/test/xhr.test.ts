@@ -259,6 +259,7 @@ describe('abort', () => {
     t.xhr.abort();
     expect(t.log).toEqual([]);
     expect([t.xhr.readyState, t.xhr.status, t.xhr.statusText, t.xhr.response]).toEqual([0, 0, '', null]);
+    expect(t.xhr.responseURL).toBe(''); // a network error has no URL (it was kept before)
     expect(t.xhr.getAllResponseHeaders()).toBe('');
     expect(t.core.counters).toMatchObject({ served: 1, aborted: 0 });
   });

@@ -166,7 +166,11 @@ export class XhrRequest {
     this.stopTimer(e);
     e.pending?.cancel();
     if (e.readyState >= 1 && e.readyState <= 3) this.requestError(e, 'abort');
-    if (this.emu === e && e.readyState === 4) e.readyState = 0;
+    // DONE → UNSENT with a network-error response (no URL either), without events.
+    if (this.emu === e && e.readyState === 4) {
+      e.readyState = 0;
+      e.response = undefined;
+    }
   }
 
   getResponseHeader(name: string): string | null {
