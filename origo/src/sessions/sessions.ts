@@ -17,7 +17,7 @@ import { Session } from './session';
 export class Sessions {
   private readonly all = new Set<Session>();
   private readonly bySocket = new WeakMap<WebSocket, Session>();
-  private readonly budgets: SocketBudgets;
+  private readonly budgets: SocketBudgets<Session>;
   private readonly proxy: Protocol<ProxyToOrigo>;
   private readonly client: Protocol<ClientToOrigo>;
   private readonly pingTimer: NodeJS.Timeout;
