@@ -1,44 +1,8 @@
-import { DownloaderTransport, HookCore, MIN_DEADLINE_MS, Outcome, Timers } from '../src/hook/core';
-import { HookConfig, RequestFacts } from '../src/hook/decide';
+import { HookCore, MIN_DEADLINE_MS, Outcome } from '../src/hook/core';
+import { RequestFacts } from '../src/hook/decide';
 import { CONNECT_TIMEOUT_MS, PortTransport, RETRY_AFTER_MS } from '../src/hook/transport';
-import { GetFailure, GetRequest, GetSuccess } from '../src/common/messages';
-
-/** Timers the test advances by hand. */
-class ManualTimers implements Timers {
-  now = 0;
-  private next = 1;
-  private readonly pending = new Map<number, { at: number; callback: () => void }>();
-  setTimeout(callback: () => void, ms: number): unknown {
-    const id = this.next++;
-    this.pending.set(id, { at: this.now + ms, callback });
-    return id;
-  }
-  clearTimeout(handle: unknown): void {
-    this.pending.delete(handle as number);
-  }
-  advance(ms: number): void {
-    const until = this.now + ms;
-    for (;;) {
-      const due = [...this.pending.entries()].filter(([, t]) => t.at <= until).sort((a, b) => a[1].at - b[1].at)[0];
-      if (!due) break;
-      this.pending.delete(due[0]);
-      this.now = due[1].at;
-      due[1].callback();
-    }
-    this.now = until;
-  }
-}
-
-class FakeTransport implements DownloaderTransport {
-  requests: { req: GetRequest; answer: (a: GetSuccess | GetFailure) => void }[] = [];
-  cancelled: number[] = [];
-  request(req: GetRequest, answer: (a: GetSuccess | GetFailure) => void): void {
-    this.requests.push({ req, answer });
-  }
-  cancel(id: number): void {
-    this.cancelled.push(id);
-  }
-}
+import { GetFailure, GetRequest, GetSuccess, HookConfig } from '../src/common/messages';
+import { FakeTransport, ManualTimers } from './helpers/hook-fakes';
 
 const config: HookConfig = {
   enabled: true,

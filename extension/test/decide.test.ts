@@ -1,4 +1,5 @@
-import { compilePatterns, decide, DecisionContext, HookConfig, RequestFacts } from '../src/hook/decide';
+import { compilePatterns, decide, DecisionContext, RequestFacts } from '../src/hook/decide';
+import { HookConfig } from '../src/common/messages';
 import { extractHls, SegmentRegistry } from '../src/hook/manifest';
 import { DEFAULT_SETTINGS } from '../src/common/settings';
 

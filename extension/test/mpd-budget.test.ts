@@ -55,6 +55,23 @@ describe('MPDs that declare more segments than the budget are refused before mpd
         '<SegmentTemplate media="$Number$.m4s" duration="1" timescale="1000"><SegmentTimeline><S t="0" d="2" r="2"/></SegmentTimeline></SegmentTemplate>',
       ),
     ],
+    // Found by `npm run fuzz -- --iterations 1000000` (seed 408332858): an open repeat runs from
+    // its S's own time, here far below zero, so 5-tick segments cover 62 million seconds.
+    [
+      'an open-ended repeat from a negative time',
+      mpd(
+        'static',
+        '<SegmentTemplate media="$Number$.m4s" timescale="8"><SegmentTimeline><S t="-497957007" d="5" r="-1"/></SegmentTimeline></SegmentTemplate>',
+      ),
+    ],
+    [
+      'a live open-ended repeat from a negative time',
+      mpd(
+        'dynamic',
+        '<SegmentTemplate media="s$Number$.m4s" timescale="8"><SegmentTimeline><S t="-497957007" d="5" r="-1"/></SegmentTimeline></SegmentTemplate>',
+        ' availabilityStartTime="2026-01-01T00:00:00Z" minimumUpdatePeriod="PT2S"',
+      ),
+    ],
     [
       'live since 1970 in 1 s segments',
       mpd(
@@ -67,6 +84,16 @@ describe('MPDs that declare more segments than the budget are refused before mpd
     expect(declaredDashSegments(text, URL_)).toBeGreaterThan(MAX_DECLARED_DASH_SEGMENTS);
     expect(() => extractDash(text, URL_)).toThrow(/declares/);
     expect(extractManifest(text, URL_)).toBeUndefined();
+  });
+
+  test('an open repeat counts from its own time, as mpd-parser does', () => {
+    // 100 s at timescale 10, the first S at 600: mpd-parser lists (1000 - 600) / 10 = 40 segments.
+    const text = mpd(
+      'static',
+      '<SegmentTemplate media="$Number$.m4s" timescale="10"><SegmentTimeline><S t="600" d="10" r="-1"/></SegmentTimeline></SegmentTemplate>',
+    ).replace('PT1H', 'PT100S');
+    expect(declaredDashSegments(text, URL_)).toBe(40);
+    expect(extractManifest(text, URL_)?.segments.filter((s) => s.kind === 'media').length).toBe(40);
   });
 
   test('ordinary VOD and live MPDs stay under the budget and are read', () => {

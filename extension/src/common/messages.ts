@@ -10,7 +10,6 @@
 import { Counters } from './counters';
 import { ByteRangeSpec } from './media';
 import { ExtensionMode } from './settings';
-import { HookConfig } from '../hook/decide';
 
 /** Marks the window message that carries port A (the page never sees it: the content script stops it). */
 export const HOOK_HELLO = 'mutp-hook-hello/1';
@@ -18,6 +17,19 @@ export const HOOK_HELLO = 'mutp-hook-hello/1';
 export const DOWNLOADER_PORT = 'mutp-downloader-port/1';
 
 // ---------------------------------------------------------------- port A: hook <-> content script
+
+/** What the isolated content script tells the hook (from the settings). */
+export interface HookConfig {
+  /** Global switch and per-site switch combined. */
+  enabled: boolean;
+  /** Why not enabled: 'disabled' (globally) or 'site-disabled'. */
+  disabledReason?: 'disabled' | 'site-disabled';
+  mode: ExtensionMode;
+  proxies: number;
+  deadlineMs: number;
+  urlPatterns: string[];
+  exposeCounters: boolean;
+}
 
 export type ContentToHook =
   | { type: 'config'; config: HookConfig }

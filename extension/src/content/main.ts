@@ -13,6 +13,7 @@ import {
   DOWNLOADER_PORT,
   GetRequest,
   HOOK_HELLO,
+  HookConfig,
   HookToContent,
   isObject,
   RedeemAnswer,
@@ -21,7 +22,6 @@ import {
 import { ext, loadSettings } from '../common/ext';
 import { normalizeSettings, Settings, SETTINGS_KEY, siteEnabled } from '../common/settings';
 import { redactUrl } from '../common/media';
-import { HookConfig } from '../hook/decide';
 import { Authorization, DownloaderRelay } from './relay';
 import { checkUrl, ConsentCache, corsConsent, HeadFetch } from './request-policy';
 

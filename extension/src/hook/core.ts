@@ -5,9 +5,9 @@
  * API and this.
  */
 import { Counters, emptyCounters } from '../common/counters';
-import { GetFailure, GetRequest, GetSuccess } from '../common/messages';
+import { GetFailure, GetRequest, GetSuccess, HookConfig } from '../common/messages';
 import { manifestHint } from '../common/media';
-import { compilePatterns, CompiledPatterns, decide, Decision, HookConfig, RequestFacts } from './decide';
+import { compilePatterns, CompiledPatterns, decide, Decision, RequestFacts } from './decide';
 import { extractManifest, SegmentRegistry } from './manifest';
 
 export type InterceptDecision = Extract<Decision, { intercept: true }>;

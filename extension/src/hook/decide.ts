@@ -4,21 +4,8 @@
  * (from fetch's arguments or an XHR's open/setRequestHeader/send) and acts on the answer.
  */
 import { ByteRangeSpec, MEDIA_FILE_EXTENSIONS, normalizeUrl, parseRangeHeader, pathExtension } from '../common/media';
-import { ExtensionMode } from '../common/settings';
+import { HookConfig } from '../common/messages';
 import { SegmentInfo } from './manifest';
-
-/** What the isolated content script tells the hook (from the settings). */
-export interface HookConfig {
-  /** Global switch and per-site switch combined. */
-  enabled: boolean;
-  /** Why not enabled: 'disabled' (globally) or 'site-disabled'. */
-  disabledReason?: 'disabled' | 'site-disabled';
-  mode: ExtensionMode;
-  proxies: number;
-  deadlineMs: number;
-  urlPatterns: string[];
-  exposeCounters: boolean;
-}
 
 export interface RequestFacts {
   api: 'xhr' | 'fetch';

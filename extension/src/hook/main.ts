@@ -10,9 +10,8 @@
  * Port B (to the content script's relay to the downloader frame) arrives through port A.
  */
 import { Counters } from '../common/counters';
-import { ContentToHook, HOOK_HELLO, HookToContent, isObject } from '../common/messages';
+import { ContentToHook, HOOK_HELLO, HookConfig, HookToContent, isObject } from '../common/messages';
 import { HookCore } from './core';
-import { HookConfig } from './decide';
 import { captureGlobals } from './globals';
 import { installHook, sessionId } from './install';
 import { PortTransport } from './transport';

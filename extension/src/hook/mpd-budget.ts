@@ -47,29 +47,51 @@ function representationSegments(a: Attributes, info: Attributes): number {
   // A duration wins over a timeline (as in mpd-parser); a SegmentList is timed slot by slot
   // before its URLs are matched to the slots.
   if (duration) return byDuration(duration);
-  if (timeline) return timelineSegments(timeline, num(merged.startNumber ?? 1), byDuration);
+  if (timeline) return timelineSegments(timeline, merged, timescale);
   if (info.list) return Array.isArray(merged.segmentUrls) ? merged.segmentUrls.length : 0;
   return 1;
 }
 
 /**
+ * Where an open repeat on the last S runs to, in timescale units, as mpd-parser decides it
+ * (parseByTimeline, getLiveRValue): live templates numbered by $Number$ run to now plus the update
+ * period; everything else to the presentation's duration. Both are counted from the S's own time,
+ * which may be negative.
+ */
+function openRepeatEnd(a: Attributes, timescale: number): number {
+  const media = typeof a.media === 'string' ? a.media : '';
+  if (a.type === 'dynamic' && num(a.minimumUpdatePeriod) > 0 && media.indexOf('$Number$') > 0) {
+    const now = (num(a.NOW) + num(a.clientOffset)) / 1000;
+    const periodStart = num(a.availabilityStartTime) + (num(a.periodStart) || 0);
+    return (now + num(a.minimumUpdatePeriod) - periodStart) * timescale;
+  }
+  return num(a.sourceDuration) * timescale;
+}
+
+/**
  * As mpd-parser counts a SegmentTimeline (parseByTimeline): an open repeat (r < 0) runs to the
  * next S's time, or to the end of the presentation; numbers count up from startNumber one by one,
- * so a start near 2^53 never reaches the end.
+ * so a start near 2^53 never reaches the end. A count mpd-parser cannot finish (NaN, Infinity) or
+ * one past the budget ends the count early.
  */
-function timelineSegments(timeline: Attributes[], startNumber: number, byDuration: (d: number) => number): number {
+function timelineSegments(timeline: Attributes[], merged: Attributes, timescale: number): number {
+  const startNumber = num(merged.startNumber ?? 1);
   let count = 0;
   let time = -1;
-  timeline.forEach((s, i) => {
+  for (let i = 0; i < timeline.length && count <= MAX_DECLARED_DASH_SEGMENTS; i++) {
+    const s = timeline[i];
     const d = num(s.d);
     const r = num(s.r ?? 0) || 0;
     const t = num(s.t ?? 0) || 0;
-    if (time < 0 || (t && t > time)) time = t;
+    if (time < 0) time = t;
+    if (t && t > time) time = t;
     const next = timeline[i + 1];
-    const n = r >= 0 ? r + 1 : next ? (num(next.t) - time) / d : byDuration(d);
-    count += n > 0 || Number.isNaN(n) ? (d > 0 || r >= 0 ? Math.ceil(n) : Infinity) : 0;
-    time += n * d;
-  });
+    const n = r >= 0 ? r + 1 : ((next ? num(next.t) : openRepeatEnd(merged, timescale)) - time) / d;
+    if (!Number.isFinite(n)) return Infinity;
+    const listed = n > 0 ? Math.ceil(n) : 0;
+    count += listed;
+    time += listed * d;
+  }
   return Number.isSafeInteger(startNumber + count) || count === 0 ? count : Infinity;
 }
 

@@ -1,0 +1,103 @@
+/**
+ * origo's HTTP side on fastify: the two WebSocket endpoints (each upgraded socket is handed to the
+ * session layer), the JWKS at /v1/keys, /healthz, /metrics and, with an admin token, the admin
+ * endpoints. Nothing here keeps per-socket state.
+ */
+import websocket from '@fastify/websocket';
+import Fastify, { FastifyPluginAsync, LogController } from 'fastify';
+import { Logger } from 'pino';
+import { downloadRecord, MAX_SIGNAL_BYTES } from '@mutp/shared';
+import { bearerMatches } from './auth';
+import { Broker } from './broker';
+import { OrigoConfig } from './config';
+import { Metrics } from './metrics';
+import { RecordMode, RecordStore } from './records';
+import { Sessions } from './sessions/sessions';
+import { TokenIssuer } from './tokens';
+
+export interface RouteDeps {
+  config: OrigoConfig;
+  log: Logger;
+  metrics: Metrics;
+  broker: Broker;
+  sessions: Sessions;
+  records: RecordStore;
+  tokens: TokenIssuer;
+}
+
+// Scrapes and WebSocket upgrades are not logged per request (sockets log their own events).
+const QUIET = new Set(['/healthz', '/metrics', '/v1/proxy', '/v1/client', '/v1/keys']);
+
+export function createHttpApp(deps: RouteDeps) {
+  const { broker, sessions, metrics, tokens } = deps;
+  const app = Fastify({
+    loggerInstance: deps.log,
+    logController: new LogController({ disableRequestLogging: (req) => QUIET.has(req.url.split('?')[0]) }),
+    bodyLimit: 16 * 1024,
+  });
+
+  app.register(websocket, {
+    options: { maxPayload: MAX_SIGNAL_BYTES },
+    errorHandler: (error, socket) => sessions.onSocketError(error, socket),
+  });
+  app.register(async (routes) => {
+    routes.get('/v1/proxy', { websocket: true }, (socket, req) =>
+      sessions.attachProxy(socket, req.ip, req.socket.remotePort),
+    );
+    routes.get('/v1/client', { websocket: true }, (socket, req) =>
+      sessions.attachClient(socket, req.ip, req.socket.remotePort),
+    );
+    // The key client tokens are signed with (JWKS, RFC 7517), for proxies configured without origo's link.
+    routes.get('/v1/keys', async (_req, reply) => {
+      reply.header('cache-control', 'public, max-age=300');
+      return { keys: [tokens.publicJwk] };
+    });
+    routes.get('/healthz', async (_req, reply) => {
+      const { proxies, clients } = broker.counts;
+      if (sessions.closing) return reply.code(503).send({ status: 'shutting-down', proxies, clients });
+      return { status: 'ok', proxies, clients };
+    });
+    routes.get('/metrics', async (_req, reply) => {
+      reply.header('content-type', metrics.registry.contentType);
+      return metrics.registry.metrics();
+    });
+  });
+  if (deps.config.adminToken !== undefined) app.register(adminRoutes(deps.config.adminToken, deps));
+  return app;
+}
+
+/** /v1/admin/proxies and /v1/records, behind the admin bearer token. */
+function adminRoutes(adminToken: string, { broker, records, log }: RouteDeps): FastifyPluginAsync {
+  const modes = downloadRecord.shape.mode.options;
+  return async (admin) => {
+    admin.addHook('onRequest', async (req, reply) => {
+      if (!bearerMatches(req.headers.authorization, adminToken)) {
+        return reply.code(401).header('www-authenticate', 'Bearer').send({ error: 'unauthorized' });
+      }
+    });
+    admin.get('/v1/admin/proxies', async () => ({ proxies: broker.listProxies() }));
+    admin.get<{ Querystring: { limit: number; mode?: RecordMode } }>(
+      '/v1/records',
+      {
+        schema: {
+          querystring: {
+            type: 'object',
+            properties: {
+              limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
+              mode: { type: 'string', enum: modes },
+            },
+            additionalProperties: false,
+          },
+        },
+      },
+      async (req, reply) => {
+        try {
+          return { records: records.recent(req.query.limit, req.query.mode) };
+        } catch (err) {
+          log.warn({ err }, 'reading records failed');
+          return reply.code(503).send({ error: 'database-unavailable' });
+        }
+      },
+    );
+  };
+}
