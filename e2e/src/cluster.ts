@@ -4,7 +4,9 @@
  */
 import { ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { OrigoSession, systemClock, WebSocketLike } from '@mutp/shared/client';
@@ -40,8 +42,11 @@ export interface Cluster {
   /** origo's client endpoint. */
   clientUrl: string;
   adminToken: string;
-  /** The proxies' shared secret (tests register a hostile proxy of their own with it). */
-  proxySecret: string;
+  /**
+   * Each proxy's key at origo (origo --proxy-keys), by proxy id: the proxies' names, and the
+   * `extraProxyIds` a test registers proxies of its own under (e.g. a hostile one).
+   */
+  proxyKeys: Record<string, string>;
   proxies: RunningProxy[];
   origoLog: string[];
   /** Stops one proxy (SIGKILL: as a crash, for fault tests). */
@@ -63,6 +68,8 @@ export interface ClusterOptions {
   /** Per-process output goes here too (the demo shows nothing, tests keep it for failures). */
   onLog?: (source: string, line: string) => void;
   readyTimeoutMs?: number;
+  /** Proxy ids that get a key without a proxy process (the test registers them itself). */
+  extraProxyIds?: string[];
 }
 
 async function freePort(): Promise<number> {
@@ -122,7 +129,13 @@ function stopProcess(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM', gr
 
 export async function startCluster(o: ClusterOptions): Promise<Cluster> {
   const port = await freePort();
-  const secret = randomBytes(16).toString('hex');
+  // Per-proxy keys, as in production: each proxy registers under its name with its own key.
+  const proxyKeys = Object.fromEntries(
+    [...o.proxies.map((p) => p.name), ...(o.extraProxyIds ?? [])].map((id) => [id, randomBytes(24).toString('base64')]),
+  );
+  const keysDir = mkdtempSync(join(tmpdir(), 'mutp-cluster-'));
+  const keysFile = join(keysDir, 'proxy-keys.json');
+  writeFileSync(keysFile, JSON.stringify(proxyKeys), { mode: 0o600 });
   const adminToken = randomBytes(16).toString('hex');
   const origoBase = `http://127.0.0.1:${port}`;
   const origoLog: string[] = [];
@@ -131,9 +144,19 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
   const startOrigo = () =>
     launch(
       'origo/src/main.ts',
-      // Dev cluster: proxies on loopback, one shared (insecure) proxy secret.
-      ['--port', String(port), '--db', ':memory:', '--log-level', logLevel, '--allow-local-proxies'],
-      { MUTP_PROXY_SECRET: secret, MUTP_ADMIN_TOKEN: adminToken },
+      // Proxies on loopback (a dev cluster), each with its own key.
+      [
+        '--port',
+        String(port),
+        '--db',
+        ':memory:',
+        '--log-level',
+        logLevel,
+        '--allow-local-proxies',
+        '--proxy-keys',
+        keysFile,
+      ],
+      { MUTP_ADMIN_TOKEN: adminToken },
       origoLog,
       'origo',
       o,
@@ -151,7 +174,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
     origoUrl: origoBase,
     clientUrl: `ws://127.0.0.1:${port}/v1/client`,
     adminToken,
-    proxySecret: secret,
+    proxyKeys,
     proxies,
     origoLog,
     kill(name) {
@@ -170,6 +193,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
     async stop() {
       await Promise.all(proxies.map((p) => stopProcess(p.process)));
       await stopProcess(origo);
+      rmSync(keysDir, { recursive: true, force: true });
     },
   };
   try {
@@ -188,7 +212,8 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
         ...(o.allowPrivateOrigins ? ['--allow-private-origins', '--origin-ports', '*'] : []),
         ...(spec.extraArgs ?? []),
       ];
-      const child = launch('proxy/src/main.ts', args, { MUTP_PROXY_SECRET: secret }, log, spec.name, o);
+      const env = { MUTP_PROXY_ID: spec.name, MUTP_PROXY_SECRET: proxyKeys[spec.name] };
+      const child = launch('proxy/src/main.ts', args, env, log, spec.name, o);
       proxies.push({ ...spec, process: child, log });
     }
     await waitFor(

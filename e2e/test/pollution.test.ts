@@ -47,12 +47,13 @@ class HostileProxy {
   proxyId?: string;
   corrupted = 0;
 
-  constructor(url: string, secret: string) {
+  constructor(url: string, proxyId: string, secret: string) {
     this.ws = new WebSocket(url);
     this.ws.on('open', () =>
       this.send({
         type: 'register',
         version: SIGNALLING_VERSION,
+        proxyId,
         secret,
         name: 'hostile',
         httpUrl: 'http://127.0.0.1:9/',
@@ -161,8 +162,13 @@ beforeAll(async () => {
     proxies: [0, 1].map((i) => ({ name: `honest${i}`, uploadKBps: 0 })),
     allowPrivateOrigins: true,
     logLevel: 'info',
+    extraProxyIds: ['hostile'],
   });
-  hostile = new HostileProxy(`${cluster.origoUrl.replace(/^http/, 'ws')}/v1/proxy`, cluster.proxySecret);
+  hostile = new HostileProxy(
+    `${cluster.origoUrl.replace(/^http/, 'ws')}/v1/proxy`,
+    'hostile',
+    cluster.proxyKeys.hostile,
+  );
   await hostile.registered();
 });
 

@@ -156,13 +156,13 @@ describe('faults', () => {
     }
   });
 
-  test('a proxy with a wrong secret is refused and exits', async () => {
+  test("a proxy with a wrong key for a live proxy's id is refused and exits", async () => {
     const cluster = await startCluster({ proxies: [{ name: 'good', uploadKBps: 0 }], allowPrivateOrigins: true });
     try {
       const child = spawnService(
         'proxy/src/main.ts',
         ['--origo', cluster.clientUrl.replace('/v1/client', '/v1/proxy'), '--name', 'bad'],
-        { MUTP_PROXY_SECRET: 'wrong' },
+        { MUTP_PROXY_ID: 'good', MUTP_PROXY_SECRET: 'wrong' },
       );
       let output = '';
       child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
@@ -177,7 +177,7 @@ describe('faults', () => {
           resolve(c);
         });
       });
-      if (code === null) throw new Error(`the proxy with a wrong secret did not exit within 30 s:\n${output}`);
+      if (code === null) throw new Error(`the proxy with a wrong key did not exit within 30 s:\n${output}`);
       expect(code).not.toBe(0);
       expect(output).toMatch(/unauthori[sz]ed/i);
       expect((await cluster.listProxies()).map((p) => p.name)).toEqual(['good']);

@@ -1,15 +1,21 @@
 /**
  * Takes download records off the message path: `offer()` only queues (bounded by rows and bytes)
- * and never touches the database; a timer writes the queue in one transaction per flush. When
- * the database fails (locked: SQLITE_BUSY after the short busy timeout, disk full, ...) the
- * writer marks it unhealthy and sheds records for a back-off period instead of retrying on
- * every message, so a stuck database costs the event loop at most one busy timeout per back-off
- * and heartbeats, signalling and greetings never wait for it. Shed records are counted.
+ * and never touches the database; a timer hands the queue to the database thread (record-db.ts),
+ * one batch and one transaction at a time. When the database fails (locked: SQLITE_BUSY after the
+ * busy timeout, disk full, the thread gone) the writer marks it unhealthy and sheds records for a
+ * back-off period instead of retrying on every message. Shed records are counted. While a batch is
+ * being written the queue keeps filling up to its bound, so a slow disk costs records, never
+ * memory or the event loop.
  */
 import type { Logger } from 'pino';
 import type { Counter } from 'prom-client';
 import { DownloadRecord } from '@mutp/shared';
-import { PendingRecord, RecordStore, recordBytes } from './records';
+import { PendingRecord, recordBytes } from './records';
+
+/** Where batches go: the database thread (RecordDatabase). */
+export interface RecordSink {
+  insertBatch(batch: readonly PendingRecord[]): Promise<void>;
+}
 
 export type ShedReason = 'queue-full' | 'db-unhealthy' | 'db-error';
 
@@ -35,14 +41,18 @@ export class RecordWriter {
   private queuedBytes = 0;
   private unhealthyUntil = 0;
   private failures = 0;
+  /** The batch being written, if any: one at a time. */
+  private writing?: Promise<void>;
   private readonly timer: NodeJS.Timeout;
 
   constructor(
-    private readonly store: RecordStore,
+    private readonly sink: RecordSink,
     private readonly options: RecordWriterOptions,
     private readonly deps: { log: Logger; stored: Counter; shed: Counter<'reason'>; now?: () => number },
   ) {
-    this.timer = setInterval(() => this.flush(), options.flushIntervalMs);
+    this.timer = setInterval(() => {
+      if (!this.writing) void this.flush();
+    }, options.flushIntervalMs);
     this.timer.unref();
   }
 
@@ -62,8 +72,14 @@ export class RecordWriter {
     return true;
   }
 
-  /** Writes what is queued now (also called on close). */
-  flush(): void {
+  /** Writes what is queued now, after the batch in progress (tests, close); never rejects. */
+  async flush(): Promise<void> {
+    while (this.writing) await this.writing;
+    // Assigned before the first await, so a concurrent flush waits for this one.
+    await (this.writing = this.writeQueued().finally(() => (this.writing = undefined)));
+  }
+
+  private async writeQueued(): Promise<void> {
     if (this.queue.length === 0) return;
     const batch = this.queue;
     this.queue = [];
@@ -73,7 +89,7 @@ export class RecordWriter {
       return;
     }
     try {
-      this.store.insertBatch(batch);
+      await this.sink.insertBatch(batch);
       this.deps.stored.inc(batch.length);
       this.failures = 0;
     } catch (err) {
@@ -88,9 +104,9 @@ export class RecordWriter {
     }
   }
 
-  close(): void {
+  async close(): Promise<void> {
     clearInterval(this.timer);
-    this.flush();
+    await this.flush();
   }
 
   private shed(reason: ShedReason, count: number): false {

@@ -11,7 +11,8 @@ import { bearerMatches } from './auth';
 import { Broker } from './broker';
 import { OrigoConfig } from './config';
 import { Metrics } from './metrics';
-import { RecordMode, RecordStore } from './records';
+import { RecordDatabase } from './record-db';
+import { RecordMode } from './records';
 import { Sessions } from './sessions/sessions';
 import { TokenIssuer } from './tokens';
 
@@ -21,7 +22,7 @@ export interface RouteDeps {
   metrics: Metrics;
   broker: Broker;
   sessions: Sessions;
-  records: RecordStore;
+  records: RecordDatabase;
   tokens: TokenIssuer;
 }
 
@@ -92,7 +93,7 @@ function adminRoutes(adminToken: string, { broker, records, log }: RouteDeps): F
       },
       async (req, reply) => {
         try {
-          return { records: records.recent(req.query.limit, req.query.mode) };
+          return { records: await records.recent(req.query.limit, req.query.mode) };
         } catch (err) {
           log.warn({ err }, 'reading records failed');
           return reply.code(503).send({ error: 'database-unavailable' });

@@ -10,7 +10,7 @@ import { OrigoConfig, OrigoOptions, resolveConfig } from './config';
 import { createMetrics, Metrics } from './metrics';
 import { loadProxyKeys, ProxyKeys } from './proxy-auth';
 import { DEFAULT_WRITER, RecordWriter } from './record-writer';
-import { RecordStore } from './records';
+import { RecordDatabase } from './record-db';
 import { createHttpApp } from './routes';
 import { Sessions } from './sessions/sessions';
 import { TokenIssuer } from './tokens';
@@ -26,8 +26,8 @@ export interface Origo {
   counts(): { proxies: number; clients: number; connections: number };
   /** Re-reads --proxy-keys (SIGHUP): proxies whose key is gone are dropped. */
   reloadProxyKeys(): void;
-  /** Writes the queued records now (tests; otherwise a timer does). */
-  flushRecords(): void;
+  /** Writes the queued records now and resolves when they are stored or shed (tests; otherwise a timer does). */
+  flushRecords(): Promise<void>;
 }
 
 export function createOrigo(options: OrigoOptions): Origo {
@@ -36,7 +36,12 @@ export function createOrigo(options: OrigoOptions): Origo {
     ? pino({ level: config.logLevel, base: { service: 'origo' } }, options.logStream)
     : pino({ level: config.logLevel, base: { service: 'origo' } });
   const metrics = createMetrics();
-  const records = new RecordStore(config.db, config.maxRecords, config.maxRecordBytes, config.dbBusyTimeoutMs);
+  const records = new RecordDatabase({
+    path: config.db,
+    maxRows: config.maxRecords,
+    maxBytes: config.maxRecordBytes,
+    busyTimeoutMs: config.dbBusyTimeoutMs,
+  });
   const writer = new RecordWriter(records, DEFAULT_WRITER, {
     log,
     stored: metrics.recordsStored,
@@ -68,6 +73,7 @@ export function createOrigo(options: OrigoOptions): Origo {
       log.info({ proxies: keys.size }, 'proxy keys reloaded');
     },
     async listen() {
+      await records.ready; // a database that cannot be opened fails the start, with SQLite's reason
       await app.listen({ port: config.port, host: config.host });
       const address = app.server.address();
       const port = typeof address === 'object' && address !== null ? address.port : config.port;
@@ -83,12 +89,8 @@ export function createOrigo(options: OrigoOptions): Origo {
         broker.close();
         await sessions.closeAll();
         await app.close();
-        try {
-          writer.close();
-        } catch (err) {
-          log.warn({ err }, 'final record flush failed');
-        }
-        records.close();
+        await writer.close();
+        await records.close();
         log.info('origo closed');
       })();
       return closePromise;

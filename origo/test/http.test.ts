@@ -33,7 +33,7 @@ describe('download records', () => {
     client.send({ type: 'record', record: rlnc });
     client.send({ type: 'record', record: failed });
     await barrier(client);
-    origo.flushRecords();
+    await origo.flushRecords();
 
     expect((await getJson(`${http}/v1/records`)).status).toBe(401);
     expect((await getJson(`${http}/v1/records`, 'wrong-token')).status).toBe(401);
@@ -66,7 +66,7 @@ describe('download records', () => {
     for (let i = 0; i < 4; i++) client.send({ type: 'record', record: record('rlnc', `https://media.test/${i}`) });
     await client.next('error', (m) => m.code === 'rate-limited');
     await barrier(client);
-    origo.flushRecords();
+    await origo.flushRecords();
     const { body } = await getJson(`${http}/v1/records`, ADMIN);
     const stored = (body as { records: unknown[] }).records.length;
     expect(stored).toBeGreaterThanOrEqual(2);

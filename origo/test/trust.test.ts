@@ -117,7 +117,7 @@ describe('download records', () => {
     expect((await client.next('error')).code).toBe('forged-record');
     client.send({ type: 'record', record: record(['edge-1']) });
     await barrier(client);
-    origo.flushRecords();
+    await origo.flushRecords();
     await proxyBarrier(proxy);
     const metrics = await origo.metrics.registry.metrics();
     expect(metrics).toContain('mutp_origo_records_refused_total{reason="forged-record"} 2');
@@ -164,7 +164,7 @@ describe('download records', () => {
         for (let i = 0; i < 20; i++) client.send({ type: 'record', record: record(['edge-1']) });
         heartbeat(proxy, 0, 0, 1_000_000);
         await barrier(client);
-        origo.flushRecords();
+        await origo.flushRecords();
         await new Promise((r) => setTimeout(r, 100));
       }
       expect(proxy.closeEvent).toBeUndefined();

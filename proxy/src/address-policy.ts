@@ -168,7 +168,9 @@ function classifyV6(b: Uint8Array): AddressClass {
   if (b[0] === 0xfe && (b[1] & 0xc0) === 0xc0) return 'private'; // fec0::/10, old site-local
   if ((b[0] & 0xfe) === 0xfc) return 'unique-local'; // fc00::/7
   if (b[0] === 0x20 && b[1] === 0x01 && b[2] === 0x0d && b[3] === 0xb8) return 'documentation'; // 2001:db8::/32
-  if (b[0] === 0x20 && b[1] === 0x01 && b[2] === 0x00 && b[3] === 0x00) return 'reserved'; // Teredo 2001::/32
+  if (b[0] === 0x3f && b[1] === 0xff && (b[2] & 0xf0) === 0x00) return 'documentation'; // 3fff::/20
+  // 2001::/23, IETF protocol assignments (Teredo, benchmarking, ORCHID, AMT, ...): never a media origin.
+  if (b[0] === 0x20 && b[1] === 0x01 && (b[2] & 0xfe) === 0x00) return 'reserved';
   if ((b[0] & 0xe0) !== 0x20) return 'reserved'; // outside 2000::/3, global unicast
   return 'public';
 }

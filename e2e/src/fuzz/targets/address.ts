@@ -23,7 +23,25 @@ const REFUSED_V4 = new Set([
   'carrierGradeNat',
   'private',
 ]);
-const REFUSED_V6 = new Set(['unspecified', 'linkLocal', 'multicast', 'loopback', 'uniqueLocal']);
+const REFUSED_V6 = new Set([
+  'unspecified',
+  'linkLocal',
+  'multicast',
+  'loopback',
+  'uniqueLocal',
+  'deprecatedSiteLocal',
+  'discard',
+  // 2001::/23 (IETF protocol assignments) and 3fff::/20 (documentation): never a media origin.
+  'teredo',
+  'benchmarking',
+  'amt',
+  'as112v6',
+  'deprecatedOrchid',
+  'orchid2',
+  'droneRemoteIdProtocolEntityTags',
+  'segmentRouting',
+  'reserved',
+]);
 
 const v4FromBytes = (b: number[], at: number) => new ipaddr.IPv4(b.slice(at, at + 4));
 
@@ -65,7 +83,9 @@ const V6_RANGES = [
   'ff00::/8',
   '2001:db8::/32',
   '2606:4700::/32',
-  '2001::/32',
+  '2001::/23',
+  '2001:200::/23',
+  '3fff::/20',
   '100::/64',
 ].map(prefix);
 

@@ -2,6 +2,7 @@
 import { createRequire } from 'node:module';
 import { FuzzTarget } from '../target';
 import { addressTarget } from './address';
+import { endpointTarget } from './endpoint';
 import { rlncTarget, wirehairTarget } from './codecs';
 import { manifestTarget } from './manifest';
 import { rangeTarget } from './range';
@@ -11,6 +12,7 @@ import { wireTarget } from './wire';
 export const TARGETS: readonly FuzzTarget<never>[] = [
   signallingTarget,
   wireTarget,
+  endpointTarget,
   rangeTarget,
   manifestTarget,
   addressTarget,
