@@ -28,7 +28,7 @@ import {
   StopReason,
   StopReasonCode,
 } from '../wire';
-import { DEFAULT_SCHEDULER, schedulerSupports } from '../sender/schedulers';
+import { DEFAULT_SCHEDULER, schedulerSupports } from '../modes';
 import { RateEstimator } from './rate-estimator';
 import { Agreement } from './agreement';
 import { CheckedDecoder, CheckOutcome } from './check-units';
