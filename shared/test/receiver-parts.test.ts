@@ -1,11 +1,23 @@
 /**
  * The Receiver's parts on their own: the acks of one source's data, a source's timers and
- * exclusion, the steering (weights, in-flight caps) and the identity quorum. The Receiver as a
+ * exclusion, the steering (weights, in-flight caps), the identity quorum and decode completion. The Receiver as a
  * whole is tested in receiver.test.ts, window.test.ts and integrity.test.ts.
  */
-import { DEFAULT_RECEIVER_CONFIG, StopReason, UNLIMITED_IN_FLIGHT } from '../src';
+import { createHash } from 'node:crypto';
+import {
+  DEFAULT_RECEIVER_CONFIG,
+  Layout,
+  Mode,
+  rlncCodec,
+  seededRandom,
+  StopReason,
+  uncodedCodec,
+  unitDigests,
+  UNLIMITED_IN_FLIGHT,
+} from '../src';
 import { AckTracker } from '../src/receiver/ack-tracker';
 import { Identity } from '../src/receiver/agreement';
+import { Completion } from '../src/receiver/completion';
 import { IdentityQuorum } from '../src/receiver/quorum';
 import { Source } from '../src/receiver/source';
 import { Steering, SteeringConfig } from '../src/receiver/steering';
@@ -306,5 +318,118 @@ describe('IdentityQuorum', () => {
   test('no deadline before the first META', () => {
     const q = quorumOf(2);
     expect([q.waiting, q.nextDeadline()]).toEqual([false, null]);
+  });
+});
+
+function sha256(data: Uint8Array): Uint8Array {
+  return new Uint8Array(createHash('sha256').update(data).digest());
+}
+
+describe('Completion', () => {
+  const symbolSize = 64;
+  const generationSize = 4;
+  const object = Uint8Array.from({ length: 10 * symbolSize - 5 }, (_, i) => (i * 7 + 3) & 0xff);
+  const trueIdentity = { objectLength: object.length, digest: sha256(object), unitRoot: new Uint8Array(32) };
+
+  function started(mode: Mode, window = 8): { completion: Completion; layout: Layout } {
+    const completion = new Completion({
+      mode,
+      symbolSize,
+      generationSize,
+      window,
+      codec: mode === 'uncoded' ? uncodedCodec : rlncCodec,
+      sha256,
+      maxPacketLogBytes: 1 << 20,
+    });
+    const layout = new Layout(mode, object.length, symbolSize, generationSize);
+    completion.start(object.length, unitDigests(object, layout, sha256));
+    return { completion, layout };
+  }
+
+  const packet = (layout: Layout, unit: number) =>
+    object.subarray(unit * symbolSize, unit * symbolSize + layout.payloadLength(unit));
+
+  test('before start: nothing to report, progress unknown', () => {
+    const completion = new Completion({
+      mode: 'uncoded',
+      symbolSize,
+      generationSize,
+      window: 8,
+      codec: uncodedCodec,
+      sha256,
+      maxPacketLogBytes: 1 << 20,
+    });
+    expect([completion.started, completion.windowReport(), completion.describeProgress()]).toEqual([
+      false,
+      undefined,
+      '0 of ? DoF',
+    ]);
+  });
+
+  test('uncoded: the bitmap names the units received; the window slides to the lowest missing', () => {
+    const { completion, layout } = started('uncoded');
+    for (const u of [0, 1, 3]) expect(completion.add(0, u, 0, packet(layout, u)).outcome.result).toBe('innovative');
+    completion.slideWindow(false);
+    expect(completion.wMin).toBe(2);
+    expect(completion.windowReport()).toEqual({
+      mode: 'uncoded',
+      bitmap: Uint8Array.of(0b10),
+      bitCount: 8,
+      missingDof: 7,
+    });
+    // window 8 plus two check units of slack above wMin
+    expect([completion.beyondWindow(2 + 8 + 7), completion.beyondWindow(2 + 8 + 8)]).toEqual([false, true]);
+  });
+
+  test('the window report never runs past the last unit', () => {
+    const { completion, layout } = started('uncoded');
+    for (let u = 0; u < 6; u++) completion.add(0, u, 0, packet(layout, u));
+    completion.slideWindow(false);
+    expect(completion.windowReport()).toMatchObject({ bitCount: 4, missingDof: 4 });
+  });
+
+  test('rlnc: ranks per generation and the DoF still missing', () => {
+    const { completion, layout } = started('rlnc', 8);
+    const encoder = rlncCodec.createEncoder(object, layout);
+    const random = seededRandom(5);
+    const payload = new Uint8Array(symbolSize);
+    for (let i = 0; i < 2; i++) {
+      const seed = random();
+      encoder.encodeInto(1, seed, payload);
+      completion.add(0, 1, seed, payload.slice());
+    }
+    expect(completion.windowReport()).toEqual({ mode: 'rlnc', ranks: Uint8Array.of(0, 2), missingDof: 6 });
+    expect(completion.dof).toBe(2);
+  });
+
+  test('a complete object verifies against the agreed identity and can be taken', () => {
+    const { completion, layout } = started('uncoded');
+    for (let u = 0; u < layout.unitCount; u++) completion.add(1, u, 0, packet(layout, u));
+    expect(completion.allUnitsComplete).toBe(true);
+    expect(completion.verify({ ...trueIdentity, objectLength: object.length + 1 })).toMatchObject({
+      code: 'length-mismatch',
+    });
+    expect(completion.verify({ ...trueIdentity, digest: new Uint8Array(32) })).toMatchObject({
+      code: 'digest-mismatch',
+    });
+    expect(completion.verifiedObject).toBeUndefined();
+    expect(completion.verify(trueIdentity)).toBeUndefined();
+    expect(completion.verifiedObject).toEqual(object);
+  });
+
+  test('a check unit that fails names its only contributor and rewinds; excluding it rewinds too', () => {
+    const { completion, layout } = started('uncoded');
+    expect(completion.rewound).toBe(false);
+    for (let u = 0; u < generationSize - 1; u++) completion.add(2, u, 0, packet(layout, u));
+    const bad = packet(layout, generationSize - 1).slice();
+    bad[0] ^= 1;
+    const { outcome, checkFailed } = completion.add(2, generationSize - 1, 0, bad);
+    expect([outcome.polluters, checkFailed, completion.rewound]).toEqual([[2], true, true]);
+    completion.slideWindow(true);
+    expect(completion.wMin).toBe(0);
+
+    const other = started('uncoded').completion;
+    other.exclude(0);
+    expect(other.rewound).toBe(true);
   });
 });
