@@ -58,7 +58,7 @@ export class Completion {
     return this.layout?.totalDof ?? 0;
   }
 
-  /** Units the object has ('?' before the identity is agreed), for messages. */
+  /** Decode progress for messages: DoF received of the object's total ('?' before it is known). */
   describeProgress(): string {
     return `${this.decoder?.dof ?? 0} of ${this.layout?.totalDof ?? '?'} DoF`;
   }
