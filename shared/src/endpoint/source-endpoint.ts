@@ -11,9 +11,9 @@
 import { Codec } from '../codec/types';
 import { Sha256 } from '../integrity';
 import { Layout } from '../layout';
+import { schedulerSupports } from '../modes';
 import { seededRandom } from '../random';
 import { Sender, SenderConfig } from '../sender/sender';
-import { schedulerSupports } from '../sender/schedulers';
 import { decode, encodeError, ErrorCode, MessageType, Mode, RequestMessage } from '../wire';
 import { Admission, Grant } from './admission';
 import { LayoutDigests } from './layout-digests';

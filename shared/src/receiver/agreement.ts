@@ -135,7 +135,8 @@ export function sameIdentity(a: Identity, b: Identity): boolean {
   return a.objectLength === b.objectLength && bytesEqual(a.digest, b.digest) && bytesEqual(a.unitRoot, b.unitRoot);
 }
 
-function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+/** Constant-time comparison of two digests. */
+export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
   if (a.length !== b.length) return false;
   let diff = 0;
   for (let i = 0; i < a.length; i++) diff |= a[i] ^ b[i];

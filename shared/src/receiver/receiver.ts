@@ -1,106 +1,48 @@
 /**
  * MUTP receiver: one object downloaded from N sources at once (the client side). Sans-IO: the
  * caller feeds datagrams per source with the time, pulls datagrams to send (requests, feedback,
- * stops) and calls handleTimeout at nextDeadline(). It owns the transfer: it knows every source
- * and its rate, paces them apart (weights) and caps what they keep in flight near the end.
+ * stops) and calls handleTimeout at nextDeadline(). It owns the transfer and ties its parts
+ * together, as quinn-proto's Connection owns its streams and congestion state:
+ *
+ * - `Source` (source.ts): each source's own bookkeeping (counters, timers, acks, rate, exclusion);
+ * - `IdentityQuorum` (quorum.ts): the META votes that settle the object's identity;
+ * - `Steering` (steering.ts): each source's share (weights) and in-flight cap, sent in FEEDBACK
+ *   (feedback.ts);
+ * - `Completion` (completion.ts): decoding, per-unit verification, the window, the final object.
+ *
+ * None of them imports this module; what one part's outcome means for the others (a polluter
+ * found while decoding is excluded, which may end the transfer) is decided here.
  */
 import { sha256 } from '@noble/hashes/sha256';
 import { Codec } from '../codec/types';
-import { CheckLayout } from '../integrity';
 import { TransferError, TransferErrorCode } from '../errors';
+import { CheckLayout } from '../integrity';
 import { Layout } from '../layout';
-import { MAX_OBJECT_BYTES, MAX_SOURCES, UNLIMITED_IN_FLIGHT } from '../limits';
+import { MAX_OBJECT_BYTES, MAX_SOURCES } from '../limits';
+import { DEFAULT_SCHEDULER, schedulerSupports } from '../modes';
 import {
   decode,
   describeErrorCode,
-  encodeFeedbackFountain,
-  encodeFeedbackRlnc,
-  encodeFeedbackUncoded,
+  DigestsMessage,
   encodeRequest,
   encodeStop,
-  FeedbackCommon,
   MessageType,
   MetaMessage,
   Mode,
-  DigestsMessage,
-  NO_SEQ,
   SchedulerName,
   StopReason,
-  StopReasonCode,
 } from '../wire';
-import { DEFAULT_SCHEDULER, schedulerSupports } from '../sender/schedulers';
-import { RateEstimator } from './rate-estimator';
-import { Agreement } from './agreement';
-import { CheckedDecoder, CheckOutcome } from './check-units';
+import { CheckOutcome } from './check-units';
+import { Completion } from './completion';
+import { DEFAULT_RECEIVER_CONFIG, ReceiverConfig } from './config';
+import { encodeSourceFeedback } from './feedback';
+import { IdentityQuorum } from './quorum';
+import { PollutionKind, Polluter, Source, SourceStats } from './source';
+import { Steering } from './steering';
 
-export interface ReceiverConfig {
-  /** Feedback to each source at least this often, so a lost one is soon covered by the next. */
-  feedbackIntervalMs: number;
-  /** ... and after this many data packets from it. */
-  ackEveryPackets: number;
-  requestRetryMs: number;
-  maxRequestRetryMs: number;
-  /** The download fails when no degree of freedom arrives for this long. */
-  stallTimeoutMs: number;
-  maxObjectBytes: number;
-  trainLength: number;
-  medianWindow: number;
-  /** A source silent this long (after it had sent data) gets no share of the work. */
-  inactiveAfterMs: number;
-  /** Levels of the quantised weights; coarse, so ownership changes rarely. */
-  weightLevels: number;
-  /**
-   * Weights are republished only when a source's share moves by more than this fraction of
-   * itself: every change hands some in-flight slots to another owner, who then sends them again.
-   */
-  weightHysteresis: number;
-  /**
-   * Cap each source's packets in flight at its share of what the window still misses. On by
-   * default with the partitioned schedulers; off with the paper's ones (random, rarest), so they
-   * run the protocol as published.
-   */
-  inFlightCaps?: boolean;
-  /** Extra in-flight allowance per source beyond its share. */
-  capSlackPackets: number;
-  capLossMargin: number;
-  /**
-   * A source may exceed its share of the window by this factor: room for its rate estimate to
-   * grow when the share underestimates it (a capped source measures only what it was allowed).
-   */
-  capHeadroom: number;
-  /**
-   * Sources that must report the same object identity (length, SHA-256, unit root) before any of
-   * their data is used; min(quorum, sources that can still answer). 1 trusts the first META.
-   */
-  quorum: number;
-  /**
-   * A source that has sent nothing at all this long after the first META stops counting toward
-   * the quorum (it may be dead): the download then goes on with the sources that answered.
-   */
-  agreementWaitMs: number;
-  /** Packets of unverified check units kept to identify a polluter (bytes, all units together). */
-  maxPacketLogBytes: number;
-}
-
-export const DEFAULT_RECEIVER_CONFIG: ReceiverConfig = {
-  feedbackIntervalMs: 20,
-  ackEveryPackets: 8,
-  requestRetryMs: 200,
-  maxRequestRetryMs: 2000,
-  stallTimeoutMs: 15000,
-  maxObjectBytes: 256 * 1024 * 1024,
-  trainLength: 16,
-  medianWindow: 5,
-  inactiveAfterMs: 500,
-  weightLevels: 32,
-  weightHysteresis: 0.25,
-  capSlackPackets: 2,
-  capLossMargin: 0.05,
-  capHeadroom: 1.5,
-  quorum: 2,
-  agreementWaitMs: 1000,
-  maxPacketLogBytes: 64 * 1024 * 1024,
-};
+export { DEFAULT_RECEIVER_CONFIG } from './config';
+export type { ReceiverConfig } from './config';
+export type { Polluter, PollutionKind, SourceState, SourceStats } from './source';
 
 export interface ReceiverOptions {
   transferId: number;
@@ -119,35 +61,7 @@ export interface ReceiverOptions {
   sha256?: (data: Uint8Array) => Uint8Array;
 }
 
-/** Why a source was excluded as a polluter: its META, its DIGESTS, or its data. */
-export type PollutionKind = 'meta' | 'digests' | 'data';
-
-export interface Polluter {
-  source: number;
-  kind: PollutionKind;
-  reason: string;
-}
-
 export type ReceiverStatus = 'active' | 'complete' | 'failed';
-export type SourceState = 'connecting' | 'active' | 'failed' | 'dropped';
-
-export interface SourceStats {
-  state: SourceState;
-  /** Data packets received (all, useful or not). */
-  received: number;
-  /** Data packets that increased the client's DoF. */
-  useful: number;
-  redundant: number;
-  beforeMeta: number;
-  afterComplete: number;
-  invalid: number;
-  malformed: number;
-  bytes: number;
-  rateBps: number;
-  error?: string;
-  /** Excluded as a polluter (wrong META or DIGESTS, or a packet that failed a verified unit). */
-  polluter: boolean;
-}
 
 export interface ReceiverStats {
   startedAt: number;
@@ -160,28 +74,6 @@ export interface ReceiverStats {
   sources: SourceStats[];
 }
 
-interface Source {
-  stats: SourceStats;
-  heard: boolean;
-  metaOk: boolean;
-  requestDueAt: number;
-  requestBackoff: number;
-  largestSeq: number;
-  largestSeqAt: number;
-  /** Bit i = seq largestSeq - 1 - i received. */
-  ackBits: number;
-  lastArrivalAt: number;
-  sinceFeedback: number;
-  feedbackDue: boolean;
-  lastFeedbackAt: number;
-  stopDue: StopReasonCode | -1;
-  lastStopAt: number;
-  /** A REQUEST went to it: it may be fetching or sending even if nothing arrived yet. */
-  requested: boolean;
-  rate: RateEstimator;
-  pollution?: PollutionKind;
-}
-
 export interface OutgoingDatagram {
   source: number;
   bytes: Uint8Array;
@@ -192,39 +84,18 @@ export class Receiver {
   status: ReceiverStatus = 'active';
   error?: TransferError;
   private readonly config: ReceiverConfig;
-  private readonly sources: Source[];
   private readonly opts: ReceiverOptions;
   private readonly scheduler: SchedulerName;
-  private readonly agreement: Agreement;
-  private layout?: Layout;
-  private decoder?: CheckedDecoder;
-  private unitsPerCheck = 1;
-  /**
-   * Set once a check unit failed or a polluter's packets were discarded: from then on feedback
-   * carries the rewind flag, so sources accept ranks lower than what they were told before.
-   */
-  private rewound = false;
-  /**
-   * The identity was agreed by fewer sources than the quorum (the others failed or stayed silent
-   * for agreementWaitMs): a later META that disagrees then fails the transfer instead of being
-   * dropped, so a rogue source cannot win just by answering while the honest ones are slow.
-   */
-  private provisional = false;
-  private windowUnits = 0;
-  private wMin = 0;
-  private object?: Uint8Array;
+  private readonly sources: Source[];
+  private readonly quorum: IdentityQuorum;
+  private readonly steering: Steering;
+  private readonly completion: Completion;
   private lastProgressAt: number;
   private readonly startedAt: number;
   private completedAt?: number;
   private feedbackSent = 0;
   private requestsSent = 0;
   private pollCursor = 0;
-  private publishedWeights?: Uint8Array;
-  /** When the first META from any source arrived. */
-  private firstMetaAt = -1;
-  private lastAgreementCheckAt = -Infinity;
-  /** When the first data packet from any source arrived. */
-  private firstDataAt = -1;
 
   constructor(opts: ReceiverOptions) {
     if (!Number.isInteger(opts.sourceCount) || opts.sourceCount < 1 || opts.sourceCount > MAX_SOURCES) {
@@ -237,44 +108,27 @@ export class Receiver {
     if (opts.codec.mode !== opts.mode) throw new RangeError(`codec ${opts.codec.name} is not for mode ${opts.mode}`);
     this.opts = opts;
     this.transferId = opts.transferId >>> 0;
-    this.config = { ...DEFAULT_RECEIVER_CONFIG, ...opts.config };
-    this.config.maxObjectBytes = Math.min(this.config.maxObjectBytes, MAX_OBJECT_BYTES);
-    this.config.inFlightCaps ??= this.scheduler === 'partitioned';
+    const config = { ...DEFAULT_RECEIVER_CONFIG, ...opts.config };
+    config.maxObjectBytes = Math.min(config.maxObjectBytes, MAX_OBJECT_BYTES);
+    config.inFlightCaps ??= this.scheduler === 'partitioned';
+    this.config = config;
     this.startedAt = opts.now;
     this.lastProgressAt = opts.now;
-    this.sources = Array.from({ length: opts.sourceCount }, () => ({
-      stats: {
-        state: 'connecting',
-        received: 0,
-        useful: 0,
-        redundant: 0,
-        beforeMeta: 0,
-        afterComplete: 0,
-        invalid: 0,
-        malformed: 0,
-        bytes: 0,
-        rateBps: 0,
-        polluter: false,
-      },
-      heard: false,
-      metaOk: false,
-      requestDueAt: opts.now,
-      requestBackoff: this.config.requestRetryMs,
-      largestSeq: -1,
-      largestSeqAt: 0,
-      ackBits: 0,
-      lastArrivalAt: 0,
-      sinceFeedback: 0,
-      feedbackDue: false,
-      lastFeedbackAt: opts.now,
-      stopDue: -1,
-      requested: false,
-      lastStopAt: -Infinity,
-      rate: new RateEstimator(this.config.trainLength, this.config.medianWindow),
-    }));
+    this.sources = Array.from({ length: opts.sourceCount }, () => new Source(opts.now, config));
+    const hash = opts.sha256 ?? sha256;
     const checkCountOf = (length: number) =>
       new CheckLayout(new Layout(opts.mode, length, opts.symbolSize, opts.generationSize)).checkCount;
-    this.agreement = new Agreement(opts.sourceCount, checkCountOf, opts.sha256 ?? sha256);
+    this.quorum = new IdentityQuorum(opts.sourceCount, checkCountOf, hash, config.quorum, config.agreementWaitMs);
+    this.steering = new Steering(config);
+    this.completion = new Completion({
+      mode: opts.mode,
+      symbolSize: opts.symbolSize,
+      generationSize: opts.generationSize,
+      window: opts.window,
+      codec: opts.codec,
+      sha256: hash,
+      maxPacketLogBytes: config.maxPacketLogBytes,
+    });
   }
 
   // ------------------------------------------------------------------ input
@@ -287,8 +141,9 @@ export class Receiver {
       source.stats.malformed++;
       return;
     }
-    if (source.stats.state === 'failed' || source.stats.state === 'dropped') return;
+    if (!source.live) return;
     const m = decoded.value;
+    const mode = this.opts.mode;
     switch (m.type) {
       case MessageType.Meta:
         this.onMeta(sourceIndex, m, now);
@@ -297,25 +152,16 @@ export class Receiver {
         this.onDigests(sourceIndex, m, now);
         break;
       case MessageType.DataUncoded:
-        this.onData(sourceIndex, m.seq, m.index, 0, m.payload, bytes.length, now, this.opts.mode === 'uncoded');
+        this.onData(sourceIndex, m.seq, m.index, 0, m.payload, bytes.length, now, mode === 'uncoded');
         break;
       case MessageType.DataRlnc:
-        this.onData(sourceIndex, m.seq, m.generation, m.seed, m.payload, bytes.length, now, this.opts.mode === 'rlnc');
+        this.onData(sourceIndex, m.seq, m.generation, m.seed, m.payload, bytes.length, now, mode === 'rlnc');
         break;
       case MessageType.DataFountain:
-        this.onData(
-          sourceIndex,
-          m.seq,
-          m.block,
-          m.blockId,
-          m.payload,
-          bytes.length,
-          now,
-          this.opts.mode === 'fountain',
-        );
+        this.onData(sourceIndex, m.seq, m.block, m.blockId, m.payload, bytes.length, now, mode === 'fountain');
         break;
       case MessageType.Error:
-        this.markSource(source, 'failed', `source error, ${describeErrorCode(m.code)}: ${m.message}`);
+        this.endSource(source, 'failed', `source error, ${describeErrorCode(m.code)}: ${m.message}`);
         this.evaluateAgreement(now);
         this.startIfReady(now);
         break;
@@ -324,61 +170,41 @@ export class Receiver {
     }
   }
 
-  private hear(source: Source): void {
-    source.heard = true;
-    if (source.stats.state === 'connecting') source.stats.state = 'active';
-  }
-
   private onMeta(sourceIndex: number, m: MetaMessage, now: number): void {
-    const source = this.sources[sourceIndex];
     const o = this.opts;
-    this.hear(source);
+    this.sources[sourceIndex].hear();
     if (m.mode !== o.mode || m.symbolSize !== o.symbolSize || m.generationSize !== o.generationSize) {
       this.dropPolluter(sourceIndex, 'meta', 'metadata does not match the request');
       return;
     }
-    if (this.firstMetaAt < 0) this.firstMetaAt = now;
-    this.agreement.propose(sourceIndex, m);
-    if (this.agreement.agreed) this.checkAgainstAgreed(sourceIndex);
+    this.quorum.onMeta(sourceIndex, m, now);
+    if (this.quorum.identity()) this.checkAgainstAgreed(sourceIndex);
     else this.evaluateAgreement(now);
     this.startIfReady(now);
   }
 
-  /**
-   * Agreement needs `quorum` sources, or all that can still answer when fewer can: a source that
-   * failed before its META does not count, one that sent META and then failed still votes.
-   */
   private evaluateAgreement(now: number): void {
-    if (this.agreement.agreed || this.status !== 'active') return;
-    const counted = (i: number) => this.sources[i].stats.state !== 'dropped';
-    const waited = this.firstMetaAt >= 0 && now - this.firstMetaAt >= this.config.agreementWaitMs;
-    // Live and not (yet) written off as silent: it may still cast its vote.
-    const mayVote = (s: Source, i: number) => isLive(s) && !this.agreement.proposalOf(i) && !(waited && !s.heard);
-    const voted = (i: number) => counted(i) && this.agreement.proposalOf(i) !== undefined;
-    const able = this.sources.filter((s, i) => mayVote(s, i) || voted(i)).length;
-    const undecided = this.sources.filter(mayVote).length;
-    const required = Math.max(1, Math.min(this.config.quorum, able));
-    const verdict = this.agreement.evaluate(required, counted, undecided);
+    if (this.quorum.identity() || this.status !== 'active') return;
+    const verdict = this.quorum.evaluate(this.sources, now);
     if (verdict === 'impossible') {
       this.fail('metadata-conflict', 'the sources disagree on the object (length, digest or unit root)');
       return;
     }
     if (verdict !== 'agreed') return;
-    this.provisional = required < Math.min(this.config.quorum, this.sources.length);
-    const length = this.agreement.identity()?.objectLength ?? 0;
+    const length = this.quorum.identity()?.objectLength ?? 0;
     if (length > this.config.maxObjectBytes) {
       this.fail('object-too-large', `object of ${length} bytes exceeds the limit of ${this.config.maxObjectBytes}`);
       return;
     }
-    for (let i = 0; i < this.sources.length; i++) if (this.agreement.proposalOf(i)) this.checkAgainstAgreed(i);
+    for (let i = 0; i < this.sources.length; i++) if (this.quorum.proposalOf(i)) this.checkAgainstAgreed(i);
     this.startIfReady(now);
   }
 
   private checkAgainstAgreed(sourceIndex: number): void {
     const source = this.sources[sourceIndex];
-    if (!isLive(source) && source.stats.state !== 'failed') return;
-    if (!this.agreement.agrees(sourceIndex)) {
-      if (this.provisional) {
+    if (!source.live && source.stats.state !== 'failed') return;
+    if (!this.quorum.agrees(sourceIndex)) {
+      if (this.quorum.provisional) {
         // Accepted from fewer sources than the quorum (the others were silent or failed): a late
         // answer that disagrees may well be the honest one, so nobody can be believed.
         this.fail(
@@ -397,11 +223,11 @@ export class Receiver {
   }
 
   private onDigests(sourceIndex: number, m: DigestsMessage, now: number): void {
-    this.hear(this.sources[sourceIndex]);
-    const proposal = this.agreement.proposalOf(sourceIndex);
+    this.sources[sourceIndex].hear();
+    const proposal = this.quorum.proposalOf(sourceIndex);
     // No list is kept for an identity too large to download (it could never be agreed to).
-    if (this.decoder || (proposal && proposal.objectLength > this.config.maxObjectBytes)) return;
-    if (this.agreement.addDigests(sourceIndex, m.first, m.digests) === 'bad') {
+    if (this.completion.started || (proposal && proposal.objectLength > this.config.maxObjectBytes)) return;
+    if (this.quorum.addDigests(sourceIndex, m.first, m.digests) === 'bad') {
       this.dropPolluter(sourceIndex, 'digests', 'sent unit digests that do not match its unit root');
       return;
     }
@@ -410,23 +236,14 @@ export class Receiver {
 
   /** Data is used only once the identity is agreed and its unit digests are known. */
   private startIfReady(now: number): void {
-    if (this.decoder || this.status !== 'active') return;
-    const agreed = this.agreement.agreed;
-    const digests = this.agreement.digests();
+    if (this.completion.started || this.status !== 'active') return;
+    const agreed = this.quorum.identity();
+    const digests = this.quorum.digests();
     if (!agreed || !digests) return;
-    const o = this.opts;
-    this.layout = new Layout(o.mode, agreed.objectLength, o.symbolSize, o.generationSize);
-    this.decoder = new CheckedDecoder(this.layout, o.codec, digests, o.sha256 ?? sha256, this.config.maxPacketLogBytes);
-    this.unitsPerCheck = this.decoder.checks.unitsPerCheck;
-    this.windowUnits = this.layout.windowUnits(o.window);
+    this.completion.start(agreed.objectLength, digests);
     this.lastProgressAt = now;
     for (const s of this.sources) if (s.metaOk) s.feedbackDue = true;
-    if (this.allUnitsComplete) this.finish(now);
-  }
-
-  /** Every unit decoded (a fountain block may take a few packets beyond its symbol count). */
-  private get allUnitsComplete(): boolean {
-    return this.decoder !== undefined && this.decoder.allVerified;
+    if (this.completion.allUnitsComplete) this.finish(now);
   }
 
   private onData(
@@ -440,41 +257,27 @@ export class Receiver {
     modeMatches: boolean,
   ): void {
     const source = this.sources[sourceIndex];
-    this.hear(source);
-    if (this.firstDataAt < 0) this.firstDataAt = now;
+    this.steering.onData(now);
+    source.onData(seq, bytes, now);
     const s = source.stats;
-    s.received++;
-    s.bytes += bytes;
-    source.lastArrivalAt = now;
-    source.rate.onPacket(seq, bytes, now);
-    s.rateBps = source.rate.bytesPerSecond;
-    recordSeq(source, seq, now);
-    if (++source.sinceFeedback >= this.config.ackEveryPackets) source.feedbackDue = true;
     if (this.status !== 'active') {
       s.afterComplete++;
-      // Tell a source that missed the STOP, but not once per packet.
-      if (this.status === 'complete' && now - source.lastStopAt >= this.config.feedbackIntervalMs)
-        source.stopDue = StopReason.Complete;
+      if (this.status === 'complete') source.remindComplete(now);
       return;
     }
     if (!modeMatches) {
       s.invalid++;
       return;
     }
-    if (!this.decoder || !this.layout || !source.metaOk) {
+    if (!this.completion.started || !source.metaOk) {
       s.beforeMeta++;
       return;
     }
-    // Sources send only inside the window; beyond it (plus a check unit of slack, as an uncoded
-    // source's window runs ahead of a check unit still being verified) a packet would only cost memory.
-    if (unit >= this.wMin + this.windowUnits + 2 * this.unitsPerCheck) {
+    if (this.completion.beyondWindow(unit)) {
       s.invalid++;
       return;
     }
-    const failedBefore = this.decoder.failedChecks;
-    const outcome = this.decoder.add(sourceIndex, unit, key, payload);
-    const checkFailed = this.decoder.failedChecks !== failedBefore;
-    if (checkFailed) this.rewound = true;
+    const { outcome, checkFailed } = this.completion.add(sourceIndex, unit, key, payload);
     if (outcome.result === 'invalid') s.invalid++;
     else if (outcome.result === 'redundant') s.redundant++;
     else {
@@ -484,20 +287,8 @@ export class Receiver {
     this.afterCheck([outcome], now, checkFailed);
   }
 
-  private lowestIncomplete(from: number): number {
-    const decoder = this.decoder;
-    const layout = this.layout;
-    if (!decoder || !layout) return from;
-    let u = from;
-    while (u < layout.unitCount && decoder.rank(u) >= layout.unitSize(u)) u++;
-    return u;
-  }
-
   /** Acts on what the checked decoder found: polluters out, verified units slide the window. */
   private afterCheck(outcomes: CheckOutcome[], now: number, checkFailed: boolean): void {
-    const decoder = this.decoder;
-    const layout = this.layout;
-    if (!decoder || !layout) return;
     let verified = false;
     let lowered = checkFailed;
     while (outcomes.length > 0) {
@@ -511,77 +302,64 @@ export class Receiver {
         if (this.sources[p].stats.polluter) continue;
         this.dropPolluter(p, 'data', 'sent data that failed a unit digest');
         if (this.status !== 'active') return;
-        this.rewound = true;
         lowered = true;
-        outcomes.push(...decoder.exclude(p));
+        outcomes.push(...this.completion.exclude(p));
         // Its share goes to the others at once, and they learn what must be sent again.
         for (const other of this.sources) other.feedbackDue = true;
       }
     }
-    if (verified && layout.mode !== 'uncoded') {
+    if (verified && this.opts.mode !== 'uncoded') {
       // A finished generation must reach every source soon, or they keep sending into it.
       for (const other of this.sources) other.feedbackDue = true;
     }
-    // wMin is the lowest unit not complete: received (uncoded, even while its check unit waits
-    // for the rest) or decoded and verified (coded). A failed check unit lowers ranks: go back.
-    this.wMin = this.lowestIncomplete(lowered ? 0 : this.wMin);
-    if (this.allUnitsComplete) this.finish(now);
+    // A failed check unit or a polluter's discarded packets lower ranks: search from 0 again.
+    this.completion.slideWindow(lowered);
+    if (this.completion.allUnitsComplete) this.finish(now);
   }
 
   private finish(now: number): void {
-    const { decoder } = this;
-    const meta = this.agreement.agreed;
-    if (!decoder || !meta) return;
-    const object = decoder.object;
-    if (object.length !== meta.objectLength) {
-      this.fail('length-mismatch', `reassembled ${object.length} bytes, expected ${meta.objectLength}`);
+    const identity = this.quorum.identity();
+    if (!this.completion.started || !identity) return;
+    const failure = this.completion.verify(identity);
+    if (failure) {
+      this.fail(failure.code, failure.message);
       return;
     }
-    if (!bytesEqual((this.opts.sha256 ?? sha256)(object), meta.digest)) {
-      this.fail('digest-mismatch', 'SHA-256 of the reassembled object differs from the digest the sources reported');
-      return;
-    }
-    this.object = object;
     this.status = 'complete';
     this.completedAt = now;
-    decoder.free();
-    for (const source of this.sources) if (source.heard && isLive(source)) source.stopDue = StopReason.Complete;
+    this.completion.free();
+    for (const source of this.sources) if (source.heard && source.live) source.stopDue = StopReason.Complete;
   }
 
   private fail(code: TransferErrorCode, message: string): void {
     if (this.status !== 'active') return;
     this.status = 'failed';
     this.error = new TransferError(code, message);
-    this.decoder?.free();
+    this.completion.free();
     // Also to sources asked but not heard yet (a cancel before META): they would fetch and send for nothing.
     for (const source of this.sources) {
-      if ((source.heard || source.requested) && isLive(source)) source.stopDue = StopReason.Cancelled;
+      if ((source.heard || source.requested) && source.live) source.stopDue = StopReason.Cancelled;
     }
   }
 
-  private markSource(source: Source, state: 'failed' | 'dropped', reason: string): void {
-    source.stats.state = state;
-    source.stats.error = reason;
-    if (this.status === 'active' && this.sources.every((s) => !isLive(s))) {
+  /** A source can no longer serve; the download fails when none can. */
+  private endSource(source: Source, state: 'failed' | 'dropped', reason: string): void {
+    source.end(state, reason);
+    this.failIfNoSourceLeft();
+  }
+
+  private failIfNoSourceLeft(): void {
+    if (this.status === 'active' && this.sources.every((s) => !s.live)) {
       const reasons = this.sources.map((s, i) => `#${i}: ${s.stats.error ?? s.stats.state}`).join('; ');
       this.fail('all-sources-failed', `no source can serve the object (${reasons})`);
     }
   }
 
-  private dropSource(source: Source, reason: string): void {
-    source.stopDue = StopReason.BadSource;
-    this.markSource(source, 'dropped', reason);
-  }
-
   /** Excludes a source for the rest of the download and remembers it as a polluter (to report). */
   private dropPolluter(sourceIndex: number, kind: PollutionKind, reason: string): void {
-    const source = this.sources[sourceIndex];
-    source.stats.polluter = true;
-    source.pollution ??= kind;
-    source.metaOk = false;
-    if (isLive(source)) this.dropSource(source, reason);
-    else source.stats.error = reason;
-    if (!this.agreement.agreed) this.evaluateAgreement(this.lastProgressAt);
+    this.sources[sourceIndex].exclude(kind, reason);
+    this.failIfNoSourceLeft();
+    if (!this.quorum.identity()) this.evaluateAgreement(this.lastProgressAt);
   }
 
   /** Sources excluded as polluters, with why: the client reports them to origo. */
@@ -600,8 +378,8 @@ export class Receiver {
    */
   sourceLost(sourceIndex: number, reason: string): void {
     const source = this.sources[sourceIndex];
-    if (!source || !isLive(source)) return;
-    this.markSource(source, 'failed', reason);
+    if (!source || !source.live) return;
+    this.endSource(source, 'failed', reason);
     this.evaluateAgreement(this.lastProgressAt);
   }
 
@@ -627,28 +405,16 @@ export class Receiver {
 
   private datagramFor(index: number, now: number): Uint8Array | null {
     const source = this.sources[index];
-    if (source.stopDue !== -1) {
-      const reason = source.stopDue;
-      source.stopDue = -1;
-      source.lastStopAt = now;
-      return encodeStop({ transferId: this.transferId, reason });
-    }
-    if (this.status !== 'active' || !isLive(source)) return null;
+    const stop = source.takeStop(now);
+    if (stop !== -1) return encodeStop({ transferId: this.transferId, reason: stop });
+    if (this.status !== 'active' || !source.live) return null;
     // REQUEST again until the source's META arrives, even when its data does: agreement needs
     // its vote, and a repeated REQUEST makes a sender repeat its META at once.
-    const noMeta = !this.agreement.proposalOf(index);
-    if (noMeta && now >= source.requestDueAt) {
-      source.requestDueAt = now + source.requestBackoff;
-      source.requestBackoff = Math.min(source.requestBackoff * 2, this.config.maxRequestRetryMs);
+    if (!this.quorum.proposalOf(index) && source.takeRequest(now)) {
       this.requestsSent++;
-      source.requested = true;
       return this.request(index);
     }
-    if (!source.heard) return null;
-    if (!source.feedbackDue && now < source.lastFeedbackAt + this.config.feedbackIntervalMs) return null;
-    source.feedbackDue = false;
-    source.sinceFeedback = 0;
-    source.lastFeedbackAt = now;
+    if (!source.heard || !source.takeFeedback(now)) return null;
     this.feedbackSent++;
     return this.feedback(index, now);
   }
@@ -670,127 +436,19 @@ export class Receiver {
 
   private feedback(index: number, now: number): Uint8Array {
     const source = this.sources[index];
-    const weights = this.weights(now);
-    const common: FeedbackCommon = {
+    const weights = this.steering.weights(this.sources, now);
+    return encodeSourceFeedback({
       transferId: this.transferId,
-      metaKnown: source.metaOk && this.decoder !== undefined,
-      rewind: this.rewound,
-      complete: false,
-      largestSeq: source.largestSeq < 0 ? NO_SEQ : source.largestSeq,
-      ackDelay: source.largestSeq < 0 ? 0 : (now - source.largestSeqAt) * 10,
-      ackBits: source.ackBits,
-      rateBps: source.rate.bytesPerSecond,
-      inFlightCap: UNLIMITED_IN_FLIGHT,
+      mode: this.opts.mode,
+      source,
+      metaKnown: source.metaOk && this.completion.started,
+      rewind: this.completion.rewound,
+      wMin: this.completion.wMin,
       weights,
-      wMin: this.wMin,
-    };
-    const layout = this.layout;
-    const decoder = this.decoder;
-    if (!layout || !decoder) {
-      if (this.opts.mode === 'uncoded')
-        return encodeFeedbackUncoded({ ...common, bitmap: new Uint8Array(0), bitCount: 0 });
-      if (this.opts.mode === 'rlnc') return encodeFeedbackRlnc({ ...common, ranks: new Uint8Array(0) });
-      return encodeFeedbackFountain({ ...common, missing: new Uint16Array(0) });
-    }
-    // windowUnits never exceeds what one feedback of the mode can report (Layout.windowUnits).
-    const count = Math.min(this.windowUnits, layout.unitCount - this.wMin);
-    let windowMissing = 0;
-    if (this.opts.mode === 'uncoded') {
-      const bitmap = new Uint8Array((count + 7) >> 3);
-      for (let i = 0; i < count; i++) {
-        if (decoder.rank(this.wMin + i) > 0) bitmap[i >> 3] |= 1 << (i & 7);
-        else windowMissing++;
-      }
-      common.inFlightCap = this.inFlightCap(source, weights, index, windowMissing);
-      return encodeFeedbackUncoded({ ...common, bitmap, bitCount: count });
-    }
-    if (this.opts.mode === 'fountain') {
-      const missing = new Uint16Array(count);
-      for (let i = 0; i < count; i++) {
-        const u = this.wMin + i;
-        // A fountain decoder may need a block or two beyond the symbol count: never report 0 early.
-        missing[i] = decoder.isVerified(u) ? 0 : Math.max(1, layout.unitSize(u) - decoder.rank(u));
-        windowMissing += missing[i];
-      }
-      common.inFlightCap = this.inFlightCap(source, weights, index, windowMissing);
-      return encodeFeedbackFountain({ ...common, missing });
-    }
-    const ranks = new Uint8Array(count);
-    for (let i = 0; i < count; i++) {
-      ranks[i] = decoder.rank(this.wMin + i);
-      windowMissing += layout.unitSize(this.wMin + i) - ranks[i];
-    }
-    common.inFlightCap = this.inFlightCap(source, weights, index, windowMissing);
-    return encodeFeedbackRlnc({ ...common, ranks });
-  }
-
-  /**
-   * Each source's share of the work, quantised to `weightLevels`: proportional to its measured
-   * rate; sources without an estimate yet count as average; silent or failed sources get none.
-   */
-  private weights(now: number): Uint8Array {
-    const n = this.sources.length;
-    const rates = new Array<number>(n).fill(0);
-    let known = 0;
-    let knownSum = 0;
-    for (let i = 0; i < n; i++) {
-      const s = this.sources[i];
-      if (!isLive(s)) continue;
-      // Silent: stopped sending, or never started while others have been sending for a while.
-      const silent =
-        s.stats.received > 0
-          ? now - s.lastArrivalAt > this.config.inactiveAfterMs
-          : this.firstDataAt >= 0 && now - this.firstDataAt > this.config.inactiveAfterMs;
-      if (silent) continue;
-      const rate = s.rate.bytesPerSecond;
-      rates[i] = rate > 0 ? rate : -1;
-      if (rate > 0) {
-        known++;
-        knownSum += rate;
-      }
-    }
-    const average = known > 0 ? knownSum / known : 1;
-    let total = 0;
-    for (let i = 0; i < n; i++) {
-      if (rates[i] < 0) rates[i] = average;
-      total += rates[i];
-    }
-    const weights = new Uint8Array(n);
-    if (total === 0) return weights; // all zero = equal shares (see Partition)
-    const levels = this.config.weightLevels;
-    for (let i = 0; i < n; i++) if (rates[i] > 0) weights[i] = Math.max(1, Math.round((levels * rates[i]) / total));
-    if (!this.publishedWeights || this.weightsMoved(this.publishedWeights, weights)) this.publishedWeights = weights;
-    return this.publishedWeights;
-  }
-
-  private weightsMoved(published: Uint8Array, next: Uint8Array): boolean {
-    for (let i = 0; i < next.length; i++) {
-      const a = published[i];
-      const b = next[i];
-      if ((a === 0) !== (b === 0)) return true; // a source died or came back
-      if (Math.abs(a - b) > this.config.weightHysteresis * a) return true;
-    }
-    return false;
-  }
-
-  /**
-   * What the sources have in flight beyond what the window still misses is the main waste of
-   * multi-source coding: it arrives after a generation or the object is complete. Only the client
-   * knows every source's share, so it caps each source's packets in flight at its share of the
-   * DoF the window misses (plus loss and a little slack). Near the end of the object this shrinks
-   * with what is left, so the sources stop together.
-   */
-  private inFlightCap(source: Source, weights: Uint8Array, index: number, windowMissing: number): number {
-    if (!this.config.inFlightCaps) return UNLIMITED_IN_FLIGHT;
-    let total = 0;
-    for (const w of weights) total += w;
-    const share = total === 0 ? 1 / weights.length : weights[index] / total;
-    const sent = source.largestSeq + 1;
-    const loss = sent > 0 ? Math.max(0, 1 - source.stats.received / sent) : 0;
-    const c = this.config;
-    const cap =
-      Math.ceil(windowMissing * Math.min(1, share * c.capHeadroom) * (1 + loss + c.capLossMargin)) + c.capSlackPackets;
-    return Math.min(cap, UNLIMITED_IN_FLIGHT - 1);
+      report: this.completion.windowReport(),
+      capFor: (windowMissing) => this.steering.inFlightCap(source, weights, index, windowMissing),
+      now,
+    });
   }
 
   // ------------------------------------------------------------------ timers
@@ -799,30 +457,26 @@ export class Receiver {
     if (this.status !== 'active') return null;
     let deadline = this.lastProgressAt + this.config.stallTimeoutMs;
     for (const s of this.sources) {
-      if (!isLive(s)) continue;
-      deadline = Math.min(deadline, s.heard ? s.lastFeedbackAt + this.config.feedbackIntervalMs : s.requestDueAt);
+      if (!s.live) continue;
+      deadline = Math.min(deadline, s.heard ? s.feedbackDeadline : s.requestDueAt);
     }
     this.sources.forEach((s, i) => {
-      if (isLive(s) && s.heard && !this.agreement.proposalOf(i)) deadline = Math.min(deadline, s.requestDueAt);
+      if (s.live && s.heard && !this.quorum.proposalOf(i)) deadline = Math.min(deadline, s.requestDueAt);
     });
-    const wait = this.firstMetaAt + this.config.agreementWaitMs;
-    if (!this.agreement.agreed && this.firstMetaAt >= 0 && wait > this.lastAgreementCheckAt)
-      deadline = Math.min(deadline, wait);
+    const wait = this.quorum.nextDeadline();
+    if (wait !== null) deadline = Math.min(deadline, wait);
     return deadline;
   }
 
   handleTimeout(now: number): void {
     if (this.status !== 'active') return;
-    if (!this.agreement.agreed && this.firstMetaAt >= 0) {
-      this.lastAgreementCheckAt = now;
+    if (this.quorum.waiting) {
+      this.quorum.noteTimedCheck(now);
       this.evaluateAgreement(now);
       if (this.status !== 'active') return;
     }
     if (now - this.lastProgressAt >= this.config.stallTimeoutMs) {
-      this.fail(
-        'stalled',
-        `no progress for ${this.config.stallTimeoutMs} ms (${this.decoder?.dof ?? 0} of ${this.layout?.totalDof ?? '?'} DoF)`,
-      );
+      this.fail('stalled', `no progress for ${this.config.stallTimeoutMs} ms (${this.completion.describeProgress()})`);
     }
   }
 
@@ -830,51 +484,25 @@ export class Receiver {
 
   /** The verified object, once status is 'complete'. */
   takeObject(): Uint8Array {
-    if (!this.object) throw new Error(`transfer is ${this.status}, no object`);
-    return this.object;
+    const object = this.completion.verifiedObject;
+    if (!object) throw new Error(`transfer is ${this.status}, no object`);
+    return object;
   }
 
   get objectLength(): number | undefined {
-    return this.agreement.agreed?.objectLength;
+    return this.quorum.identity()?.objectLength;
   }
 
   stats(): ReceiverStats {
     return {
       startedAt: this.startedAt,
       completedAt: this.completedAt,
-      dof: this.decoder?.dof ?? 0,
-      totalDof: this.layout?.totalDof ?? 0,
-      objectLength: this.agreement.agreed?.objectLength,
+      dof: this.completion.dof,
+      totalDof: this.completion.totalDof,
+      objectLength: this.quorum.identity()?.objectLength,
       feedbackSent: this.feedbackSent,
       requestsSent: this.requestsSent,
       sources: this.sources.map((s) => ({ ...s.stats })),
     };
   }
-}
-
-/** Tracks the largest data seq from a source and which of the 32 before it arrived. */
-function recordSeq(source: Source, seq: number, now: number): void {
-  const largest = source.largestSeq;
-  if (largest < 0 || seq > largest) {
-    const shift = largest < 0 ? 64 : seq - largest;
-    if (shift > 32) source.ackBits = 0;
-    else if (shift === 32) source.ackBits = 0x80000000;
-    else source.ackBits = ((source.ackBits << shift) | (1 << (shift - 1))) >>> 0;
-    source.largestSeq = seq;
-    source.largestSeqAt = now;
-    return;
-  }
-  const back = largest - 1 - seq;
-  if (back >= 0 && back < 32) source.ackBits = (source.ackBits | (1 << back)) >>> 0;
-}
-
-function isLive(s: Source): boolean {
-  return s.stats.state === 'connecting' || s.stats.state === 'active';
-}
-
-function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  let diff = 0;
-  for (let i = 0; i < a.length; i++) diff |= a[i] ^ b[i];
-  return diff === 0;
 }

@@ -3,9 +3,16 @@
  * take one (late binding). Each sees the source's own view: the client's last feedback plus what
  * this source has in transit. None may choose a unit outside [windowStart, windowEnd).
  */
+import { schedulerSupports } from '../modes';
 import { Partition } from '../partition';
 import { Random, randomBelow } from '../random';
 import { Mode, SchedulerName } from '../wire';
+
+/**
+ * Re-exported for callers that still import them from here; they live in ../modes, which both the
+ * sender and the receiver side read.
+ */
+export { DEFAULT_SCHEDULER, schedulerSupports } from '../modes';
 
 export interface ScheduleView {
   readonly windowStart: number;
@@ -150,22 +157,6 @@ class FountainScheduler implements Scheduler {
     }
     return -1;
   }
-}
-
-export const DEFAULT_SCHEDULER: Record<Mode, SchedulerName> = {
-  uncoded: 'partitioned',
-  rlnc: 'partitioned',
-  fountain: 'partitioned',
-};
-
-const SUPPORTED: Record<Mode, readonly SchedulerName[]> = {
-  uncoded: ['random', 'partitioned'],
-  rlnc: ['rarest', 'partitioned'],
-  fountain: ['partitioned'],
-};
-
-export function schedulerSupports(mode: Mode, name: SchedulerName): boolean {
-  return SUPPORTED[mode]?.includes(name) ?? false;
 }
 
 export function createScheduler(mode: Mode, name: SchedulerName, random: Random): Scheduler {

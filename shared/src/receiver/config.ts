@@ -1,0 +1,70 @@
+/** The receiver's tunables and their defaults (see Receiver). */
+
+export interface ReceiverConfig {
+  /** Feedback to each source at least this often, so a lost one is soon covered by the next. */
+  feedbackIntervalMs: number;
+  /** ... and after this many data packets from it. */
+  ackEveryPackets: number;
+  requestRetryMs: number;
+  maxRequestRetryMs: number;
+  /** The download fails when no degree of freedom arrives for this long. */
+  stallTimeoutMs: number;
+  maxObjectBytes: number;
+  trainLength: number;
+  medianWindow: number;
+  /** A source silent this long (after it had sent data) gets no share of the work. */
+  inactiveAfterMs: number;
+  /** Levels of the quantised weights; coarse, so ownership changes rarely. */
+  weightLevels: number;
+  /**
+   * Weights are republished only when a source's share moves by more than this fraction of
+   * itself: every change hands some in-flight slots to another owner, who then sends them again.
+   */
+  weightHysteresis: number;
+  /**
+   * Cap each source's packets in flight at its share of what the window still misses. On by
+   * default with the partitioned schedulers; off with the paper's ones (random, rarest), so they
+   * run the protocol as published.
+   */
+  inFlightCaps?: boolean;
+  /** Extra in-flight allowance per source beyond its share. */
+  capSlackPackets: number;
+  capLossMargin: number;
+  /**
+   * A source may exceed its share of the window by this factor: room for its rate estimate to
+   * grow when the share underestimates it (a capped source measures only what it was allowed).
+   */
+  capHeadroom: number;
+  /**
+   * Sources that must report the same object identity (length, SHA-256, unit root) before any of
+   * their data is used; min(quorum, sources that can still answer). 1 trusts the first META.
+   */
+  quorum: number;
+  /**
+   * A source that has sent nothing at all this long after the first META stops counting toward
+   * the quorum (it may be dead): the download then goes on with the sources that answered.
+   */
+  agreementWaitMs: number;
+  /** Packets of unverified check units kept to identify a polluter (bytes, all units together). */
+  maxPacketLogBytes: number;
+}
+
+export const DEFAULT_RECEIVER_CONFIG: ReceiverConfig = {
+  feedbackIntervalMs: 20,
+  ackEveryPackets: 8,
+  requestRetryMs: 200,
+  maxRequestRetryMs: 2000,
+  stallTimeoutMs: 15000,
+  maxObjectBytes: 256 * 1024 * 1024,
+  trainLength: 16,
+  medianWindow: 5,
+  inactiveAfterMs: 500,
+  weightLevels: 32,
+  weightHysteresis: 0.25,
+  capSlackPackets: 2,
+  capLossMargin: 0.05,
+  capHeadroom: 1.5,
+  quorum: 2,
+  agreementWaitMs: 1000,
+  maxPacketLogBytes: 64 * 1024 * 1024,
+};

@@ -1,0 +1,168 @@
+/**
+ * One source as the receiver sees it: its counters, its request and feedback timers, the acks and
+ * rate estimate of its data, and whether it was excluded (and why). Only its own bookkeeping: what
+ * the transfer does about a source (agreement, shares, exclusion's consequences) is decided by
+ * the Receiver.
+ */
+import { StopReason, StopReasonCode } from '../wire';
+import { AckTracker } from './ack-tracker';
+import { ReceiverConfig } from './config';
+import { RateEstimator } from './rate-estimator';
+
+export type SourceState = 'connecting' | 'active' | 'failed' | 'dropped';
+
+/** Why a source was excluded as a polluter: its META, its DIGESTS, or its data. */
+export type PollutionKind = 'meta' | 'digests' | 'data';
+
+export interface Polluter {
+  source: number;
+  kind: PollutionKind;
+  reason: string;
+}
+
+export interface SourceStats {
+  state: SourceState;
+  /** Data packets received (all, useful or not). */
+  received: number;
+  /** Data packets that increased the client's DoF. */
+  useful: number;
+  redundant: number;
+  beforeMeta: number;
+  afterComplete: number;
+  invalid: number;
+  malformed: number;
+  bytes: number;
+  rateBps: number;
+  error?: string;
+  /** Excluded as a polluter (wrong META or DIGESTS, or a packet that failed a verified unit). */
+  polluter: boolean;
+}
+
+export type SourceConfig = Pick<
+  ReceiverConfig,
+  'requestRetryMs' | 'maxRequestRetryMs' | 'feedbackIntervalMs' | 'ackEveryPackets' | 'trainLength' | 'medianWindow'
+>;
+
+export class Source {
+  readonly stats: SourceStats = {
+    state: 'connecting',
+    received: 0,
+    useful: 0,
+    redundant: 0,
+    beforeMeta: 0,
+    afterComplete: 0,
+    invalid: 0,
+    malformed: 0,
+    bytes: 0,
+    rateBps: 0,
+    polluter: false,
+  };
+  /** Something of this transfer (META, DIGESTS, data) arrived from it. */
+  heard = false;
+  /** Its META is the agreed identity: its data may be used. */
+  metaOk = false;
+  /** A REQUEST went to it: it may be fetching or sending even if nothing arrived yet. */
+  requested = false;
+  requestDueAt: number;
+  private requestBackoff: number;
+  readonly acks = new AckTracker();
+  readonly rate: RateEstimator;
+  lastArrivalAt = 0;
+  /** Feedback should go out at the next poll, before its interval is up. */
+  feedbackDue = false;
+  lastFeedbackAt: number;
+  private sinceFeedback = 0;
+  /** A STOP to send at the next poll (-1: none). */
+  stopDue: StopReasonCode | -1 = -1;
+  lastStopAt = -Infinity;
+  pollution?: PollutionKind;
+
+  constructor(
+    now: number,
+    private readonly config: SourceConfig,
+  ) {
+    this.requestDueAt = now;
+    this.requestBackoff = config.requestRetryMs;
+    this.lastFeedbackAt = now;
+    this.rate = new RateEstimator(config.trainLength, config.medianWindow);
+  }
+
+  /** Connecting or active: it may still send and gets a share of the work. */
+  get live(): boolean {
+    return this.stats.state === 'connecting' || this.stats.state === 'active';
+  }
+
+  hear(): void {
+    this.heard = true;
+    if (this.stats.state === 'connecting') this.stats.state = 'active';
+  }
+
+  /** A data packet's bookkeeping, whatever becomes of its payload. */
+  onData(seq: number, bytes: number, now: number): void {
+    this.hear();
+    const s = this.stats;
+    s.received++;
+    s.bytes += bytes;
+    this.lastArrivalAt = now;
+    this.rate.onPacket(seq, bytes, now);
+    s.rateBps = this.rate.bytesPerSecond;
+    this.acks.record(seq, now);
+    if (++this.sinceFeedback >= this.config.ackEveryPackets) this.feedbackDue = true;
+  }
+
+  /** Whether a REQUEST is due now; if so it counts as sent and the next waits twice as long. */
+  takeRequest(now: number): boolean {
+    if (now < this.requestDueAt) return false;
+    this.requestDueAt = now + this.requestBackoff;
+    this.requestBackoff = Math.min(this.requestBackoff * 2, this.config.maxRequestRetryMs);
+    this.requested = true;
+    return true;
+  }
+
+  /** Whether feedback is due now (asked for, or its interval is up); if so it counts as sent. */
+  takeFeedback(now: number): boolean {
+    if (!this.feedbackDue && now < this.feedbackDeadline) return false;
+    this.feedbackDue = false;
+    this.sinceFeedback = 0;
+    this.lastFeedbackAt = now;
+    return true;
+  }
+
+  get feedbackDeadline(): number {
+    return this.lastFeedbackAt + this.config.feedbackIntervalMs;
+  }
+
+  /** The STOP due, if any, taken (sent) now. */
+  takeStop(now: number): StopReasonCode | -1 {
+    const reason = this.stopDue;
+    if (reason !== -1) {
+      this.stopDue = -1;
+      this.lastStopAt = now;
+    }
+    return reason;
+  }
+
+  /** Tell a source that keeps sending after completion to stop, but not once per packet. */
+  remindComplete(now: number): void {
+    if (now - this.lastStopAt >= this.config.feedbackIntervalMs) this.stopDue = StopReason.Complete;
+  }
+
+  /** It can no longer serve (error, lost connection) or is excluded ('dropped'): no more share. */
+  end(state: 'failed' | 'dropped', reason: string): void {
+    this.stats.state = state;
+    this.stats.error = reason;
+  }
+
+  /** Excluded as a polluter: its data is no longer used and, while it sends, it is told to stop. */
+  exclude(kind: PollutionKind, reason: string): void {
+    this.stats.polluter = true;
+    this.pollution ??= kind;
+    this.metaOk = false;
+    if (!this.live) {
+      this.stats.error = reason;
+      return;
+    }
+    this.stopDue = StopReason.BadSource;
+    this.end('dropped', reason);
+  }
+}
