@@ -12,7 +12,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
-import { DEFAULT_SCHEDULER, DEFAULT_SYMBOL_SIZE } from '@mutp/shared';
+import { DEFAULT_GENERATION_SIZE, DEFAULT_SCHEDULER, DEFAULT_SYMBOL_SIZE, DEFAULT_WINDOW } from '@mutp/shared';
 import { GetResult, MutpClient } from '@mutp/shared/client';
 import { releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
@@ -80,8 +80,8 @@ function simEfficiency(mode: BenchMode, caps: number[], objectBytes: number, rtt
       rttMs,
       jitterMs: 0,
       loss: 0,
-      window: 240,
-      generationSize: 24,
+      window: DEFAULT_WINDOW,
+      generationSize: DEFAULT_GENERATION_SIZE,
       symbolSize: DEFAULT_SYMBOL_SIZE,
       seed,
     };

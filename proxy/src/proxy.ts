@@ -6,7 +6,7 @@
 import { networkInterfaces } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { Admission, type Codec, type Mode, RtcFactory } from '@mutp/shared';
+import { Admission, type Codec, type Mode, MODES, RtcFactory } from '@mutp/shared';
 import { createNodeRtcFactory } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import pino, { Logger } from 'pino';
@@ -67,7 +67,6 @@ export interface Proxy {
   readonly logger: Logger;
 }
 
-export const ALL_MODES: readonly Mode[] = ['uncoded', 'rlnc', 'fountain'];
 /** A codec's WebAssembly instance larger than this is dropped when its last encoder is freed. */
 export const WASM_RECYCLE_ABOVE_BYTES = 32 * 1024 * 1024;
 
@@ -180,7 +179,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
       if (server) throw new Error('proxy already started');
       // WebAssembly memory only grows: instances that grew for a peak are replaced once idle.
       if (!deps.codecs) services.codecs = await loadNodeCodecs({ recycleAboveBytes: WASM_RECYCLE_ABOVE_BYTES });
-      const modes = ALL_MODES.filter((m) => services.codecs[m] !== undefined);
+      const modes = MODES.filter((m) => services.codecs[m] !== undefined);
       if (modes.length === 0) throw new Error('no codec loaded: the proxy could serve no mode');
       server = createHttpServer({
         objects,

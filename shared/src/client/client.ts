@@ -5,8 +5,10 @@
  */
 import {
   Codec,
+  DEFAULT_GENERATION_SIZE,
   DEFAULT_SCHEDULER,
   DEFAULT_SYMBOL_SIZE,
+  DEFAULT_WINDOW,
   DownloadRecord,
   Mode,
   PollutionKind,
@@ -46,8 +48,8 @@ export interface ClientConfig {
 }
 
 export const DEFAULT_CLIENT_CONFIG = {
-  window: 240,
-  generationSize: 24,
+  window: DEFAULT_WINDOW,
+  generationSize: DEFAULT_GENERATION_SIZE,
   symbolSize: DEFAULT_SYMBOL_SIZE,
   connectTimeoutMs: 10_000,
   maxObjectBytes: 256 * 1024 * 1024,

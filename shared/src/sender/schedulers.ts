@@ -8,12 +8,6 @@ import { Partition } from '../partition';
 import { Random, randomBelow } from '../random';
 import { Mode, SchedulerName } from '../wire';
 
-/**
- * Re-exported for callers that still import them from here; they live in ../modes, which both the
- * sender and the receiver side read.
- */
-export { DEFAULT_SCHEDULER, schedulerSupports } from '../modes';
-
 export interface ScheduleView {
   readonly windowStart: number;
   readonly windowEnd: number;
