@@ -17,6 +17,7 @@ const MAY_IMPORT = {
   proxy: ['shared', 'wasm', 'node-rtc'],
   client: ['shared', 'wasm', 'node-rtc'],
   extension: ['shared', 'wasm'],
+  testing: [],
 };
 
 /** Node built-ins: the protocol core and the client orchestration also run in browsers. */
@@ -72,6 +73,11 @@ export default tseslint.config(
     },
   },
   ...Object.entries(MAY_IMPORT).map(([workspace, allowed]) => workspaceRule(workspace, allowed)),
+  // Tests and benchmarks may also use the shared test tooling; a service's src never does.
+  ...Object.entries(MAY_IMPORT).map(([workspace, allowed]) => ({
+    ...workspaceRule(workspace, [...allowed, 'testing']),
+    files: [`${workspace}/test/**/*.ts`, `${workspace}/bench/**/*.ts`],
+  })),
   {
     // The sans-IO core: no Node built-ins, and nothing of the client orchestration layered on it.
     ...workspaceRule(

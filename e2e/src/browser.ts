@@ -11,83 +11,27 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer, { Browser, Page, WebWorker } from 'puppeteer-core';
 import type { Counters } from '@mutp/extension/counters';
-import { CHROMIUM_ARGS as EXTENSION_TEST_CHROMIUM_ARGS, CHROMIUM_PATH } from '../../extension/test/helpers/chromium';
-import { waitFor } from '../../extension/test/helpers/wait';
+import type { SegmentRecord } from '@mutp/extension/messages';
+import type { Settings } from '@mutp/extension/settings';
+import type { TabStats } from '@mutp/extension/stats';
+import { CHROMIUM_PATH, CHROMIUM_PLAYER_ARGS, FIREFOX_PATH, FIREFOX_PREFS } from '@mutp/testing/browsers';
+import { waitFor } from '@mutp/testing/wait';
 
 export { waitFor };
 
-export type { Counters };
+export type { Counters, SegmentRecord, TabStats };
 
 const ROOT = join(__dirname, '..', '..');
 export const EXTENSION_DIR = join(ROOT, 'extension');
 export const CHROME_EXTENSION = join(EXTENSION_DIR, 'dist', 'chrome');
 export const FIREFOX_EXTENSION = join(EXTENSION_DIR, 'dist', 'firefox');
-export const FIREFOX_PATH = process.env.FIREFOX_PATH ?? '/usr/lib/firefox-esr/firefox-esr';
-export { CHROMIUM_PATH };
+export { CHROMIUM_PATH, FIREFOX_PATH, FIREFOX_PREFS };
 
-/** The extension tests' Chromium flags, plus full speed for pages that are not in front. */
-export const CHROMIUM_ARGS = [
-  ...EXTENSION_TEST_CHROMIUM_ARGS,
-  '--disable-background-timer-throttling',
-  '--disable-renderer-backgrounding',
-  '--disable-backgrounding-occluded-windows',
-];
-
-/** Firefox preferences: muted autoplay, host ICE candidates without mDNS obfuscation, loopback. */
-export const FIREFOX_PREFS: Record<string, unknown> = {
-  'media.autoplay.default': 0,
-  'media.autoplay.blocking_policy': 0,
-  'media.peerconnection.ice.obfuscate_host_addresses': false,
-  'media.peerconnection.ice.loopback': true,
-  'media.peerconnection.ice.default_address_only': false,
-  'media.peerconnection.ice.no_host': false,
-  'dom.min_background_timeout_value': 4,
-  'app.update.enabled': false,
-  'browser.shell.checkDefaultBrowser': false,
-};
+/** Chromium for player runs: the extension tests' flags plus full speed for pages not in front. */
+export const CHROMIUM_ARGS = CHROMIUM_PLAYER_ARGS;
 
 /** The extension options (extension/src/common/settings.ts); partial objects are completed there. */
-export interface ExtensionSettings {
-  enabled?: boolean;
-  origoUrl?: string;
-  mode?: 'http' | 'uncoded' | 'rlnc' | 'fountain';
-  proxies?: number;
-  disabledSites?: string[];
-  urlPatterns?: string[];
-  deadlineMs?: number;
-  maxObjectBytes?: number;
-  rangeCacheBytes?: number;
-  concurrency?: number;
-  exposeCounters?: boolean;
-}
-
-/** One download record of the extension (extension/src/common/messages.ts SegmentRecord). */
-export interface SegmentRecord {
-  at: number;
-  url: string;
-  ok: boolean;
-  reason?: string;
-  mode: string;
-  bytes: number;
-  objectBytes: number;
-  durationMs: number;
-  totalMs: number;
-  goodputBps: number;
-  normalizedGoodput: number;
-  cached: boolean;
-  range?: string;
-  proxies: { name: string; proxyId?: string; share: number; useful?: number }[];
-}
-
-/** The background's per-tab statistics (extension/src/common/stats.ts TabStats). */
-export interface TabStats {
-  tabId: number;
-  pageUrl: string;
-  updatedAt: number;
-  frames: Record<string, Counters>;
-  segments: SegmentRecord[];
-  proxies: Record<string, { name: string; downloads: number; bytes: number }>;
-}
+export type ExtensionSettings = Partial<Settings>;
 
 /** The parts of the extension API the tests call inside the service worker. */
 interface ChromeApi {

@@ -9,6 +9,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
+import { waitFor } from '@mutp/testing/wait';
 import { OrigoSession, systemClock, WebSocketLike } from '@mutp/shared/client';
 
 const ROOT = join(__dirname, '..', '..');
@@ -105,16 +106,6 @@ function launch(
   return child;
 }
 
-async function waitFor<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>, log: () => string) {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`${what} not ready within ${timeoutMs} ms; recent output:\n${log()}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 function stopProcess(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM', graceMs = 5000): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
@@ -184,7 +175,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
     async restartOrigo() {
       await stopProcess(origo);
       origo = startOrigo();
-      await waitFor('origo', readyTimeoutMs, admin, () => tail(origoLog));
+      await waitFor('origo', admin, readyTimeoutMs, 100, () => tail(origoLog));
     },
     async stopOrigo() {
       await stopProcess(origo);
@@ -197,7 +188,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
     },
   };
   try {
-    await waitFor('origo', readyTimeoutMs, admin, () => tail(origoLog));
+    await waitFor('origo', admin, readyTimeoutMs, 100, () => tail(origoLog));
     for (const spec of o.proxies) {
       const log: string[] = [];
       const args = [
@@ -218,11 +209,12 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
     }
     await waitFor(
       `${o.proxies.length} proxies`,
-      readyTimeoutMs,
       async () => {
         const listed = await admin();
         return listed && listed.length >= o.proxies.length ? listed : undefined;
       },
+      readyTimeoutMs,
+      100,
       () => proxies.map((p) => `${p.name}:\n${tail(p.log)}`).join('\n'),
     );
   } catch (e) {

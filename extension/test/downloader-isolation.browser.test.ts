@@ -15,9 +15,9 @@
 import { AddressInfo, createServer, Server, Socket } from 'node:net';
 import type { Page, WebWorker } from 'puppeteer-core';
 import { ensureBuilt } from './helpers/build';
-import { launchChromium, LaunchedBrowser } from './helpers/chromium';
+import { launchChromium, LaunchedBrowser } from '@mutp/testing/browsers';
 import { startTestServer, TestServer } from './helpers/server';
-import { waitFor } from './helpers/wait';
+import { waitFor } from '@mutp/testing/wait';
 import type { Counters } from '../src/common/counters';
 import { DOWNLOADER_PORT } from '../src/common/messages';
 

@@ -5,7 +5,7 @@
  * and headers, 206/Content-Range, abort, timeout, AbortSignal, and the fallback to the network.
  */
 import type { Page } from 'puppeteer-core';
-import { launchChromium, LaunchedBrowser } from './helpers/chromium';
+import { launchChromium, LaunchedBrowser } from '@mutp/testing/browsers';
 import { buildHarness } from './helpers/harness';
 import { startTestServer, TestServer } from './helpers/server';
 import type { FetchOptions, XhrOptions } from './harness/page-helpers';

@@ -12,9 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page, WebWorker } from 'puppeteer-core';
 import { ensureBuilt } from './helpers/build';
-import { launchChromium, LaunchedBrowser } from './helpers/chromium';
+import { launchChromium, LaunchedBrowser } from '@mutp/testing/browsers';
 import { startTestServer, TestServer } from './helpers/server';
-import { waitFor } from './helpers/wait';
+import { waitFor } from '@mutp/testing/wait';
 import type { Counters } from '../src/common/counters';
 import type { TabStats } from '../src/common/stats';
 

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import puppeteer, { Browser, Page } from 'puppeteer-core';
 import { ensureBuilt, EXTENSION_ROOT } from './helpers/build';
 import { startTestServer, TestServer } from './helpers/server';
-import { waitFor } from './helpers/wait';
+import { waitFor } from '@mutp/testing/wait';
 import type { Counters } from '../src/common/counters';
 import { DOWNLOADER_PORT } from '../src/common/messages';
 

@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { launchChromium, LaunchedBrowser } from './helpers/chromium';
+import { launchChromium, LaunchedBrowser } from '@mutp/testing/browsers';
 import { buildHarness } from './helpers/harness';
 import { startTestServer, TestServer } from './helpers/server';
 import type { Counters } from '../src/common/counters';

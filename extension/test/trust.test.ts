@@ -7,7 +7,7 @@ import { DownloaderGrants, GRANT_TTL_MS } from '../src/background/grants';
 import { GetRequest } from '../src/common/messages';
 import { Authorization, DownloaderRelay } from '../src/content/relay';
 import { checkUrl, ConsentCache, corsConsent, HeadResponse } from '../src/content/request-policy';
-import { waitFor } from './helpers/wait';
+import { waitFor } from '@mutp/testing/wait';
 
 const PAGE = 'https://site.example';
 

@@ -10,13 +10,13 @@ import { performance } from 'node:perf_hooks';
 import { Command } from 'commander';
 import { build } from 'esbuild';
 import puppeteer from 'puppeteer-core';
+import { CHROMIUM_BASE_ARGS, CHROMIUM_PATH } from '@mutp/testing/browsers';
 import { loadRlncModuleNode, loadWirehairNode, readRlncWasm, readWirehairWasm } from '../src/node';
 import { simdSupported } from '../src/simd';
 import { CodecRow, measureAll } from './measure';
 
 const NATIVE_RLNC = join(__dirname, '..', 'dist', 'native', 'rlnc-bench');
 const NATIVE_WIREHAIR = join(__dirname, '..', 'wirehair', 'target', 'release', 'examples', 'bench');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/lib/chromium/chromium';
 
 const program = new Command()
   .name('bench:codec')
@@ -58,7 +58,8 @@ async function runNode(): Promise<CodecRow[]> {
 
 /** The same measure.ts, bundled for the page, run on the same module bytes. */
 async function runChromium(): Promise<CodecRow[]> {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found: run \`bash scripts/setup.sh\` (apt chromium)`);
+  if (!existsSync(CHROMIUM_PATH))
+    throw new Error(`${CHROMIUM_PATH} not found: run \`bash scripts/setup.sh\` (apt chromium)`);
   const bundle = await build({
     entryPoints: [join(__dirname, 'browser-entry.ts')],
     bundle: true,
@@ -75,17 +76,9 @@ async function runChromium(): Promise<CodecRow[]> {
     wirehair: Buffer.from(readWirehairWasm()).toString('base64'),
   };
   const browser = await puppeteer.launch({
-    executablePath: CHROMIUM,
+    executablePath: CHROMIUM_PATH,
     headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-      '--disable-dev-shm-usage',
-    ],
+    args: CHROMIUM_BASE_ARGS,
   });
   try {
     const page = await browser.newPage();

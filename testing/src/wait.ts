@@ -4,6 +4,8 @@ export async function waitFor<T>(
   probe: () => Promise<T | undefined>,
   timeoutMs = 10_000,
   intervalMs = 100,
+  /** More to say when it times out (e.g. the recent output of the processes awaited). */
+  context?: () => string,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
@@ -16,7 +18,8 @@ export async function waitFor<T>(
     }
     if (Date.now() > deadline)
       throw new Error(
-        `timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}`,
+        `timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}` +
+          (context ? `\n${context()}` : ''),
       );
     await new Promise((r) => setTimeout(r, intervalMs));
   }
