@@ -12,10 +12,12 @@ import {
   Codec,
   DATA_CHANNEL_LABEL,
   type DatagramChannel,
+  DeadlineTimer,
   EndpointEvent,
   EndpointLimits,
   MAX_DATAGRAM_BYTES,
   Mode,
+  type ScheduleAt,
   SenderConfig,
   SourceEndpoint,
 } from '@mutp/shared';
@@ -78,8 +80,7 @@ export class TransferHost {
   private readonly fetches = new Map<number, AbortController>();
   private pumping = false;
   private closed = false;
-  private deadlineTimer?: NodeJS.Timeout;
-  private deadlineAt = Infinity;
+  private readonly timer: DeadlineTimer;
   private bucketTimer?: NodeJS.Timeout;
   private readonly lowWater: number;
   private readonly clock: () => number;
@@ -105,6 +106,18 @@ export class TransferHost {
       limits: services.endpointLimits,
       sha256,
     });
+    const guarded = {
+      nextDeadline: () => this.endpoint.nextDeadline(),
+      handleTimeout: (now: number) => {
+        try {
+          this.endpoint.handleTimeout(now);
+        } catch (e) {
+          // A bug must not take the proxy down with it (a timer callback has no caller to catch it).
+          this.log.error({ err: e }, 'error while handling a timeout');
+        }
+      },
+    };
+    this.timer = new DeadlineTimer(guarded, scheduleAt(this.clock), this.clock, () => this.onTimeout());
     // The idle clock starts when the data channel opens (PeerManager times out connecting).
   }
 
@@ -137,7 +150,7 @@ export class TransferHost {
   close(reason = 'closed'): void {
     if (this.closed) return;
     this.closed = true;
-    clearTimeout(this.deadlineTimer);
+    this.timer.stop();
     clearTimeout(this.bucketTimer);
     this.endpoint.close(this.clock());
     this.drainEvents();
@@ -287,7 +300,7 @@ export class TransferHost {
     if (this.closed || this.pumping) return;
     const data = this.data;
     if (!data || !data.isOpen || !this.endpoint.hasActive) {
-      this.armDeadline();
+      this.timer.arm();
       return;
     }
     this.pumping = true;
@@ -321,7 +334,7 @@ export class TransferHost {
     // A codec failure while polling queued an ERROR and ended a transfer.
     this.drainEvents();
     for (let d = this.endpoint.pollControl(); d; d = this.endpoint.pollControl()) this.sendControl(d);
-    this.armDeadline();
+    this.timer.arm();
   }
 
   private armBucket(waitMs: number): void {
@@ -335,36 +348,24 @@ export class TransferHost {
     );
   }
 
-  /** One timer at the endpoint's deadline. */
-  private armDeadline(): void {
-    if (this.closed) return;
-    const deadline = this.endpoint.nextDeadline() ?? Infinity;
-    if (deadline === Infinity) {
-      clearTimeout(this.deadlineTimer);
-      this.deadlineTimer = undefined;
-      this.deadlineAt = Infinity;
-      return;
-    }
-    // Keep an armed timer that fires no later than needed (an early wake-up just re-arms).
-    if (this.deadlineTimer && this.deadlineAt <= deadline) return;
-    clearTimeout(this.deadlineTimer);
-    this.deadlineAt = deadline;
-    this.deadlineTimer = setTimeout(() => this.onDeadline(), Math.max(1, Math.ceil(deadline - this.clock())));
-    // An idle peer's timer must not keep the process alive.
-    this.deadlineTimer.unref?.();
-  }
-
-  private onDeadline(): void {
-    this.deadlineTimer = undefined;
-    this.deadlineAt = Infinity;
+  /** The endpoint had its timeout (idle transfers, retransmission timers): act on it, send. */
+  private onTimeout(): void {
     if (this.closed) return;
     try {
-      this.endpoint.handleTimeout(this.clock());
       this.afterInput();
     } catch (e) {
       this.log.error({ err: e }, 'error while handling a timeout');
     }
   }
+}
+
+/** Real timers for the endpoint's deadlines, in whole milliseconds; an idle peer's never keeps the process alive. */
+function scheduleAt(clock: () => number): ScheduleAt {
+  return (at, fire) => {
+    const timer = setTimeout(fire, Math.max(1, Math.ceil(at - clock())));
+    timer.unref?.();
+    return () => clearTimeout(timer);
+  };
 }
 
 const round1 = (x: number) => Math.round(x * 10) / 10;

@@ -33,3 +33,4 @@ export { RateEstimator } from './receiver/rate-estimator';
 export * from './endpoint';
 export * from './signalling';
 export * from './transport';
+export * from './driver';

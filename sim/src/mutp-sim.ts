@@ -12,6 +12,7 @@ import {
   Admission,
   AdmissionLimits,
   LayoutDigests,
+  DeadlineTimer,
   Codec,
   EndpointLimits,
   MessageType,
@@ -70,7 +71,8 @@ interface SimSource {
   dead: boolean;
   busyUntil: number;
   bufferedDatagrams: number;
-  armedAt: number;
+  /** The endpoint's deadline timer, on the event queue. */
+  timer: DeadlineTimer;
   feedbackSeen: number;
 }
 
@@ -106,23 +108,51 @@ export function simulateMutp(s: Scenario, options: MutpSimOptions = {}): SimResu
     config: options.receiverConfig,
     sha256: nodeSha256,
   });
-  let receiverArmedAt = Infinity;
   let completedAt = -1;
+  // The event queue cannot cancel: a timer replaced by an earlier one still fires, finds nothing due.
+  const scheduleAt = (at: number, fire: () => void) => {
+    queue.schedule(at, fire);
+    return () => undefined;
+  };
+  const receiverTimer = new DeadlineTimer(
+    receiver,
+    scheduleAt,
+    () => queue.now,
+    (now) => {
+      if (receiver.status !== 'active' && completedAt < 0) completedAt = now;
+      flushClient(now);
+    },
+  );
 
-  const sources: SimSource[] = s.capsKBps.map((cap, index) => ({
-    index,
-    bytesPerMs: (cap * KB) / 1000,
-    ...sourceEndpoint(index),
-    dead: false,
-    busyUntil: 0,
-    bufferedDatagrams: 0,
-    armedAt: Infinity,
-    feedbackSeen: 0,
-  }));
+  const sources: SimSource[] = s.capsKBps.map((cap, index) => {
+    const { endpoint, admission } = sourceEndpoint(index);
+    const src: SimSource = {
+      index,
+      bytesPerMs: (cap * KB) / 1000,
+      endpoint,
+      admission,
+      dead: false,
+      busyUntil: 0,
+      bufferedDatagrams: 0,
+      timer: new DeadlineTimer(
+        endpoint,
+        scheduleAt,
+        () => queue.now,
+        (now) => {
+          drainEndpoint(src, now);
+          pumpSource(src, now);
+        },
+      ),
+      feedbackSeen: 0,
+    };
+    return src;
+  });
   for (const f of s.failures ?? []) {
     queue.schedule(f.atMs, () => {
       const src = sources[f.source];
-      if (src) src.dead = true;
+      if (!src) return;
+      src.dead = true;
+      src.timer.stop();
     });
   }
 
@@ -185,22 +215,7 @@ export function simulateMutp(s: Scenario, options: MutpSimOptions = {}): SimResu
         pumpSource(src, done);
       });
     }
-    armSource(src);
-  }
-
-  function armSource(src: SimSource): void {
-    const deadline = src.endpoint.nextDeadline();
-    if (deadline == null || deadline >= src.armedAt) return;
-    src.armedAt = deadline;
-    queue.schedule(deadline, () => {
-      if (src.armedAt === deadline) src.armedAt = Infinity;
-      if (src.dead) return;
-      const now = queue.now;
-      const due = src.endpoint.nextDeadline();
-      if (due != null && due <= now) src.endpoint.handleTimeout(now);
-      drainEndpoint(src, now);
-      pumpSource(src, now);
-    });
+    src.timer.arm();
   }
 
   function sourceReceive(src: SimSource, datagram: Uint8Array, now: number): void {
@@ -226,21 +241,7 @@ export function simulateMutp(s: Scenario, options: MutpSimOptions = {}): SimResu
       }
       transmit(reverseLoss, now, (at) => queue.schedule(at, () => sourceReceive(src, bytes, at)));
     }
-    armClient();
-  }
-
-  function armClient(): void {
-    const deadline = receiver.nextDeadline();
-    if (deadline == null || deadline >= receiverArmedAt) return;
-    receiverArmedAt = deadline;
-    queue.schedule(deadline, () => {
-      if (receiverArmedAt === deadline) receiverArmedAt = Infinity;
-      const now = queue.now;
-      const due = receiver.nextDeadline();
-      if (due != null && due <= now) receiver.handleTimeout(now);
-      if (receiver.status !== 'active' && completedAt < 0) completedAt = now;
-      flushClient(now);
-    });
+    receiverTimer.arm();
   }
 
   flushClient(0);

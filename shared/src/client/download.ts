@@ -2,7 +2,17 @@
  * One MUTP download over live proxy links: drives the sans-IO Receiver with the host's clock,
  * sends its requests and feedback on each link, and resolves with the verified object.
  */
-import { Codec, Mode, PollutionKind, Receiver, ReceiverConfig, SchedulerName, SourceStats, TransferError } from '..';
+import {
+  Codec,
+  DeadlineTimer,
+  Mode,
+  PollutionKind,
+  Receiver,
+  ReceiverConfig,
+  SchedulerName,
+  SourceStats,
+  TransferError,
+} from '..';
 import { ClientError } from './errors';
 import { Clock } from './host';
 import { ProxyLink } from './proxy-link';
@@ -66,8 +76,6 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
   });
 
   return new Promise<DownloadResult>((resolve, reject) => {
-    let cancelTimer: (() => void) | undefined;
-    let armedAt = Infinity;
     let settled = false;
 
     const flush = () => {
@@ -75,22 +83,19 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
       for (let d = receiver.pollDatagram(now); d; d = receiver.pollDatagram(now)) links[d.source].send(d.bytes);
       if (settled) return;
       if (receiver.status !== 'active') return settle();
-      const deadline = receiver.nextDeadline();
-      if (deadline === null || deadline >= armedAt) return;
-      cancelTimer?.();
-      armedAt = deadline;
-      cancelTimer = clock.setTimer(deadline - now, () => {
-        armedAt = Infinity;
-        cancelTimer = undefined;
-        receiver.handleTimeout(clock.now());
-        flush();
-      });
+      timer.arm();
     };
+    const timer = new DeadlineTimer(
+      receiver,
+      (at, fire) => clock.setTimer(Math.max(0, at - clock.now()), fire),
+      () => clock.now(),
+      flush,
+    );
 
     const settle = () => {
       if (settled) return;
       settled = true;
-      cancelTimer?.();
+      timer.stop();
       o.signal?.removeEventListener('abort', onAbort);
       // STOPs were flushed above. A lost STOP is repeated when that proxy's data keeps coming, so
       // the transfer stays attached for a while; the links stay open for the next download.
