@@ -1,0 +1,187 @@
+/**
+ * The client orchestration (`@mutp/shared/client`: MutpClient, OrigoSession, ProxyLink,
+ * runDownload) against a fake host: fake time, a scripted origo, fake WebRTC peers whose channels
+ * reach real SourceEndpoints. Each path a real network can take (origo unreachable, silent or
+ * gone, proxies that fail, never answer or never send META, the caller aborting) ends with a
+ * clear ClientError within its timeout, and leaves nothing behind.
+ */
+import { Codec, Mode, rlncCodec, uncodedCodec } from '../src';
+import { ClientError, MutpClient } from '../src/client';
+import { FakeHost, objectOf, OrigoScript, proxy, settle } from './helpers/fake-host';
+
+const URL_ = 'https://media.example/seg-1.m4s';
+const codecs = { rlnc: rlncCodec, uncoded: uncodedCodec, fountain: rlncCodec } as unknown as Record<Mode, Codec>;
+
+function setup(script: OrigoScript, object = objectOf(20_000)) {
+  const host = new FakeHost(script);
+  host.objects.set(URL_, object);
+  const client = new MutpClient(host, {
+    origoUrl: 'wss://origo.example/v1/client',
+    codecs,
+    symbolSize: 512,
+    generationSize: 8,
+    window: 64,
+    connectTimeoutMs: 5000,
+  });
+  return { host, client, object };
+}
+
+async function failure(host: FakeHost, p: Promise<unknown>, maxMs?: number): Promise<ClientError> {
+  const error = await settle(host.clock, p, maxMs).then(
+    () => {
+      throw new Error('expected the download to fail');
+    },
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(ClientError);
+  return error as ClientError;
+}
+
+describe('a download through N proxies', () => {
+  test.each(['rlnc', 'uncoded'] as const)(
+    '%s: completes byte-exact from three proxies and reports a record',
+    async (mode) => {
+      const { host, client, object } = setup({ proxies: [proxy('a'), proxy('b'), proxy('c')] });
+      const result = await settle(host.clock, client.get(URL_, { mode, proxies: 3 }));
+      expect(Buffer.from(result.object).equals(Buffer.from(object))).toBe(true);
+      expect(result.sources.map((s) => s.proxyId).sort()).toEqual(['a', 'b', 'c']);
+      const record = host.origoHeard.find((m) => m.type === 'record') as {
+        record: { status: string; sources: number };
+      };
+      expect(record.record).toMatchObject({ status: 'complete', sources: 3 });
+      client.close();
+      await settle(host.clock, Promise.resolve());
+      expect(host.openPeers).toBe(0);
+    },
+  );
+
+  test('a second download reuses the open connections (no new peer, no new origo session)', async () => {
+    const { host, client } = setup({ proxies: [proxy('a'), proxy('b')] });
+    await settle(host.clock, client.get(URL_, { mode: 'rlnc', proxies: 2 }));
+    const peers = host.peers.length;
+    await settle(host.clock, client.get(URL_, { mode: 'rlnc', proxies: 2 }));
+    expect(host.peers.length).toBe(peers);
+    expect(host.sockets.length).toBe(1);
+    client.close();
+  });
+});
+
+describe('origo', () => {
+  test('unreachable: origo-unreachable at once, with the reason', async () => {
+    const { host, client } = setup({ unreachable: true, proxies: [] });
+    const error = await failure(host, client.get(URL_, { mode: 'rlnc', proxies: 2 }));
+    expect(error.code).toBe('origo-unreachable');
+    expect(error.message).toMatch(/ENOTFOUND/);
+  });
+
+  test('accepts the socket and never answers: origo-unreachable after the timeout, not a hang', async () => {
+    const { host, client } = setup({ silent: true, proxies: [proxy('a')] });
+    const error = await failure(host, client.get(URL_, { mode: 'rlnc', proxies: 1 }));
+    expect(error.code).toBe('origo-unreachable');
+    expect(error.message).toMatch(/no welcome .* within 10000 ms/);
+    expect(host.clock.now()).toBeLessThan(11_000);
+    expect(host.sockets[0].readyState).toBe(3);
+  });
+
+  test('closes the socket before the welcome: origo-unreachable with its close code', async () => {
+    const { host, client } = setup({ closesAtOnce: true, proxies: [proxy('a')] });
+    const error = await failure(host, client.get(URL_, { mode: 'rlnc', proxies: 1 }));
+    expect(error.code).toBe('origo-unreachable');
+    expect(error.message).toMatch(/1006/);
+  });
+
+  test('no proxy to offer: no-proxies', async () => {
+    const { host, client } = setup({ proxies: [] });
+    const error = await failure(host, client.get(URL_, { mode: 'rlnc', proxies: 4 }));
+    expect(error.code).toBe('no-proxies');
+    client.close();
+  });
+
+  test('plain ws:// to a remote host is refused before any socket opens', async () => {
+    const host = new FakeHost({ proxies: [proxy('a')] });
+    const client = new MutpClient(host, { origoUrl: 'ws://origo.example/v1/client', codecs });
+    const error = await failure(host, client.get(URL_, { mode: 'rlnc', proxies: 1 }));
+    expect(error.message).toMatch(/plain ws:\/\/ to origo.example is refused/);
+    expect(host.sockets).toHaveLength(0);
+  });
+});
+
+describe('proxies that fail', () => {
+  test('a peer connection that fails: the others serve the download, the failed one is not asked again', async () => {
+    const { host, client, object } = setup({ proxies: [proxy('bad', 'peer-fails'), proxy('a'), proxy('b')] });
+    const result = await settle(host.clock, client.get(URL_, { mode: 'rlnc', proxies: 3 }));
+    expect(Buffer.from(result.object).equals(Buffer.from(object))).toBe(true);
+    expect(result.sources.map((s) => s.proxyId).sort()).toEqual(['a', 'b']);
+    const requests = host.origoHeard.filter((m) => m.type === 'request-proxies') as { exclude: string[] }[];
+    // origo is asked again for the missing one, without the failed proxy.
+    expect(requests.at(-1)!.exclude).toContain('bad');
+    client.close();
+  });
+
+  test('a proxy that never answers the offer: connect timeout, the download goes on without it', async () => {
+    const { host, client } = setup({ proxies: [proxy('mute', 'never-answers'), proxy('a')] });
+    const result = await settle(host.clock, client.get(URL_, { mode: 'rlnc', proxies: 2 }));
+    expect(result.sources.map((s) => s.proxyId)).toEqual(['a']);
+    // Two attempts (one retry) of 5 s each before it was given up.
+    expect(host.clock.now()).toBeGreaterThanOrEqual(10_000);
+    client.close();
+  });
+
+  test('every proxy unreachable: no-proxies after the connect timeouts', async () => {
+    const { host, client } = setup({ proxies: [proxy('x', 'peer-fails'), proxy('y', 'never-answers')] });
+    const error = await failure(host, client.get(URL_, { mode: 'rlnc', proxies: 2 }));
+    expect(error.code).toBe('no-proxies');
+    client.close();
+  });
+
+  test('a connected proxy that never sends META: the download fails as stalled, not a hang', async () => {
+    const { host, client } = setup({ proxies: [proxy('deaf', 'silent-channels')] });
+    const error = await failure(host, client.get(URL_, { mode: 'rlnc', proxies: 1 }));
+    expect(error.code).toBe('download-failed');
+    expect(error.message).toMatch(/stalled|no source/i);
+    const record = host.origoHeard.find((m) => m.type === 'record') as { record: { status: string } };
+    expect(record.record.status).toBe('failed');
+    client.close();
+  });
+
+  test('an object the origin does not have: the proxies answer ERROR and the download fails with it', async () => {
+    const { host, client } = setup({ proxies: [proxy('a'), proxy('b')] });
+    const error = await failure(host, client.get('https://media.example/missing.m4s', { mode: 'rlnc', proxies: 2 }));
+    expect(error.code).toBe('download-failed');
+    expect(error.message).toMatch(/404/);
+    client.close();
+  });
+});
+
+describe('the caller aborts', () => {
+  test('mid-transfer: cancelled, and the proxies are told to STOP', async () => {
+    const big = objectOf(400_000, 9);
+    const { host, client } = setup({ proxies: [proxy('a'), proxy('b')] }, big);
+    const abort = new AbortController();
+    const download = client.get(URL_, { mode: 'rlnc', proxies: 2, signal: abort.signal });
+    // Let it connect and start receiving, then abort.
+    host.clock.setTimer(40, () => abort.abort());
+    const error = await failure(host, download);
+    expect(error.code).toBe('cancelled');
+    expect(host.clock.now()).toBeLessThan(1000);
+    // Let the STOPs arrive: every proxy that got the REQUEST is told.
+    host.clock.setTimer(10, () => undefined);
+    await settle(host.clock, new Promise<void>((resolve) => host.clock.setTimer(20, resolve)));
+    for (const id of ['a', 'b'])
+      expect(host.proxyStats.get(id)).toMatchObject({ requests: 1, stops: expect.any(Number) });
+    expect(host.proxyStats.get('a')!.stops + host.proxyStats.get('b')!.stops).toBeGreaterThanOrEqual(2);
+    client.close();
+  });
+
+  test('before it starts: cancelled without a transfer', async () => {
+    const { host, client } = setup({ proxies: [proxy('a')] });
+    await settle(host.clock, client.get(URL_, { mode: 'rlnc', proxies: 1 }));
+    const requestsBefore = host.proxyStats.get('a')!.requests;
+    const abort = new AbortController();
+    abort.abort();
+    const error = await failure(host, client.get(URL_, { mode: 'rlnc', proxies: 1, signal: abort.signal }));
+    expect(error.code).toBe('cancelled');
+    expect(host.proxyStats.get('a')!.requests).toBe(requestsBefore);
+    client.close();
+  });
+});

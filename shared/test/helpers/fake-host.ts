@@ -1,0 +1,407 @@
+/**
+ * A ClientHost for unit tests of the client orchestration (`@mutp/shared/client`): fake time, a
+ * scripted origo behind a fake WebSocket, and fake WebRTC peers whose channels reach real
+ * SourceEndpoints (the proxy's side of the core), so the MUTP exchange is the real one and only
+ * the sockets and the clock are fakes. Every behaviour a test needs from origo or a proxy is a
+ * named option (silent, unreachable, failing peer, proxy that never answers, ...).
+ */
+import {
+  Admission,
+  DatagramChannel,
+  DeadlineTimer,
+  IceCandidate,
+  MessageType,
+  PeerState,
+  ProxyInfo,
+  RtcFactory,
+  RtcPeer,
+  rlncCodec,
+  SessionDescription,
+  SharedEncoders,
+  SourceEndpoint,
+  uncodedCodec,
+} from '../../src';
+import { sha256 } from '@noble/hashes/sha256';
+import type { Clock, ClientHost, FetchLike, WebSocketLike } from '../../src/client';
+
+/** Fake time: timers run only when the test advances the clock. */
+export class FakeClock implements Clock {
+  private t = 0;
+  private seq = 0;
+  private timers: { at: number; seq: number; run: () => void }[] = [];
+
+  now(): number {
+    return this.t;
+  }
+
+  setTimer(delayMs: number, callback: () => void): () => void {
+    const timer = { at: this.t + Math.max(0, delayMs), seq: this.seq++, run: callback };
+    this.timers.push(timer);
+    return () => {
+      this.timers = this.timers.filter((x) => x !== timer);
+    };
+  }
+
+  get pending(): number {
+    return this.timers.length;
+  }
+
+  /** Runs the earliest timer (moving time to it); false when none is armed. */
+  step(): boolean {
+    if (this.timers.length === 0) return false;
+    this.timers.sort((a, b) => a.at - b.at || a.seq - b.seq);
+    const next = this.timers.shift()!;
+    this.t = Math.max(this.t, next.at);
+    next.run();
+    return true;
+  }
+}
+
+const flushMicrotasks = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Runs fake time until `promise` settles; fails (never hangs) if it has not after `maxMs` of fake
+ * time or when nothing is left to run.
+ */
+export async function settle<T>(clock: FakeClock, promise: Promise<T>, maxMs = 120_000): Promise<T> {
+  let done = false;
+  const watched = promise.finally(() => (done = true));
+  watched.catch(() => undefined);
+  await flushMicrotasks();
+  while (!done) {
+    if (clock.now() > maxMs) throw new Error(`still pending after ${maxMs} ms of fake time`);
+    if (!clock.step()) {
+      await flushMicrotasks();
+      if (!done) throw new Error(`still pending at ${clock.now()} ms of fake time with no timer left: a hang`);
+      break;
+    }
+    await flushMicrotasks();
+  }
+  return watched;
+}
+
+/** How one fake proxy behaves. */
+export type ProxyBehaviour = 'ok' | 'peer-fails' | 'never-answers' | 'silent-channels';
+
+export interface FakeProxy {
+  info: ProxyInfo;
+  behaviour: ProxyBehaviour;
+}
+
+/** How the fake origo behaves. */
+export interface OrigoScript {
+  /** The WebSocket factory throws (bad URL, no network). */
+  unreachable?: boolean;
+  /** The socket opens but origo never says a word. */
+  silent?: boolean;
+  /** The socket closes (1006) right after opening. */
+  closesAtOnce?: boolean;
+  proxies: FakeProxy[];
+}
+
+/** Objects the fake proxies serve, by URL. */
+export type ObjectStore = Map<string, Uint8Array>;
+
+const ONE_WAY_MS = 1;
+
+/** A data channel pair end: send() delivers to the other end after ONE_WAY_MS of fake time. */
+class FakeChannel implements DatagramChannel {
+  bufferedAmount = 0;
+  isOpen = false;
+  other?: FakeChannel;
+  onOpen?: () => void;
+  onMessage?: (bytes: Uint8Array) => void;
+  onClose?: (reason?: string) => void;
+  /** Datagrams into this end are dropped (a proxy that never answers on its channels). */
+  deaf = false;
+
+  constructor(
+    readonly label: string,
+    private readonly clock: FakeClock,
+  ) {}
+
+  send(bytes: Uint8Array): boolean {
+    if (!this.isOpen) return false;
+    const other = this.other;
+    const copy = bytes.slice();
+    this.clock.setTimer(ONE_WAY_MS, () => {
+      if (other?.isOpen && !other.deaf) other.onMessage?.(copy);
+    });
+    return true;
+  }
+
+  setLowWaterMark(): void {
+    // Nothing is ever buffered here: sends are delivered on the fake clock.
+  }
+
+  open(): void {
+    this.isOpen = true;
+    this.onOpen?.();
+  }
+
+  close(): void {
+    if (!this.isOpen) return;
+    this.isOpen = false;
+    this.onClose?.('closed');
+    const other = this.other;
+    if (other?.isOpen) this.clock.setTimer(ONE_WAY_MS, () => other.close());
+  }
+}
+
+class FakePeer implements RtcPeer {
+  state: PeerState = 'new';
+  readonly channels: FakeChannel[] = [];
+  onLocalDescription?: (description: SessionDescription) => void;
+  onLocalCandidate?: (candidate: IceCandidate) => void;
+  onChannel?: (channel: DatagramChannel) => void;
+  onStateChange?: (state: PeerState) => void;
+
+  constructor(
+    readonly id: number,
+    private readonly clock: FakeClock,
+  ) {}
+
+  createChannel(label: 'mutp-data' | 'mutp-feedback'): DatagramChannel {
+    const channel = new FakeChannel(label, this.clock);
+    this.channels.push(channel);
+    return channel;
+  }
+
+  startOffer(): void {
+    this.setState('connecting');
+    this.onLocalDescription?.({ type: 'offer', sdp: `fake-offer-${this.id}` });
+    this.onLocalCandidate?.({ candidate: `candidate:${this.id}`, mid: '0' });
+  }
+
+  /** The answer came back (through origo): the fake proxy holds the other ends. */
+  remote?: (description: SessionDescription) => void;
+
+  setRemoteDescription(description: SessionDescription): void {
+    this.remote?.(description);
+  }
+
+  addRemoteCandidate(): void {}
+
+  setState(state: PeerState): void {
+    this.state = state;
+    this.onStateChange?.(state);
+  }
+
+  close(): void {
+    if (this.state === 'closed') return;
+    for (const c of this.channels) c.close();
+    this.setState('closed');
+  }
+}
+
+/** The proxy's side of one peer connection: a real SourceEndpoint over the fake channels. */
+class FakeProxyPeer {
+  private readonly endpoint: SourceEndpoint;
+  private readonly timer: DeadlineTimer;
+  private readonly data: FakeChannel;
+
+  constructor(
+    private readonly clock: FakeClock,
+    client: FakePeer,
+    objects: ObjectStore,
+    deaf: boolean,
+    readonly stats: { requests: number; stops: number },
+  ) {
+    const admission = new Admission({ maxTransfers: 16, maxPerClient: 8, memoryBytes: 64 << 20 });
+    this.endpoint = new SourceEndpoint({
+      clientKey: 'fake-client',
+      codecs: { rlnc: rlncCodec, uncoded: uncodedCodec },
+      admission,
+      seed: () => 7,
+      now: clock.now(),
+    });
+    this.timer = new DeadlineTimer(
+      this.endpoint,
+      (at, fire) => clock.setTimer(at - clock.now(), fire),
+      () => clock.now(),
+      () => this.flush(objects, admission),
+    );
+    const ends = client.channels.map((c) => {
+      const end = new FakeChannel(c.label, clock);
+      end.other = c;
+      c.other = end;
+      end.deaf = deaf;
+      end.onMessage = (bytes) => {
+        if (bytes[1] === MessageType.Request) this.stats.requests++;
+        if (bytes[1] === MessageType.Stop) this.stats.stops++;
+        this.endpoint.handleDatagram(bytes, clock.now());
+        this.flush(objects, admission);
+      };
+      return end;
+    });
+    this.data = ends.find((e) => e.label === 'mutp-data')!;
+    for (const end of ends) end.isOpen = true;
+  }
+
+  private flush(objects: ObjectStore, admission: Admission): void {
+    const now = this.clock.now();
+    for (let e = this.endpoint.pollEvent(); e; e = this.endpoint.pollEvent()) {
+      if (e.type !== 'fetch') continue;
+      const bytes = objects.get(e.url);
+      if (bytes) {
+        const object = {
+          bytes,
+          digest: sha256(bytes),
+          encoders: new SharedEncoders(bytes, admission.memory),
+          cached: true,
+        };
+        this.endpoint.objectReady(e.transferId, object, now);
+      } else this.endpoint.objectFailed(e.transferId, 2, 'origin answered 404', now);
+    }
+    for (let c = this.endpoint.pollControl(); c; c = this.endpoint.pollControl()) this.data.send(c);
+    // Paced by the fake clock: at most 64 datagrams per call, the rest after a millisecond.
+    for (let i = 0; i < 64; i++) {
+      const d = this.endpoint.pollDatagram(now);
+      if (!d) break;
+      this.data.send(d);
+      if (i === 63) this.clock.setTimer(1, () => this.flush(objects, admission));
+    }
+    this.timer.arm();
+  }
+}
+
+/** The scripted origo on the far side of the fake WebSocket. */
+class FakeOrigoSocket implements WebSocketLike {
+  readyState = 0;
+  onopen: ((event: unknown) => void) | null = null;
+  onmessage: ((event: { data: unknown }) => void) | null = null;
+  onclose: ((event: { code: number; reason: string }) => void) | null = null;
+  onerror: ((event: unknown) => void) | null = null;
+
+  constructor(
+    private readonly host: FakeHost,
+    private readonly script: OrigoScript,
+  ) {
+    host.clock.setTimer(ONE_WAY_MS, () => {
+      this.readyState = 1;
+      this.onopen?.({});
+      if (script.closesAtOnce) this.drop(1006, '');
+    });
+  }
+
+  send(data: string): void {
+    const m = JSON.parse(data) as Record<string, unknown>;
+    this.host.origoHeard.push(m);
+    if (this.script.silent) return;
+    this.host.clock.setTimer(ONE_WAY_MS, () => this.answer(m));
+  }
+
+  close(code = 1000, reason = ''): void {
+    if (this.readyState >= 2) return;
+    this.readyState = 3;
+    this.host.clock.setTimer(ONE_WAY_MS, () => this.onclose?.({ code, reason }));
+  }
+
+  /** origo ends the session. */
+  drop(code: number, reason: string): void {
+    if (this.readyState >= 2) return;
+    this.readyState = 3;
+    this.onclose?.({ code, reason });
+  }
+
+  private reply(m: Record<string, unknown>): void {
+    if (this.readyState === 1) this.onmessage?.({ data: JSON.stringify(m) });
+  }
+
+  private answer(m: Record<string, unknown>): void {
+    switch (m.type) {
+      case 'hello':
+        this.reply({ type: 'welcome', clientId: 'c-1', token: 'eyJ0.eyJ1.c2ln', expiresAt: 300_000 });
+        break;
+      case 'request-proxies': {
+        const exclude = new Set(m.exclude as string[]);
+        const offered = this.script.proxies.filter((p) => !exclude.has(p.info.proxyId)).slice(0, m.count as number);
+        this.reply({ type: 'proxies', requestId: m.requestId, proxies: offered.map((p) => p.info) });
+        break;
+      }
+      case 'signal': {
+        const proxy = this.script.proxies.find((p) => p.info.proxyId === m.proxyId);
+        const description = m.description as SessionDescription | undefined;
+        if (!proxy || !description) break;
+        this.host.connect(proxy, description, m.connectionId as string, (answer) =>
+          this.reply({ type: 'signal', connectionId: m.connectionId, description: answer }),
+        );
+        break;
+      }
+    }
+  }
+}
+
+export class FakeHost implements ClientHost {
+  readonly clock = new FakeClock();
+  readonly objects: ObjectStore = new Map();
+  /** Everything the client sent origo, in order. */
+  readonly origoHeard: Record<string, unknown>[] = [];
+  readonly peers: FakePeer[] = [];
+  readonly sockets: FakeOrigoSocket[] = [];
+  /** REQUESTs and STOPs each proxy's endpoint received, by proxy id. */
+  readonly proxyStats = new Map<string, { requests: number; stops: number }>();
+  private nextPeer = 0;
+  private nextRandom = 1;
+
+  constructor(readonly script: OrigoScript) {}
+
+  random = () => (this.nextRandom = (Math.imul(this.nextRandom, 1103515245) + 12345) >>> 0);
+
+  webSocket = (): WebSocketLike => {
+    if (this.script.unreachable) throw new Error('getaddrinfo ENOTFOUND origo.invalid');
+    const socket = new FakeOrigoSocket(this, this.script);
+    this.sockets.push(socket);
+    return socket;
+  };
+
+  rtc: RtcFactory = {
+    createPeer: () => {
+      const peer = new FakePeer(this.nextPeer++, this.clock);
+      this.peers.push(peer);
+      return peer;
+    },
+  };
+
+  fetch: FetchLike = () => Promise.reject(new Error('no HTTP in this fake'));
+
+  /** origo relayed an offer to `proxy`: the fake proxy answers as its behaviour says. */
+  connect(proxy: FakeProxy, offer: SessionDescription, _connectionId: string, answer: (d: SessionDescription) => void) {
+    const peer = this.peers.find((p) => offer.sdp === `fake-offer-${p.id}`);
+    if (!peer || proxy.behaviour === 'never-answers') return;
+    if (proxy.behaviour === 'peer-fails') {
+      this.clock.setTimer(5, () => peer.setState('failed'));
+      return;
+    }
+    const stats = this.proxyStats.get(proxy.info.proxyId) ?? { requests: 0, stops: 0 };
+    this.proxyStats.set(proxy.info.proxyId, stats);
+    peer.remote = () => {
+      new FakeProxyPeer(this.clock, peer, this.objects, proxy.behaviour === 'silent-channels', stats);
+      peer.setState('connected');
+      for (const c of peer.channels) c.open();
+    };
+    answer({ type: 'answer', sdp: `fake-answer-${peer.id}` });
+  }
+
+  /** Peers not closed yet (a test's cleanup check). */
+  get openPeers(): number {
+    return this.peers.filter((p) => p.state !== 'closed' && p.state !== 'failed').length;
+  }
+}
+
+export function proxy(id: string, behaviour: ProxyBehaviour = 'ok'): FakeProxy {
+  return {
+    info: { proxyId: id, name: id, httpUrl: `https://${id}.example/`, capacityBps: 1_000_000 },
+    behaviour,
+  };
+}
+
+export function objectOf(size: number, seed = 1): Uint8Array {
+  const bytes = new Uint8Array(size);
+  let x = seed;
+  for (let i = 0; i < size; i++) {
+    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+    bytes[i] = x >>> 24;
+  }
+  return bytes;
+}
