@@ -332,7 +332,8 @@ describe('FEEDBACK', () => {
     expect(fb.metaKnown).toBe(false);
     expect(fb.ranks.length).toBe(0);
     expect(fb.largestSeq).toBe(0);
-    expect(h.receiver.stats().sources[0].beforeMeta).toBe(1);
+    // Held until the identity is agreed (early-data.ts), not dropped.
+    expect(h.receiver.stats().sources[0].beforeMeta).toBe(0);
   });
 
   test('goes out after every 8 data packets, without waiting for the interval', () => {
@@ -452,6 +453,52 @@ function deliverAtRates(h: Harness, ratesBps: number[], packets: number, from: n
   for (const e of events) h.receiver.handleDatagram(e.source, e.bytes, e.at);
   return events[events.length - 1].at;
 }
+
+describe('data that arrives before it can be used (early-data.ts)', () => {
+  test('is held until a quorum agrees and then used, not dropped', () => {
+    // uncoded, 4 units of 64 bytes, quorum 2: source 0 answers first and sends everything.
+    const object = makeObject(256);
+    const h = new Harness(object, { sourceCount: 2, config: { quorum: 2 } });
+    h.poll(0);
+    h.meta(0, 1);
+    for (let u = 0; u < 4; u++) h.data(0, u, 2);
+    expect(h.receiver.status).toBe('active');
+    expect(h.receiver.stats().sources[0].useful).toBe(0);
+    // The second META agrees: the held packets complete the object at once.
+    h.meta(1, 5);
+    expect(h.receiver.status).toBe('complete');
+    expect(h.receiver.stats().sources[0]).toMatchObject({ useful: 4, beforeMeta: 0 });
+    expect(Buffer.from(h.receiver.takeObject()).equals(Buffer.from(object))).toBe(true);
+  });
+
+  test("data that came before the source's own META is used once that META matches", () => {
+    const object = makeObject(256);
+    const h = new Harness(object, { sourceCount: 2, config: { quorum: 1 } });
+    h.poll(0);
+    h.meta(0, 1);
+    h.data(1, 0, 2); // unordered channel: source 1's data overtook its META
+    h.data(1, 1, 2);
+    expect(h.receiver.stats().sources[1].useful).toBe(0);
+    h.meta(1, 3);
+    expect(h.receiver.stats().sources[1]).toMatchObject({ useful: 2, beforeMeta: 0 });
+  });
+
+  test('a window of packets is held per source; beyond, and from a source excluded, they are dropped and counted', () => {
+    const object = makeObject(64 * 40);
+    const h = new Harness(object, { sourceCount: 3, window: 8, config: { quorum: 2 } });
+    h.poll(0);
+    h.meta(0, 1);
+    for (let i = 0; i < 12; i++) h.data(0, i % 8, 2);
+    expect(h.receiver.stats().sources[0].beforeMeta).toBe(4);
+    // Source 1 names another object; sources 0 and 2 agree: source 1 is excluded and what it
+    // sent meanwhile is never used.
+    for (let i = 0; i < 3; i++) h.data(1, i, 2);
+    h.meta(1, 3, { digest: new Uint8Array(32).fill(7) });
+    h.meta(2, 4);
+    expect(h.receiver.stats().sources[1]).toMatchObject({ useful: 0, beforeMeta: 3, polluter: true });
+    expect(h.receiver.stats().sources[0].useful).toBe(8);
+  });
+});
 
 describe('rates, weights and in-flight caps', () => {
   test('the feedback reports each source rate and weights proportional to them', () => {

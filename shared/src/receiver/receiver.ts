@@ -35,6 +35,7 @@ import {
 import { CheckOutcome } from './check-units';
 import { Completion } from './completion';
 import { DEFAULT_RECEIVER_CONFIG, ReceiverConfig } from './config';
+import { EarlyData } from './early-data';
 import { encodeSourceFeedback } from './feedback';
 import { IdentityQuorum } from './quorum';
 import { PollutionKind, Polluter, Source, SourceStats } from './source';
@@ -90,6 +91,7 @@ export class Receiver {
   private readonly quorum: IdentityQuorum;
   private readonly steering: Steering;
   private readonly completion: Completion;
+  private readonly early: EarlyData;
   private lastProgressAt: number;
   private readonly startedAt: number;
   private completedAt?: number;
@@ -129,6 +131,8 @@ export class Receiver {
       sha256: hash,
       maxPacketLogBytes: config.maxPacketLogBytes,
     });
+    // A window's worth per source: what a source sends before it hears any feedback.
+    this.early = new EarlyData(opts.sourceCount, Math.max(1, opts.window));
   }
 
   // ------------------------------------------------------------------ input
@@ -202,7 +206,10 @@ export class Receiver {
 
   private checkAgainstAgreed(sourceIndex: number): void {
     const source = this.sources[sourceIndex];
-    if (!source.live && source.stats.state !== 'failed') return;
+    if (!source.live && source.stats.state !== 'failed') {
+      this.discardEarly(sourceIndex);
+      return;
+    }
     if (!this.quorum.agrees(sourceIndex)) {
       if (this.quorum.provisional) {
         // Accepted from fewer sources than the quorum (the others were silent or failed): a late
@@ -219,7 +226,22 @@ export class Receiver {
     if (!source.metaOk) {
       source.metaOk = true;
       source.feedbackDue = true;
+      this.replayEarly(sourceIndex, this.lastProgressAt);
     }
+  }
+
+  /** Uses what the source sent before its data could be used, once it can be (see early-data.ts). */
+  private replayEarly(sourceIndex: number, now: number): void {
+    if (!this.completion.started || !this.sources[sourceIndex].metaOk) return;
+    for (const p of this.early.take(sourceIndex)) {
+      if (this.status !== 'active') return;
+      this.useData(sourceIndex, p.unit, p.key, p.payload, now);
+    }
+  }
+
+  /** The source's held data will never be used (it was excluded): counted as arriving too early. */
+  private discardEarly(sourceIndex: number): void {
+    this.sources[sourceIndex].stats.beforeMeta += this.early.take(sourceIndex).length;
   }
 
   private onDigests(sourceIndex: number, m: DigestsMessage, now: number): void {
@@ -244,6 +266,7 @@ export class Receiver {
     this.lastProgressAt = now;
     for (const s of this.sources) if (s.metaOk) s.feedbackDue = true;
     if (this.completion.allUnitsComplete) this.finish(now);
+    for (let i = 0; i < this.sources.length && this.status === 'active'; i++) this.replayEarly(i, now);
   }
 
   private onData(
@@ -270,9 +293,15 @@ export class Receiver {
       return;
     }
     if (!this.completion.started || !source.metaOk) {
-      s.beforeMeta++;
+      if (!this.early.hold(sourceIndex, unit, key, payload)) s.beforeMeta++;
       return;
     }
+    this.useData(sourceIndex, unit, key, payload, now);
+  }
+
+  /** Data from a source whose META matched the agreed identity: into the checked decoder. */
+  private useData(sourceIndex: number, unit: number, key: number, payload: Uint8Array, now: number): void {
+    const s = this.sources[sourceIndex].stats;
     if (this.completion.beyondWindow(unit)) {
       s.invalid++;
       return;
@@ -358,6 +387,7 @@ export class Receiver {
   /** Excludes a source for the rest of the download and remembers it as a polluter (to report). */
   private dropPolluter(sourceIndex: number, kind: PollutionKind, reason: string): void {
     this.sources[sourceIndex].exclude(kind, reason);
+    this.discardEarly(sourceIndex);
     this.failIfNoSourceLeft();
     if (!this.quorum.identity()) this.evaluateAgreement(this.lastProgressAt);
   }
