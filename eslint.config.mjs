@@ -1,12 +1,10 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
-import importX from 'eslint-plugin-import-x';
-import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
 
 /**
  * What each workspace may import of ours: README.md's import table, enforced. A package is
- * reached only through its name and its `exports` map, never by a relative path into another
- * workspace (import-x/no-relative-packages) or a path inside it (the exports maps refuse those).
+ * reached only through its name and its `exports` map (which refuses paths inside it), never by
+ * a relative path out of its own folder into another workspace.
  */
 const MAY_IMPORT = {
   shared: [],
@@ -18,24 +16,60 @@ const MAY_IMPORT = {
   client: ['shared', 'wasm', 'node-rtc'],
   extension: ['shared', 'wasm'],
   testing: [],
+  // The whole-system runs use everything, through public entries.
+  e2e: null,
 };
 
 /** Node built-ins: the protocol core and the client orchestration also run in browsers. */
 const NODE_BUILTINS = ['node:*', 'fs', 'path', 'crypto', 'os', 'net', 'http', 'https', 'child_process'];
 
-function workspaceRule(workspace, allowed, extraPatterns = []) {
-  // A package may also name itself (its tests and benchmarks import it as users do).
-  const ours = `(?!(${[workspace, ...allowed].join('|')})(/|$))`;
-  const message =
-    allowed.length === 0
-      ? `${workspace}/ imports nothing of ours (README.md, Architecture).`
-      : `${workspace}/ may import only ${allowed.map((a) => `@mutp/${a}`).join(', ')} (README.md, Architecture).`;
-  return {
-    files: [`${workspace}/**/*.ts`],
-    rules: {
-      'no-restricted-imports': ['error', { patterns: [{ regex: `^@mutp/${ours}`, message }, ...extraPatterns] }],
-    },
-  };
+/** Deepest folder level below a workspace's root that the rules below cover. */
+const MAX_DEPTH = 8;
+
+/**
+ * `no-restricted-imports` for the files `depth` folders below `workspace/` (under `sub`, if given):
+ * the import table, no relative path that climbs out of the workspace (`../` once more than the
+ * file is deep), and `extra` patterns. One rule, so each file gets every pattern at once.
+ */
+function importRules(workspace, allowed, { sub = '', extra = [], ignores } = {}) {
+  const table =
+    allowed === null
+      ? []
+      : [
+          {
+            // A package may also name itself (its tests and benchmarks import it as users do).
+            regex: `^@mutp/(?!(${[workspace, ...allowed].join('|')})(/|$))`,
+            message:
+              allowed.length === 0
+                ? `${workspace}/ imports nothing of ours (README.md, Architecture).`
+                : `${workspace}/ may import only ${allowed.map((a) => `@mutp/${a}`).join(', ')} (README.md, Architecture).`,
+          },
+        ];
+  const base = sub ? `${workspace}/${sub}/` : `${workspace}/`;
+  const first = sub ? sub.split('/').length : 0;
+  const entries = [];
+  for (let depth = first; depth <= MAX_DEPTH; depth++) {
+    entries.push({
+      files: [`${base}${'*/'.repeat(depth - first)}*.ts`],
+      ...(ignores ? { ignores } : {}),
+      rules: {
+        'no-restricted-imports': [
+          'error',
+          {
+            patterns: [
+              ...table,
+              {
+                regex: `^(\\.\\./){${depth + 1}}`,
+                message: `a relative import out of ${workspace}/: import the other workspace by its package name.`,
+              },
+              ...extra,
+            ],
+          },
+        ],
+      },
+    });
+  }
+  return entries;
 }
 
 export default tseslint.config(
@@ -58,53 +92,33 @@ export default tseslint.config(
       '@typescript-eslint/no-non-null-assertion': 'off',
     },
   },
-  {
-    files: ['**/*.ts'],
-    plugins: { 'import-x': importX },
-    settings: {
-      'import-x/extensions': ['.ts', '.js', '.mjs'],
-      'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
-      'import-x/resolver-next': [createTypeScriptImportResolver({ project: './tsconfig.json' })],
-    },
-    rules: {
-      'import-x/no-relative-packages': 'error',
-      // Modules import what sits beside or below them; a cycle means a type is one level too high.
-      'import-x/no-cycle': 'error',
-    },
-  },
-  ...Object.entries(MAY_IMPORT).map(([workspace, allowed]) => workspaceRule(workspace, allowed)),
+  ...Object.entries(MAY_IMPORT).flatMap(([workspace, allowed]) => importRules(workspace, allowed)),
   // Tests and benchmarks may also use the shared test tooling; a service's src never does.
-  ...Object.entries(MAY_IMPORT).map(([workspace, allowed]) => ({
-    ...workspaceRule(workspace, [...allowed, 'testing']),
-    files: [`${workspace}/test/**/*.ts`, `${workspace}/bench/**/*.ts`],
-  })),
-  {
-    // The sans-IO core: no Node built-ins, and nothing of the client orchestration layered on it.
-    ...workspaceRule(
-      'shared',
-      [],
-      [
-        { group: NODE_BUILTINS, message: 'The protocol core runs in browsers and Node alike: no Node built-ins.' },
-        {
-          regex: '^(\\.\\.?/)+client(/|$)',
-          message: 'The core does not import the client orchestration (@mutp/shared/client is layered on it).',
-        },
-      ],
-    ),
-    files: ['shared/src/**/*.ts'],
+  ...Object.entries(MAY_IMPORT)
+    .filter(([, allowed]) => allowed !== null)
+    .flatMap(([workspace, allowed]) => [
+      ...importRules(workspace, [...allowed, 'testing'], { sub: 'test' }),
+      ...importRules(workspace, [...allowed, 'testing'], { sub: 'bench' }),
+    ]),
+  // The sans-IO core: no Node built-ins, and nothing of the client orchestration layered on it.
+  ...importRules('shared', [], {
+    sub: 'src',
     ignores: ['shared/src/client/**'],
-  },
-  {
-    ...workspaceRule(
-      'shared',
-      [],
-      [
-        {
-          group: NODE_BUILTINS,
-          message: 'The client orchestration runs in browsers and Node alike: no Node built-ins.',
-        },
-      ],
-    ),
-    files: ['shared/src/client/**/*.ts'],
-  },
+    extra: [
+      { group: NODE_BUILTINS, message: 'The protocol core runs in browsers and Node alike: no Node built-ins.' },
+      {
+        regex: '^(\\.\\.?/)+client(/|$)',
+        message: 'The core does not import the client orchestration (@mutp/shared/client is layered on it).',
+      },
+    ],
+  }),
+  ...importRules('shared', [], {
+    sub: 'src/client',
+    extra: [
+      {
+        group: NODE_BUILTINS,
+        message: 'The client orchestration runs in browsers and Node alike: no Node built-ins.',
+      },
+    ],
+  }),
 );
