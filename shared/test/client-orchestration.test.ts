@@ -173,6 +173,26 @@ describe('the caller aborts', () => {
     client.close();
   });
 
+  test('while origo is silent: cancelled at once, not after the session timeout', async () => {
+    const { host, client } = setup({ silent: true, proxies: [proxy('a')] });
+    const abort = new AbortController();
+    host.clock.setTimer(100, () => abort.abort());
+    const error = await failure(host, client.get(URL_, { mode: 'rlnc', proxies: 1, signal: abort.signal }));
+    expect(error.code).toBe('cancelled');
+    expect(host.clock.now()).toBe(100);
+    client.close();
+  });
+
+  test('while a proxy connection is being set up: cancelled at once, not after the connect timeout', async () => {
+    const { host, client } = setup({ proxies: [proxy('mute', 'never-answers')] });
+    const abort = new AbortController();
+    host.clock.setTimer(200, () => abort.abort());
+    const error = await failure(host, client.get(URL_, { mode: 'rlnc', proxies: 1, signal: abort.signal }));
+    expect(error.code).toBe('cancelled');
+    expect(host.clock.now()).toBe(200);
+    client.close();
+  });
+
   test('before it starts: cancelled without a transfer', async () => {
     const { host, client } = setup({ proxies: [proxy('a')] });
     await settle(host.clock, client.get(URL_, { mode: 'rlnc', proxies: 1 }));

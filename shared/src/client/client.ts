@@ -125,13 +125,13 @@ export class MutpClient {
 
   /** Downloads `url` through `proxies` proxies in `mode`; rejects with a ClientError. */
   async get(url: string, o: GetOptions): Promise<GetResult> {
-    const session = await this.origo();
+    const session = await unlessAborted(this.origo(), o.signal);
     const mode = o.mode;
     if (mode === 'http') {
-      const proxies = await session.requestProxies(o.proxies, 'uncoded', [
-        ...this.recentlyFailed(),
-        ...(o.exclude ?? []),
-      ]);
+      const proxies = await unlessAborted(
+        session.requestProxies(o.proxies, 'uncoded', [...this.recentlyFailed(), ...(o.exclude ?? [])]),
+        o.signal,
+      );
       if (proxies.length === 0) throw new ClientError('no-proxies', 'origo has no proxy to offer');
       const result = await runHttpDownload(proxies, url, this.host.fetch, this.host.clock, {
         signal: o.signal,
@@ -142,7 +142,7 @@ export class MutpClient {
       this.report(session, url, 'http', result, undefined, proxies.length);
       return result;
     }
-    const links = await this.connect(session, o.proxies, mode, o.exclude ?? []);
+    const links = await unlessAborted(this.connect(session, o.proxies, mode, o.exclude ?? []), o.signal);
     const scheduler = o.scheduler ?? DEFAULT_SCHEDULER[mode];
     try {
       const result = await runDownload(links, this.host.clock, {
@@ -300,4 +300,32 @@ export class MutpClient {
     this.session?.close();
     this.session = undefined;
   }
+}
+
+/**
+ * `promise`, or ClientError cancelled as soon as `signal` aborts: a caller that gives up while
+ * origo or a proxy connection is slow is answered at once, not after their timeouts. What was
+ * under way goes on (a connection that opens later is kept for the next download).
+ */
+function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  const cancelled = () => new ClientError('cancelled', 'aborted before the download started');
+  if (signal.aborted) {
+    promise.catch(() => undefined);
+    return Promise.reject(cancelled());
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(cancelled());
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
 }

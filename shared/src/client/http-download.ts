@@ -63,6 +63,8 @@ export async function runHttpDownload(
   const received = proxies.map(() => 0);
   const abortAll = () => controllers.forEach((c) => c.abort());
   options.signal?.addEventListener('abort', abortAll);
+  // An already aborted signal fires no event: without this the fetches would still start.
+  if (options.signal?.aborted) abortAll();
   const errors: string[] = [];
   const quorum = Math.max(1, Math.min(options.quorum ?? 2, proxies.length));
   const stated: (string | undefined)[] = proxies.map(() => undefined);
