@@ -111,7 +111,8 @@ export const validMessage: fc.Arbitrary<Message> = fc.oneof(
 );
 
 /** Encodes, or gives an empty datagram when the generated message is outside an encoder's range. */
-function encodeOrEmpty(m: Message): Uint8Array {
+/** The message's bytes, or none when a field is outside what the encoder writes. */
+export function encodeOrEmpty(m: Message): Uint8Array {
   try {
     return encode(m);
   } catch (e) {
