@@ -43,9 +43,10 @@ export function buildCli(): Command {
       ).env('MUTP_PROXY_SECRET'),
     )
     .addOption(
-      new Option('--allow-local-proxies', 'dev: accept proxies advertising a loopback httpUrl').env(
-        'MUTP_ORIGO_ALLOW_LOCAL_PROXIES',
-      ),
+      new Option(
+        '--allow-local-proxies',
+        'dev and testbed: accept proxies advertising a loopback or private-network httpUrl',
+      ).env('MUTP_ORIGO_ALLOW_LOCAL_PROXIES'),
     )
     .addOption(
       new Option(

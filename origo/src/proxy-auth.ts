@@ -4,7 +4,8 @@
  * leaked key exposes one proxy id, never another's. The shared `--proxy-secret` remains only as
  * an explicitly insecure dev mode: any holder can register under any id not currently live.
  * Also checks the `httpUrl` a proxy advertises: clients fetch it, so it must be a public
- * http(s) URL (loopback only when origo runs with --allow-local-proxies).
+ * http(s) URL (loopback and private networks only when origo runs with --allow-local-proxies: a dev
+ * cluster or the namespace testbed).
  */
 import { readFileSync } from 'node:fs';
 import ipaddr from 'ipaddr.js';
@@ -82,7 +83,7 @@ export function httpUrlProblem(httpUrl: string, allowLocal: boolean): string | u
     }
     const range = address.range();
     if (range === 'unicast') return undefined;
-    if (range === 'loopback' && allowLocal) return undefined;
+    if ((range === 'loopback' || range === 'private') && allowLocal) return undefined;
     return `address ${host} is ${range}, not public`;
   }
   if (host === 'localhost' || PRIVATE_SUFFIXES.some((s) => host.endsWith(s))) {

@@ -185,4 +185,16 @@ describe('proxy registration', () => {
     peer.send({ ...registerMessage({ name: 'local' }), httpUrl: 'http://127.0.0.1:8800' });
     await peer.next('registered');
   });
+
+  test('a private-network httpUrl (the namespace testbed) is accepted with allowLocalProxies only', async () => {
+    const dev = await startOrigo({ allowLocalProxies: true });
+    const peer = await TestPeer.open(dev.port, '/v1/proxy', 'proxy');
+    peer.send({ ...registerMessage({ name: 'testbed' }), httpUrl: 'http://10.78.10.2:8800' });
+    await peer.next('registered');
+    const prod = await startOrigo({});
+    const refused = await TestPeer.open(prod.port, '/v1/proxy', 'proxy');
+    refused.send({ ...registerMessage({ name: 'testbed' }), httpUrl: 'http://10.78.10.2:8800' });
+    const error = await refused.next('error');
+    expect(['unauthorized', 'bad-message']).toContain(error.code);
+  });
 });

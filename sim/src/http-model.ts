@@ -9,8 +9,22 @@
  *   with losses halves cwnd (fast retransmit) and resends them in the next round; a round with
  *   fewer than 3 delivered segments after a loss waits for a retransmission timeout (200 ms min).
  * In steady state this gives Mathis-like throughput, MSS / RTT * sqrt(3 / (2p)), under loss.
+ *
+ * With `Scenario.paths` (and `.access`), an approximation: TCP is not run per packet through the
+ * links; each connection gets fixed parameters from its links' long-run means (time-weighted over
+ * the connected segments of a schedule, which for a link without schedule are its base values):
+ * - RTT = both directions' delay + mean jitter, path plus access (queueing delay is ignored);
+ * - rate = min(cap, path down rate, access down rate / N): N connections share the access link;
+ * - loss per segment = 1 - (1 - path down loss)(1 - access down loss), each its stationary loss
+ *   (Gilbert-Elliott: pGB / (pGB + pBG) * lossBad + pBG / (pGB + pBG) * lossGood), so i.i.d.;
+ *   ACK loss and drop-tail queue overflow are not modelled;
+ * - a schedule: no progress while any of the connection's link directions is disconnected; a round
+ *   that starts in an off period waits for the next on period, a round overlapping an off period
+ *   loses all its segments and takes a retransmission timeout (no exponential backoff).
  */
 import { Random, seededRandom } from '@mutp/shared';
+import { DirectionSpec, LinkSpec, ScheduleSegment } from './link-spec';
+import { meanJitter, meanRate, ScheduleClock, stationaryLoss } from './link';
 import { idealMs, KB, Scenario, SimResult } from './scenario';
 
 const MSS = 1448;
@@ -24,9 +38,88 @@ interface Connection {
   segmentsSent: number;
 }
 
-function simulateConnection(s: Scenario, capKBps: number, random: Random): Connection {
-  const bytesPerMs = (capKBps * KB) / 1000;
-  let now = 1.5 * s.rttMs; // SYN/SYN-ACK, then the request reaches the source
+/** What one connection's round model needs from the network between client and source. */
+interface ConnectionPath {
+  rttMs: number;
+  bytesPerMs: number;
+  /** Loss probability per segment. */
+  loss: number;
+  /** First time at or after `t` when the path is connected. */
+  nextOn(t: number): number;
+  /** When the path next goes down after `t` (`t` itself if it is down now). */
+  nextOff(t: number): number;
+}
+
+/** The original model: the scenario's RTT and loss, the source's cap, always connected. */
+function abstractPath(s: Scenario, capKBps: number): ConnectionPath {
+  return {
+    rttMs: s.rttMs,
+    bytesPerMs: (capKBps * KB) / 1000,
+    loss: s.loss,
+    nextOn: (t) => t,
+    nextOff: () => Infinity,
+  };
+}
+
+type Parameters = Pick<DirectionSpec, 'rate' | 'delayMs' | 'jitter' | 'loss'>;
+
+/** Long-run mean of a parameter, weighted by the connected segments' durations. */
+function segmentMean(d: DirectionSpec, value: (p: Parameters) => number): number {
+  const connected = new ScheduleClock(d.schedule).pass().filter((seg) => seg.connected);
+  if (connected.length === 0) return value(d);
+  const total = connected.reduce((sum, seg) => sum + seg.durationMs, 0);
+  // A segment's override replaces the base value; what it leaves out keeps the base.
+  const effective = (seg: ScheduleSegment): Parameters => ({
+    rate: seg.rate ?? d.rate,
+    delayMs: seg.delayMs ?? d.delayMs,
+    jitter: seg.jitter ?? d.jitter,
+    loss: seg.loss ?? d.loss,
+  });
+  return connected.reduce((sum, seg) => sum + (seg.durationMs / total) * value(effective(seg)), 0);
+}
+
+function meanDelayMs(d: DirectionSpec): number {
+  return segmentMean(d, (p) => p.delayMs + meanJitter(p.jitter));
+}
+
+function meanBytesPerMs(d: DirectionSpec): number {
+  return segmentMean(d, (p) => meanRate(p.rate) / 1000);
+}
+
+function meanLoss(d: DirectionSpec): number {
+  return segmentMean(d, (p) => stationaryLoss(p.loss));
+}
+
+/** Source `index`'s connection over its path and the shared access link. */
+function linkPath(s: Scenario, index: number, path: LinkSpec, access: LinkSpec | undefined): ConnectionPath {
+  const directions = access ? [path.down, path.up, access.down, access.up] : [path.down, path.up];
+  const clocks = directions.map((d) => new ScheduleClock(d.schedule));
+  const n = s.capsKBps.length;
+  const accessBytesPerMs = access ? meanBytesPerMs(access.down) / n : Infinity;
+  const deliveredShare = (access ? [path.down, access.down] : [path.down]).reduce((p, d) => p * (1 - meanLoss(d)), 1);
+  return {
+    rttMs: directions.reduce((sum, d) => sum + meanDelayMs(d), 0),
+    bytesPerMs: Math.min((s.capsKBps[index] * KB) / 1000, meanBytesPerMs(path.down), accessBytesPerMs),
+    loss: 1 - deliveredShare,
+    nextOn: (t) => nextAllConnected(clocks, t),
+    nextOff: (t) => Math.min(...clocks.map((c) => (c.isConnected(t) ? c.nextOffAfter(t) : t))),
+  };
+}
+
+/** First time at or after `t` when every clock is connected (Infinity if that never happens). */
+function nextAllConnected(clocks: ScheduleClock[], t: number): number {
+  // Each step moves to some clock's next on time; bounded so disjoint loops cannot spin forever.
+  for (let step = 0; step < 10_000 && Number.isFinite(t); step++) {
+    const later = Math.max(...clocks.map((c) => c.nextOnAtOrAfter(t)));
+    if (later === t) return t;
+    t = later;
+  }
+  return Number.isFinite(t) ? t : Infinity;
+}
+
+function simulateConnection(s: Scenario, path: ConnectionPath, random: Random): Connection {
+  const { bytesPerMs, rttMs } = path;
+  let now = path.nextOn(0) + 1.5 * rttMs; // SYN/SYN-ACK, then the request reaches the source
   let cwnd = INITIAL_WINDOW;
   let ssthresh = Infinity;
   let remaining = Math.ceil(s.objectBytes / MSS);
@@ -35,25 +128,34 @@ function simulateConnection(s: Scenario, capKBps: number, random: Random): Conne
   const deliveries: { at: number; bytes: number }[] = [];
   const maxMs = s.maxSimMs ?? 120_000;
   while (remaining > 0 && now < maxMs) {
+    now = path.nextOn(now);
+    if (now >= maxMs) break;
     const n = Math.min(Math.floor(cwnd), remaining);
     const serialisation = (n * MSS) / bytesPerMs;
-    let lost = 0;
-    for (let i = 0; i < n; i++) if (random() / 0x100000000 < s.loss) lost++;
     segmentsSent += n;
+    if (path.nextOff(now) < now + Math.max(rttMs, serialisation)) {
+      // An outage inside the round: every segment of it is lost, the sender times out.
+      ssthresh = Math.max(2, cwnd / 2);
+      cwnd = 1;
+      now += Math.max(MIN_RTO_MS, 2 * rttMs, serialisation);
+      continue;
+    }
+    let lost = 0;
+    for (let i = 0; i < n; i++) if (random() / 0x100000000 < path.loss) lost++;
     remaining -= n - lost;
     delivered += n - lost;
-    deliveries.push({ at: now + serialisation + s.rttMs / 2, bytes: Math.min(delivered * MSS, s.objectBytes) });
+    deliveries.push({ at: now + serialisation + rttMs / 2, bytes: Math.min(delivered * MSS, s.objectBytes) });
     if (lost === 0) {
-      now += Math.max(s.rttMs, serialisation);
+      now += Math.max(rttMs, serialisation);
       cwnd = cwnd < ssthresh ? cwnd * 2 : cwnd + 1;
     } else if (n - lost >= 3) {
       ssthresh = Math.max(2, cwnd / 2);
       cwnd = ssthresh;
-      now += Math.max(s.rttMs, serialisation);
+      now += Math.max(rttMs, serialisation);
     } else {
       ssthresh = Math.max(2, cwnd / 2);
       cwnd = 1;
-      now += Math.max(MIN_RTO_MS, 2 * s.rttMs, serialisation);
+      now += Math.max(MIN_RTO_MS, 2 * rttMs, serialisation);
     }
   }
   const last = deliveries[deliveries.length - 1];
@@ -68,7 +170,11 @@ function bytesBy(c: Connection, t: number): number {
 
 export function simulateHttp(s: Scenario): SimResult {
   const random = seededRandom(s.seed * 104729 + 3);
-  const connections = s.capsKBps.map((cap) => simulateConnection(s, cap, random));
+  const paths = s.capsKBps.map((cap, i) => {
+    const link = s.paths?.[i];
+    return link ? linkPath(s, i, link, s.access) : abstractPath(s, cap);
+  });
+  const connections = paths.map((path) => simulateConnection(s, path, random));
   const finishedAt = Math.min(...connections.map((c) => c.finishedAt));
   const complete = Number.isFinite(finishedAt);
   const end = complete ? finishedAt : (s.maxSimMs ?? 120_000);

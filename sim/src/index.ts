@@ -1,8 +1,11 @@
 export * from './scenario';
-export { simulateMutp, codecFor } from './mutp-sim';
+export { simulateMutp, codecFor, LINK_OVERHEAD_BYTES } from './mutp-sim';
 export type { MutpSimOptions, CodecSet } from './mutp-sim';
 export { simulateHttp } from './http-model';
 export { makeObject } from './object';
+export * from './link-spec';
+export { SimLink, SimLinkDirection, ScheduleClock, stationaryLoss, meanJitter, meanRate } from './link';
+export type { DropReason, LinkDirectionStats } from './link';
 import { Scenario, SimResult } from './scenario';
 import { simulateHttp } from './http-model';
 import { MutpSimOptions, simulateMutp } from './mutp-sim';

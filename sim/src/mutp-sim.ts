@@ -6,6 +6,10 @@
  *   then one-way delay rtt/2 + uniform jitter, Bernoulli loss, optional duplication;
  * - client -> source: one-way delay + jitter, loss, duplication; no bandwidth limit;
  * - the client's own downlink is not a bottleneck.
+ * With `Scenario.paths` (and optionally `.access`) the emulated links of link.ts replace the
+ * delay/jitter/loss part: a datagram, LINK_OVERHEAD_BYTES larger on the wire, crosses path i then
+ * the access link towards the client (access then path i back), each link direction fed in time
+ * order through the event queue; the source's shaping to its cap and duplication stay.
  */
 import { createHash } from 'node:crypto';
 import {
@@ -30,10 +34,79 @@ import {
   uncodedCodec,
 } from '@mutp/shared';
 import { EventQueue } from './event-queue';
+import { SimLink, SimLinkDirection, sumDrops } from './link';
 import { makeObject } from './object';
+import { LinkSpec } from './link-spec';
 import { idealMs, KB, Scenario, SimResult } from './scenario';
 
 const SEND_BUFFER_DATAGRAMS = 2;
+
+/**
+ * Bytes a data-channel message carries on the wire beyond its payload, approximately: IP (20) +
+ * UDP (8) + DTLS 1.2 record with AES-GCM (~37) + SCTP common header and DATA chunk (12 + 16).
+ */
+export const LINK_OVERHEAD_BYTES = 92;
+
+/** How datagrams travel between the client and source i. */
+interface Network {
+  toClient(source: number, bytes: number, now: number, deliver: (at: number) => void): void;
+  toSource(source: number, bytes: number, now: number, deliver: (at: number) => void): void;
+  drops(): SimResult['linkDrops'];
+}
+
+/** The original model: one-way delay rtt/2 + uniform jitter, Bernoulli loss, duplication. */
+function abstractNetwork(s: Scenario, uniform: () => number): Network {
+  const oneWay = s.rttMs / 2;
+  const reverseLoss = s.reverseLoss ?? s.loss;
+  const duplicate = s.duplicate ?? 0;
+  const transmit = (loss: number, base: number, deliver: (at: number) => void) => {
+    if (uniform() < loss) return;
+    deliver(base + oneWay + uniform() * s.jitterMs);
+    if (duplicate > 0 && uniform() < duplicate) deliver(base + oneWay + uniform() * s.jitterMs);
+  };
+  return {
+    toClient: (_source, _bytes, now, deliver) => transmit(s.loss, now, deliver),
+    toSource: (_source, _bytes, now, deliver) => transmit(reverseLoss, now, deliver),
+    drops: () => undefined,
+  };
+}
+
+/** Emulated links: path i and the shared access link, per packet (link.ts). */
+function linkNetwork(s: Scenario, paths: SimLink[], queue: EventQueue, uniform: () => number): Network {
+  const random = seededRandom(s.seed * 40503 + 29);
+  const access = s.access ? new SimLink(s.access, random) : undefined;
+  const duplicate = s.duplicate ?? 0;
+  const all = access ? [...paths, access] : paths;
+  /** Crosses `first`, then (at the intermediate time, so `second` sees arrivals in order) `second`. */
+  const cross = (
+    first: SimLinkDirection,
+    second: SimLinkDirection | undefined,
+    bytes: number,
+    now: number,
+    deliver: (at: number) => void,
+  ) => {
+    const wire = bytes + LINK_OVERHEAD_BYTES;
+    const copies = duplicate > 0 && uniform() < duplicate ? 2 : 1;
+    for (let c = 0; c < copies; c++) {
+      const middle = first.send(now, wire);
+      if (middle === undefined) continue;
+      if (!second) deliver(middle);
+      else
+        queue.schedule(middle, () => {
+          const at = second.send(middle, wire);
+          if (at !== undefined) deliver(at);
+        });
+    }
+  };
+  return {
+    toClient: (source, bytes, now, deliver) => cross(paths[source].down, access?.down, bytes, now, deliver),
+    toSource: (source, bytes, now, deliver) =>
+      access
+        ? cross(access.up, paths[source].up, bytes, now, deliver)
+        : cross(paths[source].up, undefined, bytes, now, deliver),
+    drops: () => sumDrops(all.map((link) => link.drops())),
+  };
+}
 
 export interface MutpSimOptions {
   senderConfig?: Partial<SenderConfig>;
@@ -89,9 +162,7 @@ export function simulateMutp(s: Scenario, options: MutpSimOptions = {}): SimResu
   const queue = new EventQueue();
   const net: Random = seededRandom(s.seed * 7919 + 17);
   const uniform = () => net() / 0x100000000;
-  const oneWay = s.rttMs / 2;
-  const reverseLoss = s.reverseLoss ?? s.loss;
-  const duplicate = s.duplicate ?? 0;
+  const network = s.paths ? linkNetwork(s, pathLinks(s, s.paths), queue, uniform) : abstractNetwork(s, uniform);
   const maxSimMs = s.maxSimMs ?? 120_000;
 
   const receiver = new Receiver({
@@ -186,15 +257,8 @@ export function simulateMutp(s: Scenario, options: MutpSimOptions = {}): SimResu
       }
     }
     for (let d = endpoint.pollControl(); d; d = endpoint.pollControl()) {
-      transmit(s.loss, now, (at) => queue.schedule(at, () => clientReceive(src.index, d, at)));
+      network.toClient(src.index, d.length, now, (at) => queue.schedule(at, () => clientReceive(src.index, d, at)));
     }
-  }
-
-  /** Delivers `copies` of a datagram over a lossy, jittery path. */
-  function transmit(loss: number, base: number, deliver: (at: number) => void): void {
-    if (uniform() < loss) return;
-    deliver(base + oneWay + uniform() * s.jitterMs);
-    if (duplicate > 0 && uniform() < duplicate) deliver(base + oneWay + uniform() * s.jitterMs);
   }
 
   // ---- source side
@@ -211,7 +275,9 @@ export function simulateMutp(s: Scenario, options: MutpSimOptions = {}): SimResu
       src.bufferedDatagrams++;
       queue.schedule(done, () => {
         src.bufferedDatagrams--;
-        transmit(s.loss, done, (at) => queue.schedule(at, () => clientReceive(src.index, datagram, at)));
+        network.toClient(src.index, datagram.length, done, (at) =>
+          queue.schedule(at, () => clientReceive(src.index, datagram, at)),
+        );
         pumpSource(src, done);
       });
     }
@@ -239,7 +305,7 @@ export function simulateMutp(s: Scenario, options: MutpSimOptions = {}): SimResu
       if (options.dropFeedback && bytes[1] !== MessageType.Request && bytes[1] !== MessageType.Stop) {
         if (options.dropFeedback(src.index, src.feedbackSeen++)) continue;
       }
-      transmit(reverseLoss, now, (at) => queue.schedule(at, () => sourceReceive(src, bytes, at)));
+      network.toSource(src.index, bytes.length, now, (at) => queue.schedule(at, () => sourceReceive(src, bytes, at)));
     }
     receiverTimer.arm();
   }
@@ -253,7 +319,16 @@ export function simulateMutp(s: Scenario, options: MutpSimOptions = {}): SimResu
     receiver.cancel();
     completedAt = queue.now;
   }
-  return summarize(s, receiver, sources, completedAt, object);
+  const linkDrops = network.drops();
+  const result = summarize(s, receiver, sources, completedAt, object);
+  return linkDrops ? { ...result, linkDrops } : result;
+}
+
+/** One link per source, each seeded from the scenario and its index (independent of the others). */
+function pathLinks(s: Scenario, specs: LinkSpec[]): SimLink[] {
+  if (specs.length !== s.capsKBps.length)
+    throw new RangeError(`scenario has ${s.capsKBps.length} sources but ${specs.length} paths`);
+  return specs.map((spec, i) => new SimLink(spec, seededRandom((s.seed * 65599 + i * 2147) >>> 0)));
 }
 
 function summarize(

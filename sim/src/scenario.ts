@@ -1,4 +1,5 @@
 import { DEFAULT_SYMBOL_SIZE, Mode, SchedulerName } from '@mutp/shared';
+import { LinkSpec } from './link-spec';
 
 export type SimMode = 'http' | Mode;
 
@@ -27,8 +28,16 @@ export interface Scenario {
   seed: number;
   /** Sources that die (stop sending and receiving) at a given time. */
   failures?: { source: number; atMs: number }[];
-  /** Give up after this much simulated time. */
+  /** Give up after this much simulated time (default 120 s; schedules with disconnections may need more). */
   maxSimMs?: number;
+  /**
+   * Emulated links, one per source (client <-> source i; `down` = source -> client). When given,
+   * they carry delay, jitter and loss: `rttMs`, `jitterMs`, `loss` and `reverseLoss` no longer
+   * apply per datagram (idealMs still uses `rttMs`); the source's shaping to its cap stays.
+   */
+  paths?: LinkSpec[];
+  /** The client's access link, shared by every path (`down` = towards the client). Only with `paths`. */
+  access?: LinkSpec;
 }
 
 export const PAPER_DEFAULTS = {
@@ -70,6 +79,8 @@ export interface SimResult {
   wastedAfterCompletion: number;
   byteExact: boolean;
   sources: SourceResult[];
+  /** With `paths`: packets the emulated links dropped, both directions, all links. */
+  linkDrops?: { disconnected: number; queue: number; loss: number };
 }
 
 export function idealMs(s: Scenario): number {

@@ -1,0 +1,69 @@
+/**
+ * One emulated link, as both the simulator and the testbed's emulator (testbed/emulator, linkem)
+ * run it. The JSON form of a `LinkSpec` is linkem's configuration (`up`, `down`), so one spec means
+ * the same network in both. The per-packet model (docs/testbed.md "Link model"):
+ * disconnected? drop -> drop-tail queue (bytes) -> rate (unlimited, constant or a mahimahi trace)
+ * -> loss at departure (i.i.d. or Gilbert-Elliott; a lost packet used the link) -> one-way delay
+ * plus jitter, never reordering (FIFO).
+ */
+
+export type RateSpec =
+  | { kind: 'unlimited' }
+  | { kind: 'constant'; bytesPerSecond: number }
+  /**
+   * mahimahi's packet-delivery trace: one integer millisecond per line, each a chance to deliver
+   * 1504 bytes; the file repeats with the period of its last line. `file` is an absolute path for
+   * linkem; `opportunitiesMs` carries the parsed lines (the simulator reads them from here).
+   */
+  | { kind: 'trace'; file: string; opportunitiesMs?: number[] };
+
+export type JitterSpec =
+  | { kind: 'none' }
+  | { kind: 'uniform'; maxMs: number }
+  | { kind: 'normal'; sdMs: number }
+  | { kind: 'mixture'; components: { weight: number; meanMs: number; sdMs: number }[] };
+
+export type LossSpec =
+  | { kind: 'none' }
+  | { kind: 'iid'; p: number }
+  /** Two-state burst loss; the state steps once per departing packet, then the packet is lost with its state's probability. */
+  | { kind: 'gilbertElliott'; pGoodToBad: number; pBadToGood: number; lossGood: number; lossBad: number };
+
+/** A stretch of time with its own connectivity and, optionally, its own parameters. */
+export interface ScheduleSegment {
+  durationMs: number;
+  connected: boolean;
+  rate?: RateSpec;
+  delayMs?: number;
+  jitter?: JitterSpec;
+  loss?: LossSpec;
+}
+
+export interface ScheduleSpec {
+  /** Repeat the segments; otherwise the last segment lasts forever. */
+  loop: boolean;
+  segments: ScheduleSegment[];
+}
+
+export interface DirectionSpec {
+  rate: RateSpec;
+  /** Base one-way delay. */
+  delayMs: number;
+  jitter?: JitterSpec;
+  /** rho in [0, 1): sample = rho * previous + (1 - rho) * fresh. */
+  jitterCorrelation?: number;
+  loss?: LossSpec;
+  /** Drop-tail queue in IP-packet bytes; default DEFAULT_QUEUE_BYTES. */
+  queueBytes?: number;
+  schedule?: ScheduleSpec | null;
+}
+
+/** `down`: towards the client (server -> client); `up`: from the client. */
+export interface LinkSpec {
+  down: DirectionSpec;
+  up: DirectionSpec;
+}
+
+export const DEFAULT_QUEUE_BYTES = 256 * 1024;
+/** Bytes one mahimahi delivery opportunity carries. */
+export const TRACE_OPPORTUNITY_BYTES = 1504;
