@@ -16,6 +16,8 @@ const MAY_IMPORT = {
   client: ['shared', 'wasm', 'node-rtc'],
   extension: ['shared', 'wasm'],
   testing: [],
+  // The namespace testbed realises the simulator's network profiles (sim/src/profiles.ts).
+  testbed: ['sim'],
   // The whole-system runs use everything, through public entries.
   e2e: null,
 };

@@ -8,8 +8,8 @@ log() { printf '[setup] %s\n' "$*"; }
 
 # System packages: emscripten and a C toolchain build wasm/ (python3 and the toolchain also build
 # better-sqlite3 for origo), chromium runs the in-browser codec benchmark and the end-to-end
-# tests, ffmpeg makes the test streams.
-APT_PACKAGES=(ca-certificates git build-essential python3 emscripten chromium firefox-esr ffmpeg)
+# tests, ffmpeg makes the test streams; iproute2 and procps run the namespace testbed.
+APT_PACKAGES=(ca-certificates git build-essential python3 emscripten chromium firefox-esr ffmpeg iproute2 procps)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ "${#missing[@]}" -gt 0 ]; then
@@ -56,6 +56,14 @@ fi
 
 # WebAssembly and native codec builds; each step skips itself when its outputs are current.
 bash wasm/build.sh
+# linkem, the testbed's link emulator (cargo rebuilds only what changed).
+if [ ! -x testbed/emulator/target/release/linkem ] || [ -n "$(find testbed/emulator/src testbed/emulator/Cargo.toml testbed/emulator/Cargo.lock \
+  -newer testbed/emulator/target/release/linkem -print -quit)" ]; then
+  log "building linkem (testbed/emulator)"
+  (cd testbed/emulator && cargo build --release --locked --quiet)
+else
+  log "linkem up to date"
+fi
 # Test media for the demo, the end-to-end tests and benchmarks (ffmpeg, once).
 bash e2e/media/generate.sh
 # The browser extension (Chrome and Firefox packages in extension/dist), rebuilt when a source

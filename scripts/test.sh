@@ -14,7 +14,8 @@ make -s -C wasm/rlnc test
 [ -d "$HOME/.cargo/bin" ] && export PATH="$HOME/.cargo/bin:$PATH"
 (cd wasm/wirehair && CARGO_TARGET_DIR=target cargo test --locked --release --quiet)
 echo "[test] jest: unit and component tests"
-npx jest --ci --testPathIgnorePatterns '\.browser\.test\.ts$' '/e2e/'
-# Whole-system and browser suites start many processes each: one at a time on these 2-core machines.
-echo "[test] jest: end-to-end and browser tests"
-npx jest --ci --runInBand --testPathPattern '(\.browser\.test\.ts|/e2e/)'
+npx jest --ci --testPathIgnorePatterns '\.browser\.test\.ts$' '/e2e/' '/testbed/test/'
+# Whole-system, browser and testbed suites start many processes each (and the link emulator's
+# validation measures timing): one at a time on these 2-core machines.
+echo "[test] jest: end-to-end, browser and testbed tests"
+npx jest --ci --runInBand --testPathPattern '(\.browser\.test\.ts|/e2e/|/testbed/test/)'

@@ -12,6 +12,10 @@
  * goodput, normalized goodput, per-proxy shares) are collected; origo's records are counted
  * alongside. Rebuffering (`waiting` after the first `playing`) and fallbacks come from the page.
  *
+ * With `--profile P` (not `loopback`) the whole run happens in the namespace testbed: Chromium
+ * in the client's namespace, each proxy behind its emulated path, no loopback ICE flag; `paper`
+ * is the paper's Fig. 2 in a real browser. Results then go to e2e/results/<profile>/.
+ *
  * Writes e2e/results/bench-browser.csv (one line per segment), bench-browser.json (rows),
  * SVG/HTML box plots of goodput and normalized goodput per mode and N, and PNGs of them
  * (screenshots by the same Chromium), prints a table, and with --json the rows as a JSON array
@@ -34,7 +38,13 @@ import {
   waitFor,
 } from './browser';
 import { clientToken, Cluster, startCluster } from './cluster';
+import { CodecSet } from '@mutp/sim';
+import type { NetworkProfile } from '@mutp/sim/profiles';
+import { loadProfile } from '@mutp/testbed';
+import { loadNodeCodecs } from '@mutp/wasm/node';
 import { Origin, startOrigin } from './origin';
+import { simulateCell } from './sim-prediction';
+import { enterTestbed, PlacedOrigin, startPlacedOrigin } from './testbed-run';
 import { startPlayerPages } from './player-pages';
 import { adminProxies, origoRecords } from './proxy-metrics';
 
@@ -57,6 +67,8 @@ const program = new Command()
   .option('--modes <list>', 'modes', MODES.join(','))
   .option('--out <dir>', 'results directory', join(__dirname, '..', 'results'))
   .option('--play-timeout <s>', 'longest a play may take, seconds', (v) => Number(v), 150)
+  .option('--profile <name>', 'network profile (testbed/); loopback = no testbed', 'loopback')
+  .option('--seed <n>', "seed of the profile's schedules and losses", (v) => Number(v), 1)
   .parse();
 const opts = program.opts<{
   json?: boolean;
@@ -66,7 +78,22 @@ const opts = program.opts<{
   modes: string;
   out: string;
   playTimeout: number;
+  profile: string;
+  seed: number;
 }>();
+if (opts.profile !== 'loopback' && opts.out === join(__dirname, '..', 'results'))
+  opts.out = join(opts.out, opts.profile.replace(/[^a-z0-9-]/gi, '_'));
+
+/** Fleet indices with the caps a cell needs, each used once. */
+function hostsFor(fleetCaps: number[], caps: number[]): number[] {
+  const used = new Set<number>();
+  return caps.map((cap) => {
+    const i = fleetCaps.findIndex((c, k) => c === cap && !used.has(k));
+    if (i < 0) throw new Error(`no proxy host with cap ${cap} in ${fleetCaps.join(',')}`);
+    used.add(i);
+    return i;
+  });
+}
 
 /** N = 1: 896; N = 2: 896 + 1792; N = 4: 2 × 896 + 2 × 1792 (KB/s, 1 KB = 1024 B). */
 function capsFor(n: number): number[] {
@@ -201,6 +228,9 @@ interface Row {
   proxyShares: Record<string, number>;
   origoRecords: number;
   speedupVsHttp: number | null;
+  profile: string;
+  /** The simulator's goodput for one median-size segment in the same mode, caps and profile (median of 5 seeds). */
+  simSegmentGoodputBps: number | null;
 }
 
 function rowOf(cell: Cell): Row {
@@ -234,7 +264,33 @@ function rowOf(cell: Cell): Row {
     ),
     origoRecords: cell.origoRecords,
     speedupVsHttp: null,
+    profile: opts.profile,
+    simSegmentGoodputBps: null,
   };
+}
+
+/**
+ * The simulator's prediction for a cell: one object of the median segment size from the cell's
+ * proxies, through the profile's links for the hosts the cell used (none on loopback).
+ */
+function simSegmentGoodput(
+  row: Row,
+  segmentBytes: number,
+  codecs: CodecSet,
+  network?: { profile: NetworkProfile; fleetCaps: number[]; hosts: number[] },
+): number | null {
+  if (!Number.isFinite(segmentBytes) || segmentBytes <= 0) return null;
+  const runs = simulateCell(
+    {
+      mode: row.mode,
+      capsKBps: row.capsKBps,
+      objectBytes: segmentBytes,
+      rttMs: network?.profile.rttMs ?? 1,
+      network: network && { ...network, seed: opts.seed },
+    },
+    codecs,
+  );
+  return runs.length ? Math.round(median(runs.map((r) => r.result.goodputBps))) : null;
 }
 
 function csvOf(cells: Cell[]): string {
@@ -302,10 +358,16 @@ async function main(): Promise<void> {
   const modes = opts.modes.split(',') as BenchMode[];
   for (const m of modes) if (!MODES.includes(m)) throw new Error(`unknown mode ${m}`);
   ensureExtensionBuilt();
+  // The testbed's fleet: the largest N's caps; each N uses the hosts whose caps it needs.
+  const fleetCaps = capsFor(Math.max(...sources));
+  const testbed =
+    opts.profile === 'loopback' ? undefined : await enterTestbed(__filename, opts.profile, fleetCaps, opts.seed);
+  if (opts.profile !== 'loopback' && !testbed) return;
   mkdirSync(opts.out, { recursive: true });
-  const origin: Origin = await startOrigin();
+  const origin: Origin | PlacedOrigin = testbed ? await startPlacedOrigin(testbed.origin) : await startOrigin();
   const pages = await startPlayerPages();
-  const chromium = await launchChromium();
+  // In the testbed the proxies are other hosts: no loopback ICE flag.
+  const chromium = await launchChromium({ loopbackPeers: !testbed });
   const cells: Cell[] = [];
   const t0 = Date.now();
   try {
@@ -314,9 +376,12 @@ async function main(): Promise<void> {
     const playerUrl = pages.playerUrl('hls', manifestUrl);
     for (const n of sources) {
       const caps = capsFor(n);
+      const hosts = hostsFor(fleetCaps, caps);
       const cluster = await startCluster({
         proxies: caps.map((uploadKBps, i) => ({ name: `p${i}-${uploadKBps}`, uploadKBps })),
         allowPrivateOrigins: true,
+        readyTimeoutMs: 60_000,
+        placement: testbed ? { origo: testbed.origo, proxies: hosts.map((h) => testbed.proxies[h]) } : undefined,
       });
       try {
         await warmProxies(cluster, segmentUrls);
@@ -344,6 +409,13 @@ async function main(): Promise<void> {
     }
 
     const rows = cells.map(rowOf);
+    const codecs = await loadNodeCodecs();
+    const profile = testbed ? loadProfile(opts.profile) : undefined;
+    for (const [i, r] of rows.entries()) {
+      const segs = cells[i].plays.flatMap((p) => p.segments.filter((x) => x.ok && !x.cached));
+      const network = profile && { profile, fleetCaps, hosts: hostsFor(fleetCaps, r.capsKBps) };
+      r.simSegmentGoodputBps = simSegmentGoodput(r, median(segs.map((x) => x.objectBytes)), codecs, network);
+    }
     for (const r of rows) {
       const http = rows.find((x) => x.mode === 'http' && x.sources === r.sources);
       r.speedupVsHttp = http ? round(r.medianSegmentGoodputBps / http.medianSegmentGoodputBps, 2) : null;

@@ -1,9 +1,11 @@
 /**
- * `npm run bench:e2e -- [--json] [--repeats N] [--quick]`: the Node client over real loopback
- * WebRTC against shaped proxy processes: every mode × N ∈ {1, 2, 4} × caps (all 896 KB/s; half
- * 896, half 1792 KB/s) × 1 and 2 MiB objects. Each row carries the simulator's prediction for the
- * same scenario, computed in the same run (`simEfficiency`). A last measurement loads one
- * unshaped proxy from several clients and reports its throughput and CPU.
+ * `npm run bench:e2e -- [--json] [--repeats N] [--quick] [--profile P] [--sources 4,6]`: the Node
+ * client over real WebRTC against shaped proxy processes: every mode × N ∈ {1, 2, 4} × caps (all
+ * 896 KB/s; half 896, half 1792 KB/s) × 1 and 2 MiB objects. Each row carries the simulator's
+ * prediction for the same scenario and network profile, computed in the same run
+ * (`simEfficiency`). Without --profile (`loopback`) everything runs on loopback and a last
+ * measurement loads one unshaped proxy from several clients (throughput and CPU); with a profile
+ * the run happens in the namespace testbed (testbed/), every path through its emulated link.
  *
  * The simulator's proxies hold the object from the start. So each cell first downloads a fresh
  * URL once (cold: every proxy fetches it from the origin first; reported as `coldEfficiency`),
@@ -12,14 +14,18 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
-import { DEFAULT_GENERATION_SIZE, DEFAULT_SCHEDULER, DEFAULT_SYMBOL_SIZE, DEFAULT_WINDOW } from '@mutp/shared';
-import { GetResult, MutpClient } from '@mutp/shared/client';
+import { DEFAULT_SCHEDULER } from '@mutp/shared';
+import { ClientError, GetResult, MutpClient } from '@mutp/shared/client';
 import { releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import { createNodeHost } from '@mutp/client';
-import { idealMs, Scenario, simulate } from '@mutp/sim';
+import { CodecSet, idealMs, Scenario } from '@mutp/sim';
+import type { NetworkProfile } from '@mutp/sim/profiles';
+import { loadProfile, TestbedDescription } from '@mutp/testbed';
 import { Cluster, startCluster } from './cluster';
 import { startOrigin } from './origin';
+import { simulateCell } from './sim-prediction';
+import { enterTestbed, startPlacedOrigin } from './testbed-run';
 
 const program = new Command()
   .name('bench:e2e')
@@ -27,20 +33,41 @@ const program = new Command()
   .option('--json', 'print the rows as a JSON array on the last line of stdout')
   .option('--repeats <n>', "downloads per cell from the proxies' caches (medians), after one cold", (v) => Number(v), 3)
   .option('--quick', 'only 2 MiB objects and N = 4')
+  .option('--profile <name>', 'network profile (testbed/ and sim/src/profiles.ts); loopback = no testbed', 'loopback')
+  .option('--sources <list>', 'proxy counts N, comma-separated (default 1,2,4; --quick: 4)')
+  .option('--seed <n>', "seed of the profile's schedules and losses", (v) => Number(v), 1)
   .parse();
-const opts = program.opts<{ json?: boolean; repeats: number; quick?: boolean }>();
+const opts = program.opts<{
+  json?: boolean;
+  repeats: number;
+  quick?: boolean;
+  profile: string;
+  sources?: string;
+  seed: number;
+}>();
 
 const MODES = ['http', 'uncoded', 'rlnc', 'fountain'] as const;
 type BenchMode = (typeof MODES)[number];
-/** The proxy set: four at 896 KB/s and two at 1792 KB/s; each cell picks its subset. */
-const FLEET = [
-  ...[0, 1, 2, 3].map((i) => ({ name: `e896-${i}`, uploadKBps: 896 })),
-  ...[0, 1].map((i) => ({ name: `e1792-${i}`, uploadKBps: 1792 })),
-];
-
 function capsFor(n: number, kind: 'uniform' | 'mixed'): number[] {
   return Array.from({ length: n }, (_, i) => (kind === 'mixed' && i >= Math.ceil(n / 2) ? 1792 : 896));
 }
+
+const SOURCES = opts.sources ? opts.sources.split(',').map(Number) : opts.quick ? [4] : [1, 2, 4];
+if (SOURCES.some((n) => !Number.isInteger(n) || n < 1 || n > 8))
+  throw new Error(`--sources: 1..8, got ${opts.sources}`);
+
+/**
+ * The proxy set every cell picks its subset from: as many 896 KB/s proxies as the largest N needs
+ * (uniform) and as many 1792 KB/s ones as its mixed cell needs (four and two for N = 4).
+ */
+const FLEET = (() => {
+  const maxN = Math.max(...SOURCES);
+  const fast = capsFor(maxN, 'mixed').filter((c) => c === 1792).length;
+  return [
+    ...Array.from({ length: maxN }, (_, i) => ({ name: `e896-${i}`, uploadKBps: 896 })),
+    ...Array.from({ length: fast }, (_, i) => ({ name: `e1792-${i}`, uploadKBps: 1792 })),
+  ];
+})();
 
 /** The fleet's names for a cap list, so origo can be told to use exactly those proxies. */
 function namesFor(caps: number[]): string[] {
@@ -70,25 +97,34 @@ async function loopbackRttMs(url: string): Promise<number> {
   return median(samples);
 }
 
-function simEfficiency(mode: BenchMode, caps: number[], objectBytes: number, rttMs: number, codecs: object): number {
-  const effs: number[] = [];
-  for (let seed = 1; seed <= 5; seed++) {
-    const s: Scenario = {
+/**
+ * The simulator's median efficiency over 5 seeds for the same cell; with a profile, its links for
+ * the proxies the cell uses (`fleetIndices`), efficiency against the same ideal time as the row's.
+ */
+function simEfficiency(
+  mode: BenchMode,
+  caps: number[],
+  objectBytes: number,
+  rttMs: number,
+  codecs: CodecSet,
+  network?: { profile: NetworkProfile; fleetIndices: number[] },
+): number {
+  const runs = simulateCell(
+    {
       mode,
       capsKBps: caps,
       objectBytes,
       rttMs,
-      jitterMs: 0,
-      loss: 0,
-      window: DEFAULT_WINDOW,
-      generationSize: DEFAULT_GENERATION_SIZE,
-      symbolSize: DEFAULT_SYMBOL_SIZE,
-      seed,
-    };
-    const r = simulate(s, { codecs });
-    if (r.status === 'complete') effs.push(r.efficiency);
-  }
-  return round(median(effs));
+      network: network && {
+        profile: network.profile,
+        seed: opts.seed,
+        fleetCaps: FLEET.map((f) => f.uploadKBps),
+        hosts: network.fleetIndices,
+      },
+    },
+    codecs,
+  );
+  return round(median(runs.map((r) => idealMs(r.scenario) / r.result.downloadMs)));
 }
 
 /** CPU seconds (user + system) a process has used, from /proc. */
@@ -98,23 +134,43 @@ function cpuSeconds(pid: number): number {
 }
 
 async function main(): Promise<void> {
+  const loopback = opts.profile === 'loopback';
+  const profile = loopback ? undefined : loadProfile(opts.profile);
+  const testbed = profile
+    ? await enterTestbed(
+        __filename,
+        opts.profile,
+        FLEET.map((f) => f.uploadKBps),
+        opts.seed,
+      )
+    : undefined;
+  // The outer process of a testbed run: the inner one (in the client's namespace) did the work.
+  if (profile && !testbed) return;
   const codecs = await loadNodeCodecs();
-  const origin = await startOrigin();
-  const cluster: Cluster = await startCluster({ proxies: FLEET, allowPrivateOrigins: true });
-  const client = new MutpClient(createNodeHost(), { origoUrl: cluster.clientUrl, codecs });
+  const origin = testbed ? await startPlacedOrigin(testbed.origin) : await startOrigin();
+  const cluster: Cluster = await startCluster({
+    proxies: FLEET,
+    allowPrivateOrigins: true,
+    readyTimeoutMs: 60_000,
+    placement: testbed ? { origo: testbed.origo, proxies: testbed.proxies } : undefined,
+  });
+  // The testbed's origo is plain ws:// on a private address (no TLS inside the testbed).
+  const client = new MutpClient(createNodeHost(), { origoUrl: cluster.clientUrl, codecs, insecureOrigo: !!testbed });
   const rows: Record<string, unknown>[] = [];
   try {
     const fleet = await cluster.listProxies();
     const idOf = (name: string) => fleet.find((p) => p.name === name)!.proxyId;
-    const rttMs = round(await loopbackRttMs(`${origin.url}/object/1/1`), 2);
+    const rttMs = profile ? profile.rttMs : round(await loopbackRttMs(`${origin.url}/object/1/1`), 2);
     const objects = opts.quick ? [2 << 20] : [1 << 20, 2 << 20];
-    const sources = opts.quick ? [4] : [1, 2, 4];
+    const sources = SOURCES;
     for (const objectBytes of objects)
       for (const n of sources)
         for (const kind of ['uniform', 'mixed'] as const) {
           if (n === 1 && kind === 'mixed') continue;
           const caps = capsFor(n, kind);
-          const use = new Set(namesFor(caps));
+          const names = namesFor(caps);
+          const use = new Set(names);
+          const fleetIndices = names.map((name) => FLEET.findIndex((f) => f.name === name));
           const exclude = FLEET.filter((f) => !use.has(f.name)).map((f) => idOf(f.name));
           const scenario = { capsKBps: caps, objectBytes, rttMs, jitterMs: 0, loss: 0 } as Scenario;
           const ideal = idealMs(scenario);
@@ -122,21 +178,35 @@ async function main(): Promise<void> {
           for (const mode of MODES) {
             const results: GetResult[] = [];
             let failed = 0;
+            const failures: Record<string, number> = {};
+            const fallbackMs: number[] = [];
             let cold: GetResult | undefined;
             const url = `${origin.url}/object/${objectBytes}/${rows.length + 1}`;
+            const linksBefore = testbed ? sumLinkDrops(testbed) : undefined;
             for (let r = -1; r < opts.repeats; r++) {
               try {
-                const result = await client.get(url, { mode, proxies: n, exclude });
+                const result = await client.get(url, {
+                  mode,
+                  proxies: n,
+                  exclude,
+                  signal: AbortSignal.timeout(GET_TIMEOUT_MS),
+                });
                 if (r < 0) cold = result;
                 else results.push(result);
               } catch (e) {
                 failed++;
+                const code = e instanceof ClientError ? e.code : 'timeout';
+                failures[code] = (failures[code] ?? 0) + 1;
                 process.stderr.write(`bench:e2e ${mode} N=${n} ${kind}: ${String(e)}\n`);
+                // What the extension does: fetch from the origin directly; the time it took is the row's fallback.
+                if (r >= 0) fallbackMs.push(await directFetchMs(url));
               }
             }
+            const linkDrops = testbed && linksBefore ? diffDrops(sumLinkDrops(testbed), linksBefore) : undefined;
             const goodput = median(results.map((x) => x.goodputBps));
             byMode.set(mode, goodput);
             const row = {
+              profile: opts.profile,
               mode,
               scheduler: mode === 'http' ? '-' : DEFAULT_SCHEDULER[mode],
               sources: n,
@@ -146,12 +216,22 @@ async function main(): Promise<void> {
               loss: 0,
               seeds: opts.repeats,
               failed,
+              failures,
+              fallbackMedianMs: fallbackMs.length ? round(median(fallbackMs), 1) : null,
+              ...(linkDrops ? { linkDrops } : {}),
               medianDownloadMs: round(median(results.map((x) => x.durationMs)), 1),
               goodputBps: Math.round(goodput),
               efficiency: round(median(results.map((x) => ideal / x.durationMs))),
               normalizedGoodput: round(median(results.map((x) => Math.min(1, x.normalizedGoodput)))),
               speedupVsHttp: null as number | null,
-              simEfficiency: simEfficiency(mode, caps, objectBytes, rttMs, codecs),
+              simEfficiency: simEfficiency(
+                mode,
+                caps,
+                objectBytes,
+                rttMs,
+                codecs,
+                profile && { profile, fleetIndices },
+              ),
               coldDownloadMs: cold ? round(cold.durationMs, 1) : null,
               coldEfficiency: cold ? round(ideal / cold.durationMs) : null,
             };
@@ -167,16 +247,58 @@ async function main(): Promise<void> {
     client.close();
     await cluster.stop();
   }
-  const load = await proxyLoad(origin.url, codecs);
+  // The proxy-load figure is a loopback measurement (one unshaped proxy, CPU-bound).
+  const load = loopback ? await proxyLoad(origin.url, codecs) : undefined;
   await origin.close();
   releaseNodeRtc();
   printTable(rows);
-  console.log(
-    `\nOne unshaped proxy, ${load.clients} clients x ${load.downloads} downloads of 2 MiB (rlnc, N = 1): ` +
-      `${(load.bytesPerSecond / 1e6).toFixed(1)} MB/s served, proxy CPU ${load.cpuPercent.toFixed(0)}% of one core.`,
-  );
-  if (opts.json) console.log(JSON.stringify([...rows, { mode: 'rlnc', measurement: 'proxy-load', ...load }]));
+  if (load)
+    console.log(
+      `\nOne unshaped proxy, ${load.clients} clients x ${load.downloads} downloads of 2 MiB (rlnc, N = 1): ` +
+        `${(load.bytesPerSecond / 1e6).toFixed(1)} MB/s served, proxy CPU ${load.cpuPercent.toFixed(0)}% of one core.`,
+    );
+  const extra = load ? [{ mode: 'rlnc', measurement: 'proxy-load', ...load }] : [];
+  if (opts.json) console.log(JSON.stringify([...rows, ...extra]));
 }
+
+/** A download that neither completes nor fails by itself (a proxy gone silent) ends here. */
+const GET_TIMEOUT_MS = 120_000;
+
+async function directFetchMs(url: string): Promise<number> {
+  const t = performance.now();
+  try {
+    await (await fetch(url, { signal: AbortSignal.timeout(GET_TIMEOUT_MS) })).arrayBuffer();
+  } catch {
+    return NaN;
+  }
+  return performance.now() - t;
+}
+
+type Drops = { disconnected: number; queue: number; loss: number };
+
+/** Drops on every emulated link, both directions. */
+function sumLinkDrops(tb: TestbedDescription): Drops {
+  const total: Drops = { disconnected: 0, queue: 0, loss: 0 };
+  for (const l of tb.links) {
+    try {
+      const stats = JSON.parse(readFileSync(l.statsFile, 'utf8')) as Record<'up' | 'down', { dropped: Drops }>;
+      for (const d of [stats.up, stats.down]) {
+        total.disconnected += d.dropped.disconnected;
+        total.queue += d.dropped.queue;
+        total.loss += d.dropped.loss;
+      }
+    } catch {
+      // linkem rewrites its stats every second; a file caught mid-rename counts nothing
+    }
+  }
+  return total;
+}
+
+const diffDrops = (a: Drops, b: Drops): Drops => ({
+  disconnected: a.disconnected - b.disconnected,
+  queue: a.queue - b.queue,
+  loss: a.loss - b.loss,
+});
 
 /** One proxy without an upload limit, several clients at once: throughput and the proxy's CPU. */
 async function proxyLoad(originUrl: string, codecs: Awaited<ReturnType<typeof loadNodeCodecs>>) {
@@ -234,6 +356,7 @@ function printTable(rows: Record<string, unknown>[]): void {
 }
 
 main().catch((e: unknown) => {
+  // The testbed runner takes the testbed down in its own finally.
   console.error(e instanceof Error ? e.stack : e);
   process.exit(1);
 });

@@ -91,11 +91,21 @@ async function serviceWorker(browser: Browser): Promise<{ worker: WebWorker; ext
 }
 
 /** Chromium with (default) or without the built extension, in a fresh profile. */
-export async function launchChromium(options: { extension?: boolean; args?: string[] } = {}): Promise<ChromiumSession> {
+export async function launchChromium(
+  options: {
+    extension?: boolean;
+    args?: string[];
+    /** proxies on loopback (default) or on other hosts */ loopbackPeers?: boolean;
+  } = {},
+): Promise<ChromiumSession> {
   requireBrowser(CHROMIUM_PATH, 'chromium');
   const withExtension = options.extension ?? true;
   const userDataDir = mkdtempSync(join(tmpdir(), 'mutp-e2e-chromium-'));
-  const args = [...CHROMIUM_ARGS, ...(options.args ?? [])];
+  const base =
+    options.loopbackPeers === false
+      ? CHROMIUM_ARGS.filter((a) => a !== '--allow-loopback-in-peer-connection')
+      : CHROMIUM_ARGS;
+  const args = [...base, ...(options.args ?? [])];
   if (withExtension)
     args.push(`--disable-extensions-except=${CHROME_EXTENSION}`, `--load-extension=${CHROME_EXTENSION}`);
   const browser = await puppeteer.launch({

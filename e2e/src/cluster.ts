@@ -1,6 +1,7 @@
 /**
  * A local MUTP deployment of real processes: origo and N proxies (each its own Node process,
- * started with tsx), on loopback. Used by the demo, the end-to-end tests and bench:e2e.
+ * started with tsx), on loopback, or placed in the testbed's network namespaces (`placement`).
+ * Used by the demo, the end-to-end tests and bench:e2e.
  */
 import { ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -18,8 +19,11 @@ const ROOT = join(__dirname, '..', '..');
  * Runs a TypeScript entry point as one Node process (tsx as a loader, not its CLI, which would
  * put a wrapper process in between: a SIGKILL must reach the service itself).
  */
-export function spawnService(script: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', join(ROOT, script), ...args], {
+export function spawnService(script: string, args: string[], env: NodeJS.ProcessEnv, netns?: string): ChildProcess {
+  const node = [process.execPath, '--import', 'tsx', join(ROOT, script), ...args];
+  // `ip netns exec` execs the command: the child is still the service itself.
+  const [command, ...rest] = netns ? ['ip', 'netns', 'exec', netns, ...node] : node;
+  return spawn(command, rest, {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -71,7 +75,21 @@ export interface ClusterOptions {
   readyTimeoutMs?: number;
   /** Proxy ids that get a key without a proxy process (the test registers them itself). */
   extraProxyIds?: string[];
+  /**
+   * Where each service runs: a network namespace and its address (the testbed's hosts); default
+   * all on loopback in this process's namespace. `proxies` is by index into `proxies` above.
+   */
+  placement?: { origo: PlacedHost; proxies: PlacedHost[] };
 }
+
+export interface PlacedHost {
+  netns: string;
+  address: string;
+}
+
+/** origo's port inside its own namespace, where nothing else listens. */
+const PLACED_ORIGO_PORT = 8700;
+const PLACED_PROXY_HTTP_PORT = 8800;
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -91,8 +109,9 @@ function launch(
   log: string[],
   name: string,
   o: ClusterOptions,
+  netns?: string,
 ) {
-  const child = spawnService(script, args, env);
+  const child = spawnService(script, args, env, netns);
   const collect = (chunk: Buffer) => {
     for (const line of chunk.toString('utf8').split('\n')) {
       if (!line) continue;
@@ -119,7 +138,9 @@ function stopProcess(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM', gr
 }
 
 export async function startCluster(o: ClusterOptions): Promise<Cluster> {
-  const port = await freePort();
+  const placement = o.placement;
+  const port = placement ? PLACED_ORIGO_PORT : await freePort();
+  const origoHost = placement?.origo.address ?? '127.0.0.1';
   // Per-proxy keys, as in production: each proxy registers under its name with its own key.
   const proxyKeys = Object.fromEntries(
     [...o.proxies.map((p) => p.name), ...(o.extraProxyIds ?? [])].map((id) => [id, randomBytes(24).toString('base64')]),
@@ -128,7 +149,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
   const keysFile = join(keysDir, 'proxy-keys.json');
   writeFileSync(keysFile, JSON.stringify(proxyKeys), { mode: 0o600 });
   const adminToken = randomBytes(16).toString('hex');
-  const origoBase = `http://127.0.0.1:${port}`;
+  const origoBase = `http://${origoHost}:${port}`;
   const origoLog: string[] = [];
   const logLevel = o.logLevel ?? 'warn';
   const readyTimeoutMs = o.readyTimeoutMs ?? 30_000;
@@ -139,6 +160,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
       [
         '--port',
         String(port),
+        ...(placement ? ['--host', origoHost] : []),
         '--db',
         ':memory:',
         '--log-level',
@@ -151,6 +173,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
       origoLog,
       'origo',
       o,
+      placement?.origo.netns,
     );
   let origo = startOrigo();
   const admin = async () => {
@@ -163,7 +186,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
   const proxies: RunningProxy[] = [];
   const cluster: Cluster = {
     origoUrl: origoBase,
-    clientUrl: `ws://127.0.0.1:${port}/v1/client`,
+    clientUrl: `ws://${origoHost}:${port}/v1/client`,
     adminToken,
     proxyKeys,
     proxies,
@@ -189,11 +212,15 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
   };
   try {
     await waitFor('origo', admin, readyTimeoutMs, 100, () => tail(origoLog));
-    for (const spec of o.proxies) {
+    for (const [i, spec] of o.proxies.entries()) {
       const log: string[] = [];
+      const host = placement?.proxies[i];
+      if (placement && !host) throw new Error(`placement has no host for proxy ${i} (${spec.name})`);
       const args = [
         '--origo',
-        `ws://127.0.0.1:${port}/v1/proxy`,
+        `ws://${origoHost}:${port}/v1/proxy`,
+        // In a namespace: plain ws:// to origo's private address, HTTP on the proxy's own address.
+        ...(host ? ['--insecure', '--http-host', host.address, '--http-port', String(PLACED_PROXY_HTTP_PORT)] : []),
         '--name',
         spec.name,
         '--upload-limit',
@@ -204,7 +231,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
         ...(spec.extraArgs ?? []),
       ];
       const env = { MUTP_PROXY_ID: spec.name, MUTP_PROXY_SECRET: proxyKeys[spec.name] };
-      const child = launch('proxy/src/main.ts', args, env, log, spec.name, o);
+      const child = launch('proxy/src/main.ts', args, env, log, spec.name, o, host?.netns);
       proxies.push({ ...spec, process: child, log });
     }
     await waitFor(

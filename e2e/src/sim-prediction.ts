@@ -1,0 +1,43 @@
+/**
+ * The simulator's prediction beside a benchmark row: the same mode, caps, object size and, with
+ * a network profile, the same links (those of the fleet hosts the cell used), over 5 seeds.
+ */
+import { DEFAULT_GENERATION_SIZE, DEFAULT_SYMBOL_SIZE, DEFAULT_WINDOW } from '@mutp/shared';
+import { CodecSet, Scenario, SimMode, SimResult, simulate } from '@mutp/sim';
+import type { NetworkProfile } from '@mutp/sim/profiles';
+
+export interface PredictionCell {
+  mode: SimMode;
+  capsKBps: number[];
+  objectBytes: number;
+  rttMs: number;
+  /** The profile, its seed, the testbed fleet's caps and the fleet indices the cell used. */
+  network?: { profile: NetworkProfile; seed: number; fleetCaps: number[]; hosts: number[] };
+}
+
+const SEEDS = 5;
+
+/** One simulated run per seed; failed runs are left out. */
+export function simulateCell(cell: PredictionCell, codecs: CodecSet): { scenario: Scenario; result: SimResult }[] {
+  const n = cell.network;
+  const links = n?.profile.links(n.fleetCaps, n.seed);
+  const out: { scenario: Scenario; result: SimResult }[] = [];
+  for (let seed = 1; seed <= SEEDS; seed++) {
+    const scenario: Scenario = {
+      mode: cell.mode,
+      capsKBps: cell.capsKBps,
+      objectBytes: Math.round(cell.objectBytes),
+      rttMs: cell.rttMs,
+      jitterMs: 0,
+      loss: 0,
+      window: DEFAULT_WINDOW,
+      generationSize: DEFAULT_GENERATION_SIZE,
+      symbolSize: DEFAULT_SYMBOL_SIZE,
+      seed,
+      ...(links && n ? { paths: n.hosts.map((h) => links.paths[h]), access: links.access, maxSimMs: 600_000 } : {}),
+    };
+    const result = simulate(scenario, { codecs });
+    if (result.status === 'complete') out.push({ scenario, result });
+  }
+  return out;
+}

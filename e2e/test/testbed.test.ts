@@ -1,0 +1,153 @@
+/**
+ * The namespace testbed end to end: up, real downloads through the emulated links with the
+ * real client in the client's namespace, down with nothing left behind (also after the process
+ * holding the testbed is SIGKILLed), and one small run per profile family.
+ * Needs root, iproute2 and /dev/net/tun, and linkem built (scripts/setup.sh); skipped otherwise.
+ */
+import { ChildProcess, execFile, spawn } from 'node:child_process';
+import { existsSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { destroy, LINKEM, NETNS_PREFIX, netnsUnavailable } from '@mutp/testbed';
+import { waitFor } from '@mutp/testing/wait';
+
+const run = promisify(execFile);
+const ROOT = join(__dirname, '..', '..');
+
+let unavailable: string | undefined;
+beforeAll(async () => {
+  unavailable = (await netnsUnavailable()) ?? (existsSync(LINKEM) ? undefined : `${LINKEM} not built`);
+  if (unavailable) console.warn(`testbed tests skipped: ${unavailable}`);
+});
+
+async function ourNamespaces(name: string): Promise<string[]> {
+  const { stdout } = await run('ip', ['netns', 'list']);
+  return stdout
+    .split('\n')
+    .map((l) => l.split(' ')[0])
+    .filter((n) => n.startsWith(`${NETNS_PREFIX}${name}-`));
+}
+
+async function linkemPids(): Promise<number[]> {
+  const { stdout } = await run('pgrep', ['-f', `${LINKEM} --config /run/mutp-testbed/`]).catch(() => ({ stdout: '' }));
+  return stdout
+    .split('\n')
+    .filter((l) => l.trim())
+    .map(Number);
+}
+
+interface RunGet {
+  testbed: string;
+  results: { mode: string; bytes?: number; durationMs?: number; error?: string; message?: string }[];
+  links: Record<string, { up: { bytesOut: number }; down: { bytesOut: number; dropped: Record<string, number> } }>;
+}
+
+/**
+ * A deployment in a testbed of its own and downloads with the real client in the client's
+ * namespace (e2e/src/testbed-run-get.ts: the same runner the benchmarks use), then down.
+ */
+async function runGet(profile: string, modes: string[], bytes: number, caps = [896, 1792]): Promise<RunGet> {
+  const args = ['--import', 'tsx', join(ROOT, 'e2e/src/testbed-run-get.ts'), '--profile', profile];
+  args.push('--caps', caps.join(','), '--modes', modes.join(','), '--bytes', String(bytes));
+  const { stdout } = await run(process.execPath, args, { cwd: ROOT, timeout: 300_000, maxBuffer: 8 << 20 }).catch(
+    (e: unknown) => {
+      const err = e as { stdout?: string; stderr?: string; message: string };
+      throw new Error(`testbed-run-get ${profile} failed: ${err.message}\n${(err.stderr ?? '').slice(-4000)}`);
+    },
+  );
+  return JSON.parse(stdout.trim().split('\n').pop() ?? '') as RunGet;
+}
+
+const describeTestbed = process.getuid?.() === 0 ? describe : describe.skip;
+
+describeTestbed('namespace testbed', () => {
+  jest.setTimeout(240_000);
+
+  test('paper: downloads cross the emulated paths, and down leaves nothing behind', async () => {
+    if (unavailable) return;
+    const r = await runGet('paper', ['rlnc', 'fountain', 'http'], 512 * 1024);
+    for (const x of r.results) {
+      expect(x).toMatchObject({ bytes: 512 * 1024 });
+      // 512 KiB over 2688 KB/s is ~190 ms plus the 40 ms RTT: far more than a loopback run takes.
+      expect(x.durationMs).toBeGreaterThan(150);
+    }
+    // Both paths carried data towards the client: through linkem, not around it.
+    expect(r.links.p0.down.bytesOut).toBeGreaterThan(3 * 200_000);
+    expect(r.links.p1.down.bytesOut).toBeGreaterThan(3 * 200_000);
+    expect(await ourNamespaces(r.testbed)).toEqual([]);
+    expect(await linkemPids()).toEqual([]);
+    expect(existsSync(`/run/mutp-testbed/${r.testbed}`)).toBe(false);
+  });
+
+  test('after SIGKILL of the process holding it, the emulators die with it and down removes the rest', async () => {
+    if (unavailable) return;
+    const name = `k${process.pid % 100000}`;
+    const holder: ChildProcess = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        join(ROOT, 'testbed/src/cli.ts'),
+        '--name',
+        name,
+        'up',
+        '--profile',
+        'paper',
+        '--caps',
+        '896',
+        '--hold',
+      ],
+      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    try {
+      let out = '';
+      holder.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+      holder.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+      await waitFor(
+        'testbed up --hold',
+        async () => (out.includes('up; Ctrl-C') ? true : undefined),
+        60_000,
+        100,
+        () => out,
+      );
+      expect((await ourNamespaces(name)).length).toBeGreaterThan(0);
+      holder.kill('SIGKILL');
+      // PR_SET_PDEATHSIG: no emulator outlives its holder.
+      await waitFor('emulators gone', async () => ((await linkemPids()).length === 0 ? true : undefined), 10_000, 100);
+      const { stdout } = await run(
+        process.execPath,
+        ['--import', 'tsx', join(ROOT, 'testbed/src/cli.ts'), '--name', name, 'down'],
+        {
+          cwd: ROOT,
+        },
+      );
+      expect(stdout).toContain('removed');
+      expect(await ourNamespaces(name)).toEqual([]);
+    } finally {
+      holder.kill('SIGKILL');
+      await destroy(name).catch(() => undefined);
+    }
+  });
+
+  test('paper-loss2, lte-dublin, vehicular and a mahimahi trace: each mode completes or fails with a reason', async () => {
+    if (unavailable) return;
+    const dir = mkdtempSync(join(tmpdir(), 'mutp-trace-'));
+    // 12 Mbit/s: one 1504-byte opportunity per millisecond.
+    const trace = join(dir, '12mbit.trace');
+    writeFileSync(trace, Array.from({ length: 100 }, (_, i) => String(i + 1)).join('\n') + '\n');
+    try {
+      for (const profile of ['paper-loss2', 'lte-dublin', 'vehicular', `trace:${trace}`]) {
+        const r = await runGet(profile, ['rlnc', 'http'], 256 * 1024);
+        for (const x of r.results) {
+          if (x.error === undefined) expect(x.bytes).toBe(256 * 1024);
+          // A vehicular disconnection may outlast a download: the client names why it failed.
+          else expect([profile, x.error]).toEqual([expect.stringMatching(/^vehicular/), expect.any(String)]);
+        }
+        if (profile === 'paper-loss2') expect(r.links.p0.down.dropped.loss).toBeGreaterThan(0);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
