@@ -44,7 +44,7 @@ import { loadProfile } from '@mutp/testbed';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import { Origin, startOrigin } from './origin';
 import { simulateCell } from './sim-prediction';
-import { enterTestbed, PlacedOrigin, startPlacedOrigin } from './testbed-run';
+import { enterTestbed, loopbackRelay, PlacedOrigin, startPlacedOrigin } from './testbed-run';
 import { startPlayerPages } from './player-pages';
 import { adminProxies, origoRecords } from './proxy-metrics';
 
@@ -383,10 +383,14 @@ async function main(): Promise<void> {
         readyTimeoutMs: 60_000,
         placement: testbed ? { origo: testbed.origo, proxies: hosts.map((h) => testbed.proxies[h]) } : undefined,
       });
+      const origoUrl = new URL(cluster.clientUrl);
+      const relay = testbed ? await loopbackRelay({ host: origoUrl.hostname, port: Number(origoUrl.port) }) : undefined;
+      // In the testbed the extension reaches origo through a loopback relay (it takes ws:// only to this machine).
+      const extensionOrigoUrl = relay ? `ws://127.0.0.1:${relay.port}${origoUrl.pathname}` : cluster.clientUrl;
       try {
         await warmProxies(cluster, segmentUrls);
         for (const mode of modes) {
-          await chromium.setSettings({ origoUrl: cluster.clientUrl, mode, proxies: n, exposeCounters: true });
+          await chromium.setSettings({ origoUrl: extensionOrigoUrl, mode, proxies: n, exposeCounters: true });
           const recordsBefore = (await origoRecords(cluster, mode)).length;
           const cell: Cell = { mode, sources: n, capsKBps: caps, plays: [], origoRecords: 0 };
           for (let r = 0; r < opts.repeats; r++) {
@@ -404,6 +408,7 @@ async function main(): Promise<void> {
           cells.push(cell);
         }
       } finally {
+        await relay?.close();
         await cluster.stop();
       }
     }

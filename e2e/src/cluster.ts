@@ -253,7 +253,15 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
 
 /** A client token from origo (what the proxies' /v1/http requires), through a short client session. */
 export async function clientToken(clientUrl: string): Promise<string> {
-  const session = new OrigoSession(clientUrl, (url) => new WebSocket(url) as unknown as WebSocketLike, systemClock);
+  // A local cluster's origo: plain ws://, on loopback or on the testbed's private address.
+  const session = new OrigoSession(
+    clientUrl,
+    (url) => new WebSocket(url) as unknown as WebSocketLike,
+    systemClock,
+    undefined,
+    undefined,
+    true,
+  );
   await session.connect();
   session.close();
   return session.token!;

@@ -13,6 +13,11 @@ export interface PredictionCell {
   rttMs: number;
   /** The profile, its seed, the testbed fleet's caps and the fleet indices the cell used. */
   network?: { profile: NetworkProfile; seed: number; fleetCaps: number[]; hosts: number[] };
+  /**
+   * The download runs on connections that just served one (the benchmarks' repeats, a player's
+   * next segment): the sources warm-start (SourceEndpoint path memory). Default true.
+   */
+  warmConnections?: boolean;
 }
 
 const SEEDS = 5;
@@ -36,7 +41,7 @@ export function simulateCell(cell: PredictionCell, codecs: CodecSet): { scenario
       seed,
       ...(links && n ? { paths: n.hosts.map((h) => links.paths[h]), access: links.access, maxSimMs: 600_000 } : {}),
     };
-    const result = simulate(scenario, { codecs });
+    const result = simulate(scenario, { codecs, warmPath: cell.warmConnections ?? true });
     if (result.status === 'complete') out.push({ scenario, result });
   }
   return out;

@@ -5,6 +5,7 @@
  * finds the testbed's description by name and places origo, proxies and origin on its hosts.
  */
 import { spawn } from 'node:child_process';
+import { createConnection, createServer, Socket } from 'node:net';
 import { createInterface } from 'node:readline';
 import { loadProfile, readDescription, TestbedDescription, up } from '@mutp/testbed';
 import { spawnService } from './cluster';
@@ -75,6 +76,43 @@ export async function startPlacedOrigin(host: { netns: string; address: string }
         if (child.exitCode !== null) return resolve();
         child.once('exit', () => resolve());
         child.kill('SIGTERM');
+      }),
+  };
+}
+
+/**
+ * A TCP relay from loopback in this (the client's) namespace to `target`, for origo's signalling
+ * WebSocket: the extension accepts plain ws:// only to this machine (elsewhere it wants wss://,
+ * and the testbed's origo has no certificate). The relay's own connection still crosses the
+ * client's access link; the media path (WebRTC to the proxies) does not involve it.
+ */
+export async function loopbackRelay(target: {
+  host: string;
+  port: number;
+}): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server = createServer((inbound) => {
+    const outbound = createConnection(target);
+    for (const s of [inbound, outbound]) {
+      sockets.add(s);
+      s.once('close', () => sockets.delete(s));
+      s.on('error', () => {
+        inbound.destroy();
+        outbound.destroy();
+      });
+    }
+    inbound.pipe(outbound).pipe(inbound);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  return {
+    port: (server.address() as { port: number }).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
       }),
   };
 }

@@ -61,6 +61,8 @@ export interface TransferHostStats {
   malformed: number;
   unknownTransfer: number;
   codecFailures: number;
+  /** Transfers that started from the previous transfer's path estimate (warm start). */
+  warmStarts: number;
   /** Times the pump stopped because the upload limit had no tokens. */
   uploadLimited: number;
   /** Times it stopped because the data channel was full (bufferedAmount at the low-water mark). */
@@ -177,6 +179,7 @@ export class TransferHost {
       malformed: e.malformed,
       unknownTransfer: e.unknownTransfer,
       codecFailures: e.codecFailures,
+      warmStarts: e.warmStarts,
       ...this.counters,
     };
   }

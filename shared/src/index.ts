@@ -12,6 +12,7 @@ export * from './random';
 export * from './partition';
 export * from './codec';
 export { Sender, DEFAULT_SENDER_CONFIG } from './sender/sender';
+export type { PathEstimate } from './sender/sender';
 export type { SenderConfig, SenderOptions, SenderStatus, SenderStats } from './sender/sender';
 export * from './modes';
 export { createScheduler } from './sender/schedulers';

@@ -21,6 +21,7 @@ import {
   SourceObject,
   StopReason,
   uncodedCodec,
+  DEFAULT_SENDER_CONFIG,
 } from '../src';
 import type { EndpointEvent } from '../src';
 
@@ -135,6 +136,56 @@ describe('SourceEndpoint', () => {
     expect(admission.activeTransfers).toBe(0);
     expect(admission.memory.used).toBe(0);
     expect(ep.stats()).toMatchObject({ transfersStarted: 1, transfersActive: 0, transfersPending: 0 });
+  });
+
+  test('the next transfer on the connection starts from the path the last one measured, not from the initial window', () => {
+    const { ep, admission } = endpoint();
+    // Big enough for the client to measure and report a rate.
+    const object = makeObject(500_000, 5);
+    const serve = (t: number) => {
+      for (const e of events(ep)) if (e.type === 'fetch') ep.objectReady(e.transferId, objectFor(admission, object), t);
+    };
+    // A path with 10 ms each way, so the sender gets RTT samples and the client's rate reports.
+    const rx = receiver(1);
+    const inFlight: { at: number; toSource: boolean; bytes: Uint8Array }[] = [];
+    let t = 0;
+    for (; t < 20_000 && rx.status === 'active'; t++) {
+      for (let out = rx.pollDatagram(t); out; out = rx.pollDatagram(t))
+        inFlight.push({ at: t + 10, toSource: true, bytes: out.bytes });
+      for (const d of inFlight.filter((x) => x.at <= t)) {
+        inFlight.splice(inFlight.indexOf(d), 1);
+        if (d.toSource) ep.handleDatagram(d.bytes, t);
+        else rx.handleDatagram(0, d.bytes, t);
+      }
+      serve(t);
+      if ((ep.nextDeadline() ?? Infinity) <= t) ep.handleTimeout(t);
+      // One datagram per ms: a paced source, whose packet spacing the client's rate estimate reads.
+      const d = ep.pollDatagram(t);
+      if (d) inFlight.push({ at: t + 10, toSource: false, bytes: d });
+      if ((rx.nextDeadline() ?? Infinity) <= t) rx.handleTimeout(t);
+    }
+    expect(rx.status).toBe('complete');
+    for (let out = rx.pollDatagram(t); out; out = rx.pollDatagram(t)) ep.handleDatagram(out.bytes, t + 10);
+    expect(events(ep).some((e) => e.type === 'ended')).toBe(true);
+    expect(ep.stats().warmStarts).toBe(0);
+    // A second REQUEST 1 s later: its sender starts with the measured path's window.
+    ep.handleDatagram(request({ transferId: 2 }), t + 1000);
+    serve(t + 1000);
+    expect(ep.stats().warmStarts).toBe(1);
+    expect(ep.sender(2)!.inFlightLimit).toBeGreaterThan(DEFAULT_SENDER_CONFIG.initialWindowPackets);
+  });
+
+  test('a path estimate older than pathMemoryMs is not used', () => {
+    const { ep, admission } = endpoint(undefined, { limits: { pathMemoryMs: 5000 } });
+    ep.rememberPath({ rateBps: 2_000_000, minRttMs: 40 }, 0);
+    ep.handleDatagram(request({ transferId: 1 }), 5001);
+    for (const e of events(ep)) if (e.type === 'fetch') ep.objectReady(e.transferId, objectFor(admission), 5001);
+    expect(ep.stats().warmStarts).toBe(0);
+    expect(ep.sender(1)!.inFlightLimit).toBe(DEFAULT_SENDER_CONFIG.initialWindowPackets);
+    ep.rememberPath({ rateBps: 2_000_000, minRttMs: 40 }, 6000);
+    ep.handleDatagram(request({ transferId: 2, sourceIndex: 0 }), 6001);
+    for (const e of events(ep)) if (e.type === 'fetch') ep.objectReady(e.transferId, objectFor(admission), 6001);
+    expect(ep.stats().warmStarts).toBe(1);
   });
 
   test('a STOP while the object is fetched frees the slot at once and withdraws the fetch', () => {

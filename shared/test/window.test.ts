@@ -22,6 +22,7 @@ import {
   SchedulerName,
   seededRandom,
   Sender,
+  PathEstimate,
   SenderConfig,
   StopReason,
   uncodedCodec,
@@ -47,6 +48,7 @@ interface SenderSetup {
   config?: Partial<SenderConfig>;
   seed?: number;
   now?: number;
+  warmStart?: PathEstimate;
 }
 
 function makeSender(o: SenderSetup = {}): Sender {
@@ -74,6 +76,7 @@ function makeSender(o: SenderSetup = {}): Sender {
     now: o.now ?? 0,
     // No rate-based limit unless a test asks for one.
     config: { initialWindowPackets: 10_000, ...o.config },
+    warmStart: o.warmStart,
   });
 }
 
@@ -645,6 +648,34 @@ describe('in-flight limits', () => {
     // A cap below the rate-based limit wins.
     sender.handleDatagram(feedback('uncoded', { seqs: [sent[0].seq, 1], rateBps: 100_000, inFlightCap: 10 }), 60);
     expect(sender.inFlightLimit).toBe(10);
+  });
+
+  test('a warm start sizes the first window from the previous transfer, and hands its own estimate on', () => {
+    const symbolSize = 100;
+    const setup = { window: 500, symbolSize, objectLength: symbolSize * 1000, config: { initialWindowPackets: 1 } };
+    const cold = makeSender(setup);
+    expect(cold.pathEstimate()).toBeUndefined();
+    expect(drain(cold, 0).data.length).toBe(1);
+    // The estimate a previous transfer left: 100 000 B/s over a 50 ms path, as in the test above.
+    const warm = makeSender({ ...setup, warmStart: { rateBps: 100_000, minRttMs: 50 } });
+    expect(warm.inFlightLimit).toBe(80);
+    const sent = drain(warm, 0).data;
+    expect(sent.length).toBe(80);
+    // Before its own RTT sample it has no estimate to pass on; after feedback it has its own.
+    expect(warm.pathEstimate()).toBeUndefined();
+    warm.handleDatagram(feedback('uncoded', { seqs: [sent[0].seq], rateBps: 200_000 }), 30);
+    expect(warm.pathEstimate()).toEqual({ rateBps: 200_000, minRttMs: 30 });
+  });
+
+  test('a warm start with a nonsensical estimate is ignored', () => {
+    const setup = { window: 64, objectLength: 16 * 200, config: { initialWindowPackets: 6 } };
+    for (const warmStart of [
+      { rateBps: 0, minRttMs: 50 },
+      { rateBps: 100_000, minRttMs: 0 },
+      { rateBps: 100_000, minRttMs: Infinity },
+      { rateBps: NaN, minRttMs: 50 },
+    ])
+      expect(drain(makeSender({ ...setup, warmStart }), 0).data.length).toBe(6);
   });
 });
 

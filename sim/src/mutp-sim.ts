@@ -122,6 +122,12 @@ export interface MutpSimOptions {
   /** Each source's admission (the proxy's limits); default: one transfer's worth, 1 GiB. */
   admission?: Partial<AdmissionLimits> | ((source: number) => Partial<AdmissionLimits>);
   endpointLimits?: Partial<EndpointLimits>;
+  /**
+   * Each source starts as on a connection that has just served a transfer (the benchmarks' warm
+   * repeats): its path estimate is its cap and the path's propagation RTT (SourceEndpoint
+   * rememberPath), so the first window is already sized. Default: a cold connection.
+   */
+  warmPath?: boolean;
 }
 
 export type CodecSet = Partial<Record<Mode, Codec>>;
@@ -197,6 +203,7 @@ export function simulateMutp(s: Scenario, options: MutpSimOptions = {}): SimResu
 
   const sources: SimSource[] = s.capsKBps.map((cap, index) => {
     const { endpoint, admission } = sourceEndpoint(index);
+    if (options.warmPath) endpoint.rememberPath({ rateBps: cap * KB, minRttMs: propagationRttMs(s, index) }, 0);
     const src: SimSource = {
       index,
       bytesPerMs: (cap * KB) / 1000,
@@ -379,4 +386,12 @@ function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
+}
+
+/** Round-trip propagation between the client and source `index`: the links' base delays, or rttMs. */
+function propagationRttMs(s: Scenario, index: number): number {
+  const path = s.paths?.[index];
+  if (!path) return s.rttMs;
+  const access = s.access;
+  return path.down.delayMs + path.up.delayMs + (access ? access.down.delayMs + access.up.delayMs : 0);
 }

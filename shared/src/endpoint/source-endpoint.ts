@@ -13,7 +13,7 @@ import { Sha256 } from '../integrity';
 import { Layout } from '../layout';
 import { schedulerSupports } from '../modes';
 import { seededRandom } from '../random';
-import { Sender, SenderConfig } from '../sender/sender';
+import { PathEstimate, Sender, SenderConfig } from '../sender/sender';
 import { decode, encodeError, ErrorCode, MessageType, Mode, RequestMessage } from '../wire';
 import { Admission, Grant } from './admission';
 import { LayoutDigests } from './layout-digests';
@@ -47,6 +47,12 @@ export interface EndpointLimits {
   /** Refusals remembered so a repeated REQUEST gets the same answer without a new fetch. */
   maxRecentErrors: number;
   recentErrorMs: number;
+  /**
+   * A transfer that starts within this long of the previous one's end on the same connection
+   * starts from that transfer's path estimate (Sender `warmStart`). Players ask for a segment
+   * every few seconds; longer gaps fall back to the cautious initial window.
+   */
+  pathMemoryMs: number;
 }
 
 export const DEFAULT_ENDPOINT_LIMITS: EndpointLimits = {
@@ -55,6 +61,7 @@ export const DEFAULT_ENDPOINT_LIMITS: EndpointLimits = {
   maxControlQueue: 64,
   maxRecentErrors: 64,
   recentErrorMs: 5000,
+  pathMemoryMs: 10_000,
 };
 
 /** What a transfer waiting for its object holds (request, URL, record): charged at admission. */
@@ -108,6 +115,8 @@ export interface SourceEndpointStats {
   codecFailures: number;
   /** Control datagrams dropped because the queue was full. */
   controlDropped: number;
+  /** Transfers that started from the previous transfer's path estimate. */
+  warmStarts: number;
 }
 
 interface Transfer {
@@ -137,6 +146,8 @@ export class SourceEndpoint {
   private lastActivity: number;
   private idleReported = false;
   private closed = false;
+  /** The last ended transfer's path estimate (warm start for the next one). */
+  private lastPath?: { estimate: PathEstimate; at: number };
   private readonly counters = {
     transfersStarted: 0,
     errorsSent: 0,
@@ -144,6 +155,7 @@ export class SourceEndpoint {
     unknownTransfer: 0,
     codecFailures: 0,
     controlDropped: 0,
+    warmStarts: 0,
   };
 
   constructor(private readonly opts: SourceEndpointOptions) {
@@ -215,6 +227,7 @@ export class SourceEndpoint {
       this.failPending(t, ErrorCode.Overloaded, 'proxy memory budget for transfers is full', now);
       return;
     }
+    const warmStart = this.recentPath(now);
     try {
       t.sender = new Sender({
         request,
@@ -226,7 +239,9 @@ export class SourceEndpoint {
         random: seededRandom(this.opts.seed()),
         now,
         config: this.opts.senderConfig,
+        warmStart,
       });
+      if (warmStart) this.counters.warmStarts++;
     } catch (e) {
       const overloaded = e instanceof EncoderBudgetError;
       if (!overloaded) this.counters.codecFailures++;
@@ -402,10 +417,25 @@ export class SourceEndpoint {
     return true;
   }
 
+  /**
+   * Remembers a path estimate for the next transfer's warm start (the endpoint does so itself
+   * when a transfer ends; a host may seed it, e.g. the simulator's warm-connection runs).
+   */
+  rememberPath(estimate: PathEstimate, now: number): void {
+    this.lastPath = { estimate, at: now };
+  }
+
+  private recentPath(now: number): PathEstimate | undefined {
+    const p = this.lastPath;
+    return p && now - p.at <= this.limits.pathMemoryMs ? p.estimate : undefined;
+  }
+
   private end(t: Transfer, outcome: string, now: number): void {
     if (!this.transfers.delete(t.id)) return;
     this.lastActivity = Math.max(this.lastActivity, now);
     const sender = t.sender!;
+    const estimate = sender.pathEstimate();
+    if (estimate) this.rememberPath(estimate, now);
     try {
       sender.close();
     } catch {

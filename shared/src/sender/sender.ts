@@ -60,6 +60,12 @@ export interface SenderConfig {
   redundancyFactor: number;
 }
 
+/**
+ * A warm start never assumes more than this rate (4 Gbit/s): the estimate comes from the client's
+ * own reports, and maxInFlightPackets bounds the in-flight limit it yields anyway.
+ */
+const MAX_WARM_RATE_BPS = 500_000_000;
+
 export const DEFAULT_SENDER_CONFIG: SenderConfig = {
   initialRttMs: 100,
   initialWindowPackets: 16,
@@ -90,6 +96,18 @@ export interface SenderOptions {
   random: Random;
   now: number;
   config?: Partial<SenderConfig>;
+  /**
+   * What the previous transfer on the same connection learnt of the path (its last reported rate
+   * and its minimum RTT): the in-flight limit starts there instead of at initialWindowPackets,
+   * so a new download does not spend its first round trips growing the window again.
+   */
+  warmStart?: PathEstimate;
+}
+
+/** A source's view of its path to the client: the client's reported rate and the minimum RTT. */
+export interface PathEstimate {
+  rateBps: number;
+  minRttMs: number;
 }
 
 export type SenderStatus = 'active' | 'done' | 'failed';
@@ -185,7 +203,11 @@ export class Sender implements ScheduleView {
     this.scheduler = createScheduler(r.mode, r.scheduler, opts.random);
     this.random = opts.random;
     this.partition = Partition.equal(r.sourceCount);
-    this.rtt = new RttEstimator(this.config.initialRttMs);
+    const warm = opts.warmStart;
+    const warmUsable = warm !== undefined && warm.rateBps > 0 && warm.minRttMs > 0 && Number.isFinite(warm.minRttMs);
+    // The warm RTT stands in until this transfer's own samples arrive (the minimum is re-learnt).
+    this.rtt = new RttEstimator(warmUsable ? warm.minRttMs : this.config.initialRttMs);
+    if (warmUsable) this.rateBps = Math.min(warm.rateBps, MAX_WARM_RATE_BPS);
     this.ranks = new Uint16Array(this.layout.unitCount);
     this.blockIdsUsed = new Uint32Array(r.mode === 'fountain' ? this.layout.unitCount : 0);
     this.transit = new Uint16Array(this.layout.unitCount);
@@ -250,6 +272,11 @@ export class Sender implements ScheduleView {
 
   get packetsInFlight(): number {
     return this.inFlight;
+  }
+
+  /** The path as this transfer left it, for the next transfer's warm start; undefined before feedback. */
+  pathEstimate(): PathEstimate | undefined {
+    return this.rateBps > 0 && this.rtt.sampled ? { rateBps: this.rateBps, minRttMs: this.rtt.min } : undefined;
   }
 
   /** Packets this source may have in flight now. */
