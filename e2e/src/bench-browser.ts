@@ -84,6 +84,13 @@ const opts = program.opts<{
 if (opts.profile !== 'loopback' && opts.out === join(__dirname, '..', 'results'))
   opts.out = join(opts.out, opts.profile.replace(/[^a-z0-9-]/gi, '_'));
 
+/** "2 × 896 + 2 × 1792": short enough for a box plot's group label. */
+function capsLabel(caps: number[]): string {
+  const counts = new Map<number, number>();
+  for (const c of caps) counts.set(c, (counts.get(c) ?? 0) + 1);
+  return [...counts].map(([cap, k]) => (k > 1 ? `${k} × ${cap}` : String(cap))).join(' + ');
+}
+
 /** Fleet indices with the caps a cell needs, each used once. */
 function hostsFor(fleetCaps: number[], caps: number[]): number[] {
   const used = new Set<number>();
@@ -429,7 +436,7 @@ async function main(): Promise<void> {
     // Files: per-segment CSV, rows, plots.
     writeFileSync(join(opts.out, 'bench-browser.csv'), csvOf(cells));
     writeFileSync(join(opts.out, 'bench-browser.json'), `${JSON.stringify(rows, null, 2)}\n`);
-    const groups = sources.map((n) => `N = ${n} (${capsFor(n).join(' + ')} KB/s)`);
+    const groups = sources.map((n) => `N = ${n} (${capsLabel(capsFor(n))} KB/s)`);
     const series = (value: (s: SegmentRecord) => number): BoxSeries[] =>
       cells.map((c) => ({
         group: groups[sources.indexOf(c.sources)],

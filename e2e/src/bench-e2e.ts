@@ -36,6 +36,13 @@ const program = new Command()
   .option('--profile <name>', 'network profile (testbed/ and sim/src/profiles.ts); loopback = no testbed', 'loopback')
   .option('--sources <list>', 'proxy counts N, comma-separated (default 1,2,4; --quick: 4)')
   .option('--seed <n>', "seed of the profile's schedules and losses", (v) => Number(v), 1)
+  .option('--object-bytes <list>', 'object sizes, comma-separated (default 1 MiB and 2 MiB; --quick: 2 MiB)')
+  .option(
+    '--timeout-ms <ms>',
+    'a download (and its direct-fetch fallback) gives up after this long',
+    (v) => Number(v),
+    120_000,
+  )
   .parse();
 const opts = program.opts<{
   json?: boolean;
@@ -44,6 +51,8 @@ const opts = program.opts<{
   profile: string;
   sources?: string;
   seed: number;
+  objectBytes?: string;
+  timeoutMs: number;
 }>();
 
 const MODES = ['http', 'uncoded', 'rlnc', 'fountain'] as const;
@@ -107,7 +116,7 @@ function simEfficiency(
   objectBytes: number,
   rttMs: number,
   codecs: CodecSet,
-  network?: { profile: NetworkProfile; fleetIndices: number[] },
+  network?: { profile: NetworkProfile; fleetIndices: number[]; offsetMs: number },
 ): number {
   const runs = simulateCell(
     {
@@ -120,6 +129,7 @@ function simEfficiency(
         seed: opts.seed,
         fleetCaps: FLEET.map((f) => f.uploadKBps),
         hosts: network.fleetIndices,
+        offsetMs: network.offsetMs,
       },
     },
     codecs,
@@ -161,7 +171,11 @@ async function main(): Promise<void> {
     const fleet = await cluster.listProxies();
     const idOf = (name: string) => fleet.find((p) => p.name === name)!.proxyId;
     const rttMs = profile ? profile.rttMs : round(await loopbackRttMs(`${origin.url}/object/1/1`), 2);
-    const objects = opts.quick ? [2 << 20] : [1 << 20, 2 << 20];
+    const objects = opts.objectBytes
+      ? opts.objectBytes.split(',').map(Number)
+      : opts.quick
+        ? [2 << 20]
+        : [1 << 20, 2 << 20];
     const sources = SOURCES;
     for (const objectBytes of objects)
       for (const n of sources)
@@ -183,7 +197,10 @@ async function main(): Promise<void> {
             let cold: GetResult | undefined;
             const url = `${origin.url}/object/${objectBytes}/${rows.length + 1}`;
             const linksBefore = testbed ? sumLinkDrops(testbed) : undefined;
+            // Where the links' schedules stood when the measured repeats began (after the cold download).
+            let offsetMs = 0;
             for (let r = -1; r < opts.repeats; r++) {
+              if (r === 0 && testbed) offsetMs = Date.now() - testbed.startedAtMs;
               try {
                 const result = await client.get(url, {
                   mode,
@@ -230,14 +247,14 @@ async function main(): Promise<void> {
                 objectBytes,
                 rttMs,
                 codecs,
-                profile && { profile, fleetIndices },
+                profile && { profile, fleetIndices, offsetMs },
               ),
               coldDownloadMs: cold ? round(cold.durationMs, 1) : null,
               coldEfficiency: cold ? round(ideal / cold.durationMs) : null,
             };
             rows.push(row);
             process.stderr.write(
-              `bench:e2e ${mode} N=${n} ${kind} ${objectBytes >> 20} MiB: eff ${row.efficiency} (sim ${row.simEfficiency}, cold ${row.coldEfficiency}), ${(goodput / 1e6).toFixed(2)} MB/s\n`,
+              `bench:e2e ${mode} N=${n} ${kind} ${sizeLabel(objectBytes)}: eff ${row.efficiency} (sim ${row.simEfficiency}, cold ${row.coldEfficiency}), ${(goodput / 1e6).toFixed(2)} MB/s\n`,
             );
           }
           const http = byMode.get('http') ?? NaN;
@@ -261,8 +278,10 @@ async function main(): Promise<void> {
   if (opts.json) console.log(JSON.stringify([...rows, ...extra]));
 }
 
+const sizeLabel = (bytes: number) => (bytes >= 1 << 20 ? `${bytes / (1 << 20)} MiB` : `${bytes >> 10} KiB`);
+
 /** A download that neither completes nor fails by itself (a proxy gone silent) ends here. */
-const GET_TIMEOUT_MS = 120_000;
+const GET_TIMEOUT_MS = opts.timeoutMs;
 
 async function directFetchMs(url: string): Promise<number> {
   const t = performance.now();
@@ -347,7 +366,7 @@ function printTable(rows: Record<string, unknown>[]): void {
     const caps = r.capsKBps as number[];
     console.log(
       `${String(r.mode).padEnd(9)} ${String(r.sources).padStart(1)}  ${caps.join('/').padEnd(16)} ` +
-        `${`${(r.objectBytes as number) >> 20} MiB`.padStart(6)} ${String(r.medianDownloadMs).padStart(10)} ` +
+        `${sizeLabel(r.objectBytes as number).padStart(6)} ${String(r.medianDownloadMs).padStart(10)} ` +
         `${((r.goodputBps as number) / 1e6).toFixed(2).padStart(13)}  ${String(r.efficiency).padEnd(6)} ` +
         `${String(r.simEfficiency).padEnd(8)} ${String(r.normalizedGoodput).padEnd(8)} ${String(r.speedupVsHttp).padStart(6)}  ` +
         `${String(r.coldEfficiency).padEnd(8)}  ${r.failed}`,

@@ -4,6 +4,7 @@
  */
 import { DEFAULT_GENERATION_SIZE, DEFAULT_SYMBOL_SIZE, DEFAULT_WINDOW } from '@mutp/shared';
 import { CodecSet, Scenario, SimMode, SimResult, simulate } from '@mutp/sim';
+import { linkAt } from '@mutp/sim/link-spec';
 import type { NetworkProfile } from '@mutp/sim/profiles';
 
 export interface PredictionCell {
@@ -12,7 +13,14 @@ export interface PredictionCell {
   objectBytes: number;
   rttMs: number;
   /** The profile, its seed, the testbed fleet's caps and the fleet indices the cell used. */
-  network?: { profile: NetworkProfile; seed: number; fleetCaps: number[]; hosts: number[] };
+  network?: {
+    profile: NetworkProfile;
+    seed: number;
+    fleetCaps: number[];
+    hosts: number[];
+    /** How long the testbed's links had run when the cell started (their schedules' phase). */
+    offsetMs?: number;
+  };
   /**
    * The download runs on connections that just served one (the benchmarks' repeats, a player's
    * next segment): the sources warm-start (SourceEndpoint path memory). Default true.
@@ -39,7 +47,13 @@ export function simulateCell(cell: PredictionCell, codecs: CodecSet): { scenario
       generationSize: DEFAULT_GENERATION_SIZE,
       symbolSize: DEFAULT_SYMBOL_SIZE,
       seed,
-      ...(links && n ? { paths: n.hosts.map((h) => links.paths[h]), access: links.access, maxSimMs: 600_000 } : {}),
+      ...(links && n
+        ? {
+            paths: n.hosts.map((h) => linkAt(links.paths[h], n.offsetMs ?? 0)),
+            access: links.access && linkAt(links.access, n.offsetMs ?? 0),
+            maxSimMs: 600_000,
+          }
+        : {}),
     };
     const result = simulate(scenario, { codecs, warmPath: cell.warmConnections ?? true });
     if (result.status === 'complete') out.push({ scenario, result });

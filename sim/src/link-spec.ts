@@ -67,3 +67,51 @@ export interface LinkSpec {
 export const DEFAULT_QUEUE_BYTES = 256 * 1024;
 /** Bytes one mahimahi delivery opportunity carries. */
 export const TRACE_OPPORTUNITY_BYTES = 1504;
+
+/**
+ * The link as it stands `offsetMs` after it started: a looping schedule or trace rotated so that
+ * time 0 is that moment, a non-looping schedule without its past segments. The simulator starts
+ * every link at time 0, so this is how it predicts a download the testbed ran later in a run.
+ */
+export function linkAt(spec: LinkSpec, offsetMs: number): LinkSpec {
+  return { down: directionAt(spec.down, offsetMs), up: directionAt(spec.up, offsetMs) };
+}
+
+function directionAt(d: DirectionSpec, offsetMs: number): DirectionSpec {
+  if (!(offsetMs > 0)) return d;
+  return { ...d, rate: rateAt(d.rate, offsetMs), schedule: d.schedule ? scheduleAt(d.schedule, offsetMs) : d.schedule };
+}
+
+function rateAt(rate: RateSpec, offsetMs: number): RateSpec {
+  if (rate.kind !== 'trace' || !rate.opportunitiesMs?.length) return rate;
+  const times = rate.opportunitiesMs;
+  const period = times[times.length - 1];
+  const shift = offsetMs % period;
+  // Opportunities after the shift come first; the earlier ones follow, one period later. (When no
+  // opportunity falls exactly on the shift, the rotated trace's period ends at its last one: a
+  // gap of under one line's spacing.)
+  const later = times.filter((t) => t > shift).map((t) => t - shift);
+  const wrapped = times.filter((t) => t <= shift).map((t) => t - shift + period);
+  return { ...rate, opportunitiesMs: [...later, ...wrapped] };
+}
+
+function scheduleAt(schedule: ScheduleSpec, offsetMs: number): ScheduleSpec {
+  const segments = schedule.segments;
+  const period = segments.reduce((a, s) => a + s.durationMs, 0);
+  if (segments.length === 0 || period <= 0) return schedule;
+  let t = schedule.loop ? offsetMs % period : offsetMs;
+  for (let i = 0; i < segments.length; i++) {
+    const s = segments[i];
+    const last = i === segments.length - 1;
+    if (t < s.durationMs || (last && !schedule.loop)) {
+      const current = { ...s, durationMs: last && !schedule.loop ? s.durationMs : s.durationMs - t };
+      const rest = segments.slice(i + 1);
+      const before = schedule.loop
+        ? [...segments.slice(0, i), { ...s, durationMs: t }].filter((x) => x.durationMs > 0)
+        : [];
+      return { loop: schedule.loop, segments: [current, ...rest, ...before] };
+    }
+    t -= s.durationMs;
+  }
+  return schedule;
+}

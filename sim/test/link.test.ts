@@ -3,7 +3,7 @@
  * failure reproduces exactly.
  */
 import { DEFAULT_SYMBOL_SIZE, seededRandom } from '@mutp/shared';
-import { DirectionSpec, JitterSpec, LinkSpec } from '../src/link-spec';
+import { DirectionSpec, JitterSpec, LinkSpec, linkAt, ScheduleSegment, ScheduleSpec } from '../src/link-spec';
 import { SimLink, SimLinkDirection, stationaryLoss } from '../src/link';
 import { Scenario, simulate } from '../src';
 
@@ -382,5 +382,33 @@ describe('the simulators over emulated links (Scenario.paths / .access)', () => 
 
   test('a scenario whose path count differs from its sources is rejected', () => {
     expect(() => simulate({ ...base, paths: [oldModelPath(0)] })).toThrow(RangeError);
+  });
+});
+
+describe('linkAt: a link as it stands later in its run', () => {
+  const direction = (schedule: ScheduleSpec): DirectionSpec => ({ rate: { kind: 'unlimited' }, delayMs: 1, schedule });
+  const on = (durationMs: number): ScheduleSegment => ({ durationMs, connected: true });
+  const off = (durationMs: number): ScheduleSegment => ({ durationMs, connected: false });
+
+  test('a looping schedule is rotated: same period, starting mid-segment', () => {
+    const spec = {
+      down: direction({ loop: true, segments: [on(12_000), off(8_000)] }),
+      up: direction({ loop: true, segments: [on(12_000), off(8_000)] }),
+    };
+    const later = linkAt(spec, 20_000 * 3 + 15_000);
+    expect(later.down.schedule).toEqual({ loop: true, segments: [off(5_000), on(12_000), off(3_000)] });
+    expect(linkAt(spec, 0)).toEqual(spec);
+  });
+
+  test('a non-looping schedule drops its past and keeps its last segment', () => {
+    const d = direction({ loop: false, segments: [on(1_000), off(1_000), on(500)] });
+    expect(linkAt({ down: d, up: d }, 1_500).down.schedule).toEqual({ loop: false, segments: [off(500), on(500)] });
+    expect(linkAt({ down: d, up: d }, 10_000).down.schedule).toEqual({ loop: false, segments: [on(500)] });
+  });
+
+  test('a trace is rotated by its period', () => {
+    const d: DirectionSpec = { rate: { kind: 'trace', file: 't', opportunitiesMs: [1, 2, 3, 4] }, delayMs: 0 };
+    const rate = linkAt({ down: d, up: d }, 4 * 10 + 2).down.rate;
+    expect(rate).toEqual({ kind: 'trace', file: 't', opportunitiesMs: [1, 2, 3, 4] });
   });
 });

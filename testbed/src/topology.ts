@@ -48,6 +48,8 @@ export interface TestbedDescription {
   origin: Host;
   proxies: Host[];
   links: { name: string; statsFile: string }[];
+  /** When the links started (ms since the epoch): their schedules and traces count from here. */
+  startedAtMs: number;
 }
 
 export interface Testbed extends TestbedDescription {
@@ -98,6 +100,7 @@ export function describe(name: string, profile: string, capsKBps: number[], seed
     origin: { netns: netnsOf(name, 'g'), address: hostAddress('g') },
     proxies,
     links: [],
+    startedAtMs: 0,
   };
 }
 
@@ -220,6 +223,8 @@ async function build(d: TestbedDescription, o: TestbedOptions, dir: string, chil
     writeFileSync(configFile, JSON.stringify(config, null, 2));
     children.push(await startLinkem(r, configFile, !!o.detached, join(dir, `${link}.log`), o.onLog));
     d.links.push({ name: link, statsFile });
+    // Schedules count from each linkem's start; the first one (the access link, if any) is the clock.
+    if (d.startedAtMs === 0) d.startedAtMs = Date.now();
   };
   if (links.access) await addLink('acc', links.access);
   for (const [i, spec] of links.paths.entries()) await addLink(`p${i}`, spec);
