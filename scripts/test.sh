@@ -9,10 +9,12 @@ npx tsc -p extension/tsconfig.json
 echo "[test] lint"
 npx eslint .
 npx prettier --check . >/dev/null || { npx prettier --check .; exit 1; }
-echo "[test] native codec tests (C RLNC, Rust wirehair)"
+echo "[test] native tests (C RLNC, Rust wirehair)"
 make -s -C wasm/rlnc test
 [ -d "$HOME/.cargo/bin" ] && export PATH="$HOME/.cargo/bin:$PATH"
 (cd wasm/wirehair && CARGO_TARGET_DIR=target cargo test --locked --release --quiet)
+echo "[test] linkem unit tests (testbed/emulator)"
+(cd testbed/emulator && cargo test --locked --release --quiet)
 echo "[test] jest: unit and component tests"
 npx jest --ci --testPathIgnorePatterns '\.browser\.test\.ts$' '/e2e/' '/testbed/test/'
 # Whole-system, browser and testbed suites start many processes each (and the link emulator's
