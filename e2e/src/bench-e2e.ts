@@ -21,7 +21,7 @@ import { loadNodeCodecs } from '@mutp/wasm/node';
 import { createNodeHost } from '@mutp/client';
 import { CodecSet, idealMs, Scenario } from '@mutp/sim';
 import type { NetworkProfile } from '@mutp/sim/profiles';
-import { loadProfile, TestbedDescription } from '@mutp/testbed';
+import { loadProfile, readLinkStats, TestbedDescription } from '@mutp/testbed';
 import { Cluster, startCluster } from './cluster';
 import { startOrigin } from './origin';
 import { simulateCell } from './sim-prediction';
@@ -298,18 +298,12 @@ type Drops = { disconnected: number; queue: number; loss: number };
 /** Drops on every emulated link, both directions. */
 function sumLinkDrops(tb: TestbedDescription): Drops {
   const total: Drops = { disconnected: 0, queue: 0, loss: 0 };
-  for (const l of tb.links) {
-    try {
-      const stats = JSON.parse(readFileSync(l.statsFile, 'utf8')) as Record<'up' | 'down', { dropped: Drops }>;
-      for (const d of [stats.up, stats.down]) {
-        total.disconnected += d.dropped.disconnected;
-        total.queue += d.dropped.queue;
-        total.loss += d.dropped.loss;
-      }
-    } catch {
-      // linkem rewrites its stats every second; a file caught mid-rename counts nothing
+  for (const stats of Object.values(readLinkStats(tb)))
+    for (const d of stats ? [stats.up, stats.down] : []) {
+      total.disconnected += d.dropped.disconnected;
+      total.queue += d.dropped.queue;
+      total.loss += d.dropped.loss;
     }
-  }
   return total;
 }
 

@@ -10,8 +10,9 @@ import { MutpClient, ClientError } from '@mutp/shared/client';
 import { releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import { createNodeHost } from '@mutp/client';
-import { readFileSync } from 'node:fs';
+
 import { startCluster } from './cluster';
+import { readLinkStats } from '@mutp/testbed';
 import { enterTestbed, startPlacedOrigin } from './testbed-run';
 
 const opts = new Command()
@@ -75,7 +76,7 @@ async function main(): Promise<void> {
   }
   // linkem rewrites its counters every second: wait for the last downloads to show.
   await new Promise((r) => setTimeout(r, 1200));
-  const links = Object.fromEntries(tb.links.map((l) => [l.name, JSON.parse(readFileSync(l.statsFile, 'utf8'))]));
+  const links = readLinkStats(tb);
   console.log(JSON.stringify({ profile: opts.profile, testbed: tb.name, results, links }));
 }
 

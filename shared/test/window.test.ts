@@ -667,6 +667,13 @@ describe('in-flight limits', () => {
     expect(warm.pathEstimate()).toEqual({ rateBps: 200_000, minRttMs: 30 });
   });
 
+  test("a client's inflated estimate cannot warm-start past maxInFlightPackets", () => {
+    const setup = { window: 10_000, objectLength: 16 * 20_000, config: { maxInFlightPackets: 300 } };
+    const sender = makeSender({ ...setup, warmStart: { rateBps: 1e15, minRttMs: 1e6 } });
+    expect(sender.inFlightLimit).toBe(300);
+    expect(drain(sender, 0).data.length).toBeLessThanOrEqual(300);
+  });
+
   test('a warm start with a nonsensical estimate is ignored', () => {
     const setup = { window: 64, objectLength: 16 * 200, config: { initialWindowPackets: 6 } };
     for (const warmStart of [

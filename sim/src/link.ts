@@ -114,41 +114,24 @@ export class ScheduleClock {
   }
 }
 
+/** Index of the first entry for which `after` holds (length if none); entries are sorted, `after` monotone. */
+function partitionPoint(sorted: number[], after: (v: number) => boolean): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (after(sorted[mid])) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
 /** Index of the last entry <= x (0 if none: the first segment covers times before it). */
-function lastAtOrBefore(sorted: number[], x: number): number {
-  let lo = 0;
-  let hi = sorted.length - 1;
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >> 1;
-    if (sorted[mid] <= x) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
-}
-
+const lastAtOrBefore = (sorted: number[], x: number) => Math.max(0, partitionPoint(sorted, (v) => v > x) - 1);
 /** Index of the first entry > x (length if none). */
-function firstAbove(sorted: number[], x: number): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (sorted[mid] > x) hi = mid;
-    else lo = mid + 1;
-  }
-  return lo;
-}
-
+const firstAbove = (sorted: number[], x: number) => partitionPoint(sorted, (v) => v > x);
 /** Index of the first entry >= x (length if none). */
-function firstAtOrAbove(sorted: number[], x: number): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (sorted[mid] >= x) hi = mid;
-    else lo = mid + 1;
-  }
-  return lo;
-}
+const firstAtOrAbove = (sorted: number[], x: number) => partitionPoint(sorted, (v) => v >= x);
 
 // ---- trace rate
 

@@ -4,11 +4,10 @@
  * (up() in topology.ts) and take it down when they end, also when they fail.
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { PROFILES } from '@mutp/sim/profiles';
 import { loadProfile } from './profile-loader';
-import { destroy, readDescription, up } from './topology';
+import { destroy, readDescription, readLinkStats, TestbedDescription, up } from './topology';
 import { netnsUnavailable } from './netns';
 
 const program = new Command()
@@ -61,7 +60,8 @@ program
       return;
     }
     printDescription(d);
-    for (const l of d.links) console.log(`link ${l.name}: ${safeRead(l.statsFile)}`);
+    for (const [name, stats] of Object.entries(readLinkStats(d)))
+      console.log(`link ${name}: ${stats ? JSON.stringify(stats) : '(no stats yet)'}`);
   });
 
 program
@@ -92,15 +92,7 @@ async function refuseWithoutNetns(): Promise<void> {
   if (why) throw new Error(`the testbed ${why}`);
 }
 
-function safeRead(file: string): string {
-  try {
-    return readFileSync(file, 'utf8').trim();
-  } catch {
-    return '(no stats yet)';
-  }
-}
-
-function printDescription(d: ReturnType<typeof readDescription> & object): void {
+function printDescription(d: TestbedDescription): void {
   console.log(`testbed ${d.name}: profile ${d.profile}, seed ${d.seed}`);
   console.log(`  client  ${d.client.address}  (${d.client.netns})`);
   console.log(`  origo   ${d.origo.address}  (${d.origo.netns})`);

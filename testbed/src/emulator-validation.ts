@@ -10,18 +10,27 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import type { DirectionSpec, LossSpec } from '@mutp/sim/link-spec';
-import { assertOurs, connect, createNamespace, deleteNamespace, ipIn, NETNS_PREFIX, sysctl } from './netns';
-import type { LinkStats } from './topology';
+import {
+  assertOurs,
+  connect,
+  createNamespace,
+  deleteNamespace,
+  ipIn,
+  NETNS_PREFIX,
+  networkUnavailable,
+  sysctl,
+} from './netns';
+import { LINKEM, type LinkStats } from './topology';
 
 const run = promisify(execFile);
 
 export const EMULATOR_DIR = join(__dirname, '..', 'emulator');
-export const LINKEM_BIN = join(EMULATOR_DIR, 'target', 'release', 'linkem');
-export const PROBE_BIN = join(EMULATOR_DIR, 'target', 'release', 'linkem-probe');
+export const LINKEM_BIN = LINKEM;
+export const PROBE_BIN = join(dirname(LINKEM), 'linkem-probe');
 
 /** UDP (8) + IPv4 (20) headers: linkem limits IP packet bytes, the probe sends UDP payloads. */
 export const IP_UDP_OVERHEAD = 28;
@@ -61,13 +70,7 @@ export interface ProbeResult {
 
 // ---- environment ----
 
-/** Why the network validation cannot run here, or undefined when it can. */
-export function networkUnavailable(): string | undefined {
-  if (process.platform !== 'linux') return 'needs Linux network namespaces';
-  if (process.getuid?.() !== 0) return 'needs root (network namespaces, TUN devices)';
-  if (!existsSync('/dev/net/tun')) return 'needs /dev/net/tun';
-  return undefined;
-}
+export { networkUnavailable } from './netns';
 
 /** Builds linkem with cargo when its binaries are missing (a release build takes ~30 s). */
 export async function ensureLinkemBuilt(): Promise<void> {

@@ -3,6 +3,7 @@
  * the testbed's prefix: nothing here configures the namespace it is called from.
  */
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
@@ -105,15 +106,22 @@ export async function sysctl(netns: string, settings: Record<string, string | nu
   await execIn(netns, 'sysctl', ['-q', '-w', ...Object.entries(settings).map(([k, v]) => `${k}=${v}`)]);
 }
 
-/** Whether this process may build namespaces (root, iproute2, /dev/net/tun); the reason if not. */
+/** Why namespaces, veths and TUNs cannot be built here (Linux, root, /dev/net/tun), or undefined. */
+export function networkUnavailable(): string | undefined {
+  if (process.platform !== 'linux') return 'needs Linux network namespaces';
+  if (process.getuid?.() !== 0) return 'needs root (network namespaces, TUN devices)';
+  if (!existsSync('/dev/net/tun')) return 'needs /dev/net/tun';
+  return undefined;
+}
+
+/** networkUnavailable(), and whether iproute2 answers. */
 export async function netnsUnavailable(): Promise<string | undefined> {
-  if (process.getuid?.() !== 0) return 'needs root (network namespaces)';
+  const why = networkUnavailable();
+  if (why) return why;
   try {
     await ip(['netns', 'list']);
   } catch (e) {
     return `ip netns unavailable: ${String(e)}`;
   }
-  const { existsSync } = await import('node:fs');
-  if (!existsSync('/dev/net/tun')) return 'no /dev/net/tun';
   return undefined;
 }

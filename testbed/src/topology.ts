@@ -13,7 +13,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { LinkSpec } from '@mutp/sim/link-spec';
+import type { DirectionSpec, LinkSpec, RateSpec } from '@mutp/sim/link-spec';
 import type { NetworkProfile } from '@mutp/sim/profiles';
 import { connect, createNamespace, deleteNamespace, ipIn, listNamespaces, NETNS_PREFIX, sysctl } from './netns';
 
@@ -115,6 +115,22 @@ export async function destroy(name: string): Promise<string[]> {
   return ours;
 }
 
+/**
+ * Each link's counters, from the stats file linkem rewrites every second (undefined until the
+ * first one, or when caught mid-rename).
+ */
+export function readLinkStats(d: TestbedDescription): Record<string, LinkStats | undefined> {
+  const out: Record<string, LinkStats | undefined> = {};
+  for (const l of d.links) {
+    try {
+      out[l.name] = JSON.parse(readFileSync(l.statsFile, 'utf8')) as LinkStats;
+    } catch {
+      out[l.name] = undefined;
+    }
+  }
+  return out;
+}
+
 /** The description a running testbed left in its state directory. */
 export function readDescription(name: string): TestbedDescription | undefined {
   const file = join(stateDir(name), 'testbed.json');
@@ -143,17 +159,7 @@ export async function up(o: TestbedOptions): Promise<Testbed> {
   const children: ChildProcess[] = [];
   const testbed: Testbed = {
     ...d,
-    linkStats() {
-      const out: Record<string, LinkStats | undefined> = {};
-      for (const l of d.links) {
-        try {
-          out[l.name] = JSON.parse(readFileSync(l.statsFile, 'utf8')) as LinkStats;
-        } catch {
-          out[l.name] = undefined;
-        }
-      }
-      return out;
-    },
+    linkStats: () => readLinkStats(d),
     async down() {
       for (const c of children) c.kill('SIGTERM');
       await destroy(o.name);
@@ -271,8 +277,8 @@ async function build(d: TestbedDescription, o: TestbedOptions, dir: string, chil
 }
 
 /** linkem reads its configuration file as is; the simulator's parsed trace stays out of it. */
-function stripSimOnly<T extends LinkSpec['up']>(direction: T): T {
-  const strip = (rate: LinkSpec['up']['rate']) =>
+function stripSimOnly(direction: DirectionSpec): DirectionSpec {
+  const strip = (rate: RateSpec): RateSpec =>
     rate.kind === 'trace' ? { kind: 'trace' as const, file: rate.file } : rate;
   return {
     ...direction,
