@@ -16,8 +16,11 @@ make -s -C wasm/rlnc test
 echo "[test] linkem unit tests (testbed/emulator)"
 (cd testbed/emulator && cargo test --locked --release --quiet)
 echo "[test] jest: unit and component tests"
-npx jest --ci --testPathIgnorePatterns '\.browser\.test\.ts$' '/e2e/' '/testbed/test/'
-# Whole-system, browser and testbed suites start many processes each (and the link emulator's
-# validation measures timing): one at a time on these 2-core machines.
-echo "[test] jest: end-to-end, browser and testbed tests"
-npx jest --ci --runInBand --testPathPattern '(\.browser\.test\.ts|/e2e/|/testbed/test/)'
+# Suites over real WebRTC (node-datachannel on loopback) wait on its native threads: they run in
+# the serial batch below, not beside the CPU-bound unit tests.
+REAL_RTC='/proxy/test/(webrtc|origo-link|transfer-host)\.test\.ts$'
+npx jest --ci --testPathIgnorePatterns '\.browser\.test\.ts$' '/e2e/' '/testbed/test/' "$REAL_RTC"
+# Whole-system, browser, testbed and real-WebRTC suites start many processes or native threads
+# each (and the link emulator's validation measures timing): one at a time on these 2-core machines.
+echo "[test] jest: end-to-end, browser, testbed and real-WebRTC tests"
+npx jest --ci --runInBand --testPathPattern "(\.browser\.test\.ts|/e2e/|/testbed/test/|$REAL_RTC)"
