@@ -1,6 +1,6 @@
 /**
  * @mutp/node-rtc (node-rtc/src/webrtc.ts): two node-datachannel peers in one process on loopback, both MUTP
- * channels open, 2000 DATA-sized messages under bufferedAmount back-pressure, the low-water
+ * channels open, at least 2000 DATA-sized messages under bufferedAmount back-pressure, the low-water
  * callback, a clean close, and node-datachannel's cleanup at the end.
  */
 import { DatagramChannel, PeerState } from '@mutp/shared';
@@ -10,6 +10,9 @@ import { allOpen, loopbackPair, until, within } from './helpers';
 afterAll(() => releaseNodeRtc());
 
 const MESSAGES = 2000;
+// The native send buffer may swallow all 2000 before JS sees bufferedAmount rise (a fresh CI host
+// did once); the pump then keeps going until it has seen back-pressure, up to this many.
+const MAX_MESSAGES = 20_000;
 const SIZE = 1138; // a DATA_RLNC datagram at the default symbol size: unsplit at MTU 1280
 const HIGH_WATER = 4 * 1200;
 
@@ -28,7 +31,7 @@ function check(bytes: Uint8Array): number {
   return i;
 }
 
-test('two peers connect on loopback and carry 2000 messages with back-pressure', async () => {
+test('two peers connect on loopback and carry at least 2000 messages with back-pressure', async () => {
   const factory = createNodeRtcFactory({ bindAddress: '127.0.0.1' });
   const states: PeerState[] = [];
   const remote = new Map<string, DatagramChannel>();
@@ -49,6 +52,8 @@ test('two peers connect on loopback and carry 2000 messages with back-pressure',
 
     const seen = new Set<number>();
     let corrupt = 0;
+    let sent = 0;
+    let sentEverything = false;
     const receiver = remote.get('mutp-data')!;
     const allReceived = new Promise<void>((resolve) => {
       receiver.onMessage = (bytes) => {
@@ -56,18 +61,17 @@ test('two peers connect on loopback and carry 2000 messages with back-pressure',
         const i = check(bytes);
         if (i < 0 || seen.has(i)) corrupt++;
         else seen.add(i);
-        if (seen.size === MESSAGES) resolve();
+        if (sentEverything && seen.size === sent) resolve();
       };
     });
 
-    let sent = 0;
     let refused = 0;
     let lowCallbacks = 0;
     let sawBackPressure = false;
     let allSent!: () => void;
     const sentAll = new Promise<void>((resolve) => (allSent = resolve));
     const pump = () => {
-      while (sent < MESSAGES) {
+      while (sent < MESSAGES || (!sawBackPressure && sent < MAX_MESSAGES)) {
         if (pair.data.bufferedAmount >= HIGH_WATER) {
           sawBackPressure = true;
           return;
@@ -75,6 +79,7 @@ test('two peers connect on loopback and carry 2000 messages with back-pressure',
         if (!pair.data.send(message(sent))) refused++;
         sent++;
       }
+      sentEverything = true;
       allSent();
     };
     pair.data.setLowWaterMark(HIGH_WATER / 2, () => {
@@ -82,14 +87,14 @@ test('two peers connect on loopback and carry 2000 messages with back-pressure',
       pump();
     });
     pump();
-    await within(sentAll, 20_000, `all ${MESSAGES} messages handed to the channel`);
+    await within(sentAll, 20_000, `all messages handed to the channel`);
     expect(refused).toBe(0);
     // Unreliable channel: on loopback nothing should be lost, but allow a little for a loaded CI.
     await within(allReceived, 10_000, `received all messages`).catch(() => undefined);
     expect(sawBackPressure).toBe(true);
     expect(lowCallbacks).toBeGreaterThan(0);
     expect(corrupt).toBe(0);
-    expect(seen.size).toBeGreaterThanOrEqual(MESSAGES * 0.95);
+    expect(seen.size).toBeGreaterThanOrEqual(sent * 0.95);
 
     // Close: both sides see the channels close, send() refuses afterwards.
     const remoteClosed = new Promise<void>((resolve) => (receiver.onClose = () => resolve()));
