@@ -8,8 +8,10 @@ log() { printf '[setup] %s\n' "$*"; }
 
 # System packages: emscripten and a C toolchain build wasm/ (python3 and the toolchain also build
 # better-sqlite3 for origo), chromium runs the in-browser codec benchmark and the end-to-end
-# tests, ffmpeg makes the test streams; iproute2 and procps run the namespace testbed.
-APT_PACKAGES=(ca-certificates git build-essential python3 emscripten chromium firefox-esr ffmpeg iproute2 procps)
+# tests, ffmpeg makes the test streams; iproute2 and procps run the namespace testbed;
+# redis-server and postgresql back the tests of origo's shared state and records (the tests start
+# their own servers on loopback ports, the packaged services are not used).
+APT_PACKAGES=(ca-certificates git build-essential python3 emscripten chromium firefox-esr ffmpeg iproute2 procps redis-server postgresql)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ "${#missing[@]}" -gt 0 ]; then
@@ -69,7 +71,7 @@ bash e2e/media/generate.sh
 # The browser extension (Chrome and Firefox packages in extension/dist), rebuilt when a source
 # is newer than the package.
 package=extension/dist/mutp-chrome.zip
-if [ ! -f "$package" ] || [ -n "$(find extension/src extension/static extension/webpack.config.mjs shared/src wasm/src wasm/dist \
+if [ ! -f "$package" ] || [ -n "$(find extension/src extension/static extension/webpack.config.mjs shared/src wasm/src wasm/dist/*.wasm \
   -newer "$package" -print -quit)" ]; then
   log "building the extension"
   npm run --silent build -w extension
