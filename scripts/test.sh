@@ -18,7 +18,7 @@ echo "[test] linkem unit tests (testbed/emulator)"
 echo "[test] jest: unit and component tests"
 # Suites over real WebRTC (node-datachannel on loopback) wait on its native threads: they run in
 # the serial batch below, not beside the CPU-bound unit tests.
-REAL_RTC='/proxy/test/(webrtc|origo-link|transfer-host)\.test\.ts$'
+REAL_RTC='(/proxy/test/(webrtc|origo-link|transfer-host)|/client/test/origo-failover)\.test\.ts$'
 npx jest --ci --testPathIgnorePatterns '\.browser\.test\.ts$' '/e2e/' '/testbed/test/' "$REAL_RTC"
 # Whole-system, browser, testbed and real-WebRTC suites start many processes or native threads
 # each (and the link emulator's validation measures timing): one at a time on these 2-core machines.

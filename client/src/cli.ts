@@ -1,7 +1,9 @@
+#!/usr/bin/env -S node --enable-source-maps --conditions=mutp-compiled
 /**
- * `mutp get <url> --mode http|uncoded|rlnc|fountain --proxies N --origo <url> [-o file]`: one
- * download through origo and N proxies, with a progress bar, then time, goodput, normalized
- * goodput and per-proxy shares.
+ * `mutp get <url> --mode http|uncoded|rlnc|fountain --proxies N --origo <url>[,<url>...] [-o file]`:
+ * one download through origo and N proxies, with a progress bar, then time, goodput, normalized
+ * goodput and per-proxy shares. Several origo URLs are instances of one deployment: the client
+ * starts at a random one and moves to the next if it fails.
  *
  * Exit codes: 0 downloaded and verified; 1 the download failed; 2 bad usage; 3 origo unreachable
  * or no proxy available; 4 cancelled (SIGINT) or timed out.
@@ -38,8 +40,8 @@ program
   .addOption(new Option('--scheduler <name>', 'sender scheduler').choices(['random', 'rarest', 'partitioned']))
   .option('--proxies <n>', 'number of proxies', positiveInt, 4)
   .option(
-    '--origo <url>',
-    "origo's client endpoint",
+    '--origo <urls>',
+    "origo's client endpoint; several origo instances comma-separated",
     process.env.MUTP_ORIGO_CLIENT_URL ?? 'ws://127.0.0.1:8700/v1/client',
   )
   .option('--insecure', 'accept a plain ws:// origo on a non-loopback host (a man in the middle could inject proxies)')
@@ -63,11 +65,18 @@ interface GetFlags {
 
 async function get(url: string, flags: GetFlags): Promise<void> {
   if (!/^https?:\/\//i.test(url)) program.error(`not an http(s) URL: ${url}`, { exitCode: EXIT.usage });
-  const origoProblem = origoUrlProblem(flags.origo, flags.insecure === true);
-  if (origoProblem !== undefined) program.error(`--origo: ${origoProblem}`, { exitCode: EXIT.usage });
+  const origoUrls = flags.origo
+    .split(',')
+    .map((u) => u.trim())
+    .filter((u) => u !== '');
+  if (origoUrls.length === 0) program.error('--origo: no URL given', { exitCode: EXIT.usage });
+  for (const origoUrl of origoUrls) {
+    const origoProblem = origoUrlProblem(origoUrl, flags.insecure === true);
+    if (origoProblem !== undefined) program.error(`--origo: ${origoProblem}`, { exitCode: EXIT.usage });
+  }
   const codecs = await loadNodeCodecs();
   const client = new MutpClient(createNodeHost(), {
-    origoUrl: flags.origo,
+    origoUrls,
     codecs,
     insecureOrigo: flags.insecure === true,
   });

@@ -4,7 +4,7 @@
  * Used by the demo, the end-to-end tests and bench:e2e.
  */
 import { ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -46,6 +46,9 @@ export interface Cluster {
   origoUrl: string;
   /** origo's client endpoint. */
   clientUrl: string;
+  /** Every origo instance's HTTP base and client endpoint (one entry unless `origoInstances`). */
+  origoUrls: string[];
+  clientUrls: string[];
   adminToken: string;
   /**
    * Each proxy's key at origo (origo --proxy-keys), by proxy id: the proxies' names, and the
@@ -60,8 +63,10 @@ export interface Cluster {
   restartOrigo(): Promise<void>;
   /** Stops origo (SIGTERM) and leaves it down; restartOrigo() brings it back on the same port. */
   stopOrigo(): Promise<void>;
-  /** Admin listing of the registered proxies. */
-  listProxies(): Promise<{ proxyId: string; name: string }[]>;
+  /** Admin listing of the registered proxies (as instance `instance` sees the cluster). */
+  listProxies(instance?: number): Promise<{ proxyId: string; name: string; instanceId: string }[]>;
+  /** Kills origo instance `instance` (SIGKILL: a crash; the others and Redis stay). */
+  killOrigo(instance: number): void;
   stop(): Promise<void>;
 }
 
@@ -80,6 +85,11 @@ export interface ClusterOptions {
    * all on loopback in this process's namespace. `proxies` is by index into `proxies` above.
    */
   placement?: { origo: PlacedHost; proxies: PlacedHost[] };
+  /**
+   * Several origo instances sharing state through this Redis (origo --redis); proxies are given
+   * every instance's URL. Loopback only.
+   */
+  origoInstances?: { count: number; redisUrl: string };
 }
 
 export interface PlacedHost {
@@ -139,7 +149,11 @@ function stopProcess(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM', gr
 
 export async function startCluster(o: ClusterOptions): Promise<Cluster> {
   const placement = o.placement;
-  const port = placement ? PLACED_ORIGO_PORT : await freePort();
+  const instances = o.origoInstances?.count ?? 1;
+  if (placement && instances > 1) throw new Error('several origo instances run on loopback only');
+  const ports = placement
+    ? [PLACED_ORIGO_PORT]
+    : await Promise.all(Array.from({ length: instances }, () => freePort()));
   const origoHost = placement?.origo.address ?? '127.0.0.1';
   // Per-proxy keys, as in production: each proxy registers under its name with its own key.
   const proxyKeys = Object.fromEntries(
@@ -148,18 +162,22 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
   const keysDir = mkdtempSync(join(tmpdir(), 'mutp-cluster-'));
   const keysFile = join(keysDir, 'proxy-keys.json');
   writeFileSync(keysFile, JSON.stringify(proxyKeys), { mode: 0o600 });
+  // Instances of one deployment sign client tokens with one key.
+  const tokenKeyFile = join(keysDir, 'token-key.pem');
+  const { privateKey } = generateKeyPairSync('ed25519');
+  writeFileSync(tokenKeyFile, privateKey.export({ format: 'pem', type: 'pkcs8' }), { mode: 0o600 });
   const adminToken = randomBytes(16).toString('hex');
-  const origoBase = `http://${origoHost}:${port}`;
+  const origoBases = ports.map((port) => `http://${origoHost}:${port}`);
   const origoLog: string[] = [];
   const logLevel = o.logLevel ?? 'warn';
   const readyTimeoutMs = o.readyTimeoutMs ?? 30_000;
-  const startOrigo = () =>
+  const startOrigo = (i: number) =>
     launch(
       'origo/src/main.ts',
       // Proxies on loopback (a dev cluster), each with its own key.
       [
         '--port',
-        String(port),
+        String(ports[i]),
         ...(placement ? ['--host', origoHost] : []),
         '--db',
         ':memory:',
@@ -168,25 +186,30 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
         '--allow-local-proxies',
         '--proxy-keys',
         keysFile,
+        '--token-key',
+        tokenKeyFile,
+        ...(o.origoInstances ? ['--redis', o.origoInstances.redisUrl, '--instance-id', `o${i}`] : []),
       ],
       { MUTP_ADMIN_TOKEN: adminToken },
       origoLog,
-      'origo',
+      instances > 1 ? `origo o${i}` : 'origo',
       o,
       placement?.origo.netns,
     );
-  let origo = startOrigo();
-  const admin = async () => {
-    const r = await fetch(`${origoBase}/v1/admin/proxies`, { headers: { authorization: `Bearer ${adminToken}` } });
+  const origos = ports.map((_, i) => startOrigo(i));
+  const admin = async (i = 0) => {
+    const r = await fetch(`${origoBases[i]}/v1/admin/proxies`, { headers: { authorization: `Bearer ${adminToken}` } });
     if (!r.ok) return undefined;
-    const body = (await r.json()) as { proxies: { proxyId: string; name: string }[] };
+    const body = (await r.json()) as { proxies: { proxyId: string; name: string; instanceId: string }[] };
     return body.proxies;
   };
   const tail = (log: string[]) => log.slice(-20).join('\n');
   const proxies: RunningProxy[] = [];
   const cluster: Cluster = {
-    origoUrl: origoBase,
-    clientUrl: `ws://${origoHost}:${port}/v1/client`,
+    origoUrl: origoBases[0],
+    clientUrl: `ws://${origoHost}:${ports[0]}/v1/client`,
+    origoUrls: origoBases,
+    clientUrls: ports.map((port) => `ws://${origoHost}:${port}/v1/client`),
     adminToken,
     proxyKeys,
     proxies,
@@ -196,29 +219,46 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
       p?.process.kill('SIGKILL');
     },
     async restartOrigo() {
-      await stopProcess(origo);
-      origo = startOrigo();
-      await waitFor('origo', admin, readyTimeoutMs, 100, () => tail(origoLog));
+      await stopProcess(origos[0]);
+      origos[0] = startOrigo(0);
+      await waitFor(
+        'origo',
+        () => admin(0),
+        readyTimeoutMs,
+        100,
+        () => tail(origoLog),
+      );
     },
     async stopOrigo() {
-      await stopProcess(origo);
+      await stopProcess(origos[0]);
     },
-    listProxies: async () => (await admin()) ?? [],
+    killOrigo(i) {
+      origos[i].kill('SIGKILL');
+    },
+    listProxies: async (i = 0) => (await admin(i)) ?? [],
     async stop() {
       await Promise.all(proxies.map((p) => stopProcess(p.process)));
-      await stopProcess(origo);
+      await Promise.all(origos.map((origo) => stopProcess(origo)));
       rmSync(keysDir, { recursive: true, force: true });
     },
   };
   try {
-    await waitFor('origo', admin, readyTimeoutMs, 100, () => tail(origoLog));
+    for (const i of origos.keys()) {
+      await waitFor(
+        `origo instance ${i}`,
+        () => admin(i),
+        readyTimeoutMs,
+        100,
+        () => tail(origoLog),
+      );
+    }
     for (const [i, spec] of o.proxies.entries()) {
       const log: string[] = [];
       const host = placement?.proxies[i];
       if (placement && !host) throw new Error(`placement has no host for proxy ${i} (${spec.name})`);
       const args = [
         '--origo',
-        `ws://${origoHost}:${port}/v1/proxy`,
+        ports.map((port) => `ws://${origoHost}:${port}/v1/proxy`).join(','),
         // In a namespace: plain ws:// to origo's private address, HTTP on the proxy's own address.
         ...(host ? ['--insecure', '--http-host', host.address, '--http-port', String(PLACED_PROXY_HTTP_PORT)] : []),
         '--name',

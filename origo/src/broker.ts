@@ -3,6 +3,11 @@
  * clients, and the client–proxy connections whose signalling is relayed. Every message here has
  * already been validated against the schemas of @mutp/shared; the socket layer (server.ts)
  * handles framing, greeting order, rate limits and invalid frames.
+ *
+ * With several instances (cluster/), this broker owns the sockets connected to it; proxies on
+ * other instances are offered from the shared registry, and a connection whose client and proxy
+ * sit on different instances is relayed through the cluster bus: each end's instance keeps a
+ * Connection naming the other end's instance.
  */
 import { randomBytes } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
@@ -11,6 +16,7 @@ import { ClientToOrigo, OrigoToClient, OrigoToProxy, ProxyInfo, ProxyToOrigo, Ra
 import { OrigoConfig } from './config';
 import { TokenBucket } from './limits';
 import { Metrics } from './metrics';
+import { Cluster, ConnectionRef, InstanceMessage, SharedProxy } from './cluster/cluster';
 import { authenticateProxy, httpUrlProblem, ProxyKeys } from './proxy-auth';
 import { RecordWriter } from './record-writer';
 import { ThroughputBook } from './throughput';
@@ -77,6 +83,10 @@ interface Connection {
   connectionId: string;
   clientId: string;
   proxyId: string;
+  /** The instance holding the client's socket, when not this one. */
+  clientInstance?: string;
+  /** The instance holding the proxy's socket, when not this one. */
+  proxyInstance?: string;
 }
 
 /** What GET /v1/admin/proxies lists for each proxy. */
@@ -94,6 +104,10 @@ export interface ProxyStatus {
   connections: number;
   registeredAt: string;
   lastHeartbeatAt: string | null;
+  /** The origo instance holding its socket. */
+  instanceId: string;
+  /** Shutting down (its last heartbeat said so): finishing its transfers, not offered. */
+  draining: boolean;
 }
 
 export interface BrokerDeps {
@@ -104,6 +118,8 @@ export interface BrokerDeps {
   tokens: TokenIssuer;
   /** The current per-proxy keys (undefined in shared-secret dev mode). */
   proxyKeys: () => ProxyKeys | undefined;
+  /** State shared with other origo instances (SoloCluster when alone). */
+  cluster: Cluster;
 }
 
 export class Broker {
@@ -121,6 +137,16 @@ export class Broker {
     private readonly config: OrigoConfig,
     private readonly deps: BrokerDeps,
   ) {}
+
+  /** Joins the cluster: messages from other instances arrive here from now on. */
+  start(): Promise<void> {
+    return this.deps.cluster.start({
+      onMessage: (m) => this.instanceMessage(m),
+      onResync: () => {
+        for (const proxy of this.proxies.values()) this.share(proxy);
+      },
+    });
+  }
 
   get counts() {
     return { proxies: this.proxies.size, clients: this.clients.size, connections: this.connections.size };
@@ -147,14 +173,29 @@ export class Broker {
     if (urlProblem !== undefined) {
       return refuse('unauthorized', CLOSE.unauthorized, `httpUrl refused: ${urlProblem}`);
     }
-    const proxyId = auth.proxyId ?? this.newId('p', this.proxies);
+    const remote = this.remoteProxies();
+    const proxyId = auth.proxyId ?? this.newId('p', this.proxies, remote);
+    if (this.deps.cluster.isRevoked(proxyId) && auth.proxyId !== undefined) {
+      // Revoked on another instance whose key file was reloaded first.
+      return refuse('unauthorized', CLOSE.unauthorized, `proxy key ${proxyId} was revoked`);
+    }
     const previous = this.proxies.get(proxyId);
-    if (previous !== undefined && !auth.mayReplace) {
+    const elsewhere = previous === undefined ? remote.get(proxyId) : undefined;
+    if ((previous !== undefined || elsewhere !== undefined) && !auth.mayReplace) {
       // Shared-secret mode cannot tell the owner of an id from another holder of the secret.
       return refuse('id-in-use', CLOSE.tryAgainLater, `proxy id ${proxyId} is registered on a live socket`);
     }
-    if (previous === undefined && this.proxies.size >= this.config.maxProxies) {
+    if (
+      previous === undefined &&
+      elsewhere === undefined &&
+      this.proxies.size + remote.size >= this.config.maxProxies
+    ) {
       return refuse('busy', CLOSE.tryAgainLater, `origo already has ${this.config.maxProxies} proxies`);
+    }
+    if (elsewhere !== undefined) {
+      // The proxy moved here (its instance died, or its network changed): the old socket goes.
+      this.deps.log.info({ proxyId, from: elsewhere.instanceId }, 'proxy re-registered from another instance');
+      this.deps.cluster.send(elsewhere.instanceId, { kind: 'proxy-replaced', from: this.instanceId, proxyId });
     }
     if (previous !== undefined) {
       // The same proxy reconnecting (e.g. after a network blip) while its old socket still looks alive.
@@ -180,6 +221,7 @@ export class Broker {
     entry.timer.unref();
     this.proxies.set(proxyId, entry);
     this.deps.metrics.proxies.set(this.proxies.size);
+    this.share(entry);
     peer.send({
       type: 'registered',
       proxyId,
@@ -209,8 +251,7 @@ export class Broker {
         const connection = this.connections.get(m.connectionId);
         if (connection === undefined || connection.proxyId !== proxyId) return; // already gone: nothing to tell
         this.forget(connection);
-        this.clients.get(connection.clientId)?.peer.send(m);
-        this.deps.metrics.signalsRelayed.inc({ direction: 'proxy-to-client' });
+        this.toClient(connection, m);
         return;
       }
     }
@@ -226,17 +267,29 @@ export class Broker {
 
   /** Keys were reloaded: proxies whose id lost its key are dropped (revocation). */
   revokeMissing(keys: ProxyKeys): void {
-    for (const proxy of [...this.proxies.values()]) {
-      if (keys.has(proxy.proxyId)) continue;
-      this.deps.log.warn({ proxyId: proxy.proxyId }, 'proxy key revoked: proxy removed');
+    const known = [...this.proxies.keys(), ...this.remoteProxies().keys()];
+    const revoked = known.filter((id) => !keys.has(id));
+    this.deps.cluster.setRevoked(revoked, [...keys.keys()]);
+    if (revoked.length > 0) {
+      this.deps.cluster.broadcast({ kind: 'proxies-revoked', from: this.instanceId, proxyIds: revoked });
+    }
+    this.dropRevoked(revoked);
+  }
+
+  private dropRevoked(proxyIds: readonly string[]): void {
+    for (const proxyId of proxyIds) {
+      const proxy = this.proxies.get(proxyId);
+      if (proxy === undefined) continue;
+      this.deps.log.warn({ proxyId }, 'proxy key revoked: proxy removed');
       this.removeProxy(proxy);
       proxy.peer.send({ type: 'error', code: 'unauthorized', message: 'this proxy key was revoked' });
       proxy.peer.close(CLOSE.unauthorized, 'revoked');
     }
   }
 
+  /** Every proxy of the cluster: this instance's, then the others' as last read from the shared registry. */
   listProxies(): ProxyStatus[] {
-    return [...this.proxies.values()].map((p) => ({
+    const status = (p: SharedProxy, connections: number): ProxyStatus => ({
       proxyId: p.proxyId,
       name: p.name,
       httpUrl: p.httpUrl,
@@ -246,18 +299,70 @@ export class Broker {
       uploadBps: p.uploadBps,
       activeTransfers: p.activeTransfers,
       maxTransfers: p.maxTransfers,
-      connections: p.connections.size,
+      connections,
       registeredAt: new Date(p.registeredAt).toISOString(),
       lastHeartbeatAt: p.lastHeartbeatAt === undefined ? null : new Date(p.lastHeartbeatAt).toISOString(),
-    }));
+      instanceId: p.instanceId,
+      draining: p.draining === true,
+    });
+    return [
+      ...[...this.proxies.values()].map((p) => status(this.shared(p), p.connections.size)),
+      ...[...this.remoteProxies().values()].map((p) => status(p, 0)),
+    ];
+  }
+
+  /**
+   * Proxies other instances own, as last read. One that moved here since that read is ours: the
+   * local entry wins until the next read drops the stale one.
+   */
+  private remoteProxies(): ReadonlyMap<string, SharedProxy> {
+    const remote = this.deps.cluster.remoteProxies();
+    let shadowed = false;
+    for (const id of remote.keys()) if (this.proxies.has(id)) shadowed = true;
+    if (!shadowed) return remote;
+    return new Map([...remote].filter(([id]) => !this.proxies.has(id)));
+  }
+
+  get instanceId(): string {
+    return this.deps.cluster.instanceId;
+  }
+
+  /** A local proxy as the other instances see it. */
+  private shared(p: ProxyEntry): SharedProxy {
+    return {
+      proxyId: p.proxyId,
+      instanceId: this.instanceId,
+      name: p.name,
+      httpUrl: p.httpUrl,
+      modes: [...p.modes],
+      capacityBps: p.capacityBps,
+      uploadBps: p.uploadBps,
+      activeTransfers: p.activeTransfers,
+      maxTransfers: p.maxTransfers,
+      draining: p.draining,
+      registeredAt: p.registeredAt,
+      lastHeartbeatAt: p.lastHeartbeatAt,
+    };
+  }
+
+  /** Publishes a local proxy to the other instances; it expires with the heartbeat timeout. */
+  private share(p: ProxyEntry): void {
+    this.deps.cluster.publishProxy(this.shared(p), this.config.heartbeatTimeoutMs);
   }
 
   private heartbeat(proxy: ProxyEntry, m: Heartbeat): void {
     proxy.activeTransfers = m.activeTransfers;
     proxy.uploadBps = m.uploadBps;
     proxy.capacityBps = m.capacityBps;
+    if (m.draining === true && proxy.draining !== true) {
+      this.deps.log.info({ proxyId: proxy.proxyId }, 'proxy draining: no longer offered');
+    }
+    proxy.draining = m.draining === true;
     proxy.lastHeartbeatAt = Date.now();
     proxy.timer.refresh();
+    // The load just reported includes the transfers recent picks became.
+    this.deps.cluster.clearPicks(proxy.proxyId);
+    this.share(proxy);
   }
 
   private heartbeatTimeout(proxyId: string): void {
@@ -284,27 +389,59 @@ export class Broker {
       });
       return;
     }
-    const client = this.clients.get(connection.clientId)!;
-    client.peer.send({
+    this.toClient(connection, {
       type: 'signal',
       connectionId: m.connectionId,
       description: m.description,
       candidate: m.candidate,
     });
+  }
+
+  /** Delivers to the connection's client, here or on its instance. */
+  private toClient(connection: Connection, message: OrigoToClient): void {
+    if (connection.clientInstance === undefined) {
+      this.clients.get(connection.clientId)?.peer.send(message);
+    } else {
+      this.deps.cluster.send(connection.clientInstance, {
+        kind: 'to-client',
+        from: this.instanceId,
+        connection: ref(connection),
+        message,
+      });
+    }
     this.deps.metrics.signalsRelayed.inc({ direction: 'proxy-to-client' });
   }
 
-  /** Forgets a proxy and tells the clients connected to it. */
-  private removeProxy(proxy: ProxyEntry): void {
+  /** Delivers to the connection's proxy, here or on its instance; false when it cannot be sent. */
+  private toProxy(connection: Connection, message: OrigoToProxy): boolean {
+    let sent = true;
+    if (connection.proxyInstance === undefined) {
+      this.proxies.get(connection.proxyId)?.peer.send(message);
+    } else {
+      sent = this.deps.cluster.send(connection.proxyInstance, {
+        kind: 'to-proxy',
+        from: this.instanceId,
+        connection: ref(connection),
+        message,
+      });
+    }
+    if (sent) this.deps.metrics.signalsRelayed.inc({ direction: 'client-to-proxy' });
+    return sent;
+  }
+
+  /**
+   * Forgets a proxy and tells the clients connected to it. `movedTo`: another instance took its
+   * registration, whose shared entry must stay.
+   */
+  private removeProxy(proxy: ProxyEntry, movedTo?: string): void {
     clearTimeout(proxy.timer);
     this.proxies.delete(proxy.proxyId);
     this.deps.metrics.proxies.set(this.proxies.size);
+    if (movedTo === undefined) this.deps.cluster.withdrawProxy(proxy.proxyId);
     for (const connectionId of [...proxy.connections]) {
       const connection = this.connections.get(connectionId)!;
       this.forget(connection);
-      this.clients
-        .get(connection.clientId)
-        ?.peer.send({ type: 'connection-closed', connectionId, reason: 'proxy-gone' });
+      this.toClient(connection, { type: 'connection-closed', connectionId, reason: 'proxy-gone' });
     }
   }
 
@@ -320,6 +457,10 @@ export class Broker {
       m.token === undefined ? undefined : await this.deps.tokens.subject(m.token, this.config.tokenGraceMs);
     if (this.closed) return undefined;
     const old = previousId === undefined ? undefined : this.clients.get(previousId);
+    if (previousId !== undefined && old === undefined) {
+      // Its older session may be on another instance (the client failed over): that one goes.
+      this.deps.cluster.broadcast({ kind: 'client-replaced', from: this.instanceId, clientId: previousId });
+    }
     if (old !== undefined) {
       // The same client on a new socket (its old one is half-dead): the newer one wins.
       this.clientGone(old.clientId);
@@ -378,8 +519,7 @@ export class Broker {
         const connection = this.connections.get(m.connectionId);
         if (connection === undefined || connection.clientId !== clientId) return;
         this.forget(connection);
-        this.proxies.get(connection.proxyId)?.peer.send(m);
-        this.deps.metrics.signalsRelayed.inc({ direction: 'client-to-proxy' });
+        this.toProxy(connection, m);
         return;
       }
       case 'record':
@@ -400,22 +540,33 @@ export class Broker {
     for (const connectionId of [...client.connections]) {
       const connection = this.connections.get(connectionId)!;
       this.forget(connection);
-      this.proxies
-        .get(connection.proxyId)
-        ?.peer.send({ type: 'connection-closed', connectionId, reason: 'client-gone' });
+      this.toProxy(connection, { type: 'connection-closed', connectionId, reason: 'client-gone' });
     }
     this.deps.log.info({ clientId }, 'client disconnected');
   }
 
   private requestProxies(client: ClientEntry, m: RequestProxies): void {
     const now = Date.now();
-    const measured = (p: ProxyEntry) => ({ ...p, measuredBps: this.throughput.measured(p.proxyId) });
-    const offerable = [...this.proxies.values()].filter((p) => !this.reports.isBanned(p.proxyId, now));
-    const chosen = selectProxies(
-      offerable.map(measured),
-      { count: m.count, mode: m.mode, exclude: m.exclude },
-      this.deps.random,
-    );
+    const cluster = this.deps.cluster;
+    // Offers since the last heartbeat count as transfers: clients spread over proxies between beats.
+    const candidate = (p: SharedProxy | ProxyEntry): Candidate => ({
+      proxyId: p.proxyId,
+      name: p.name,
+      httpUrl: p.httpUrl,
+      modes: p.modes instanceof Set ? p.modes : new Set(p.modes),
+      capacityBps: p.capacityBps,
+      uploadBps: p.uploadBps,
+      activeTransfers: p.activeTransfers,
+      recentPicks: cluster.picks(p.proxyId),
+      maxTransfers: p.maxTransfers,
+      draining: p.draining,
+      measuredBps: this.throughput.measured(p.proxyId),
+    });
+    const offerable = [...this.proxies.values(), ...this.remoteProxies().values()]
+      .filter((p) => !this.reports.isBanned(p.proxyId, now))
+      .map(candidate);
+    const chosen = selectProxies(offerable, { count: m.count, mode: m.mode, exclude: m.exclude }, this.deps.random);
+    for (const p of chosen) cluster.notePick(p.proxyId, this.config.heartbeatTimeoutMs);
     const proxies: ProxyInfo[] = chosen.map((p) => ({
       proxyId: p.proxyId,
       name: p.name,
@@ -443,7 +594,10 @@ export class Broker {
     let connection = this.connections.get(m.connectionId);
     if (connection === undefined) {
       const proxy = this.proxies.get(m.proxyId);
-      if (proxy === undefined) return refuse('unknown-proxy', `proxy ${m.proxyId} is not registered`);
+      const remote = proxy === undefined ? this.remoteProxies().get(m.proxyId) : undefined;
+      if (proxy === undefined && remote === undefined) {
+        return refuse('unknown-proxy', `proxy ${m.proxyId} is not registered`);
+      }
       if (m.description?.type !== 'offer') {
         return refuse(
           'unknown-connection',
@@ -453,22 +607,28 @@ export class Broker {
       if (client.connections.size >= this.config.maxConnectionsPerClient) {
         return refuse('too-many-connections', `at most ${this.config.maxConnectionsPerClient} connections per client`);
       }
-      connection = { connectionId: m.connectionId, clientId: client.clientId, proxyId: proxy.proxyId };
+      connection = {
+        connectionId: m.connectionId,
+        clientId: client.clientId,
+        proxyId: m.proxyId,
+        proxyInstance: remote?.instanceId,
+      };
       this.connections.set(m.connectionId, connection);
       client.connections.add(m.connectionId);
-      proxy.connections.add(m.connectionId);
+      proxy?.connections.add(m.connectionId);
       this.deps.metrics.connections.set(this.connections.size);
     } else if (connection.clientId !== client.clientId || connection.proxyId !== m.proxyId) {
       return refuse('unknown-connection', `connection ${m.connectionId} is not yours to ${m.proxyId}`);
     }
-    this.proxies.get(connection.proxyId)!.peer.send({
+    const sent = this.toProxy(connection, {
       type: 'signal',
       connectionId: m.connectionId,
       clientId: client.clientId,
       description: m.description,
       candidate: m.candidate,
     });
-    this.deps.metrics.signalsRelayed.inc({ direction: 'client-to-proxy' });
+    if (!sent)
+      refuse('relay-unavailable', `proxy ${m.proxyId} is on another origo instance that cannot be reached now`);
   }
 
   private report(client: ClientEntry, m: ClientReport): void {
@@ -527,17 +687,98 @@ export class Broker {
     this.deps.metrics.connections.set(this.connections.size);
   }
 
-  private newId(prefix: string, taken: Map<string, unknown>): string {
+  private newId(prefix: string, ...taken: ReadonlyMap<string, unknown>[]): string {
     for (;;) {
       const id = `${prefix}-${randomBytes(12).toString('base64url')}`;
-      if (!taken.has(id)) return id;
+      if (!taken.some((map) => map.has(id))) return id;
     }
   }
 
-  /** Stops the heartbeat timers (origo is shutting down; the sockets are closed by the server). */
+  // ------------------------------------------------------------------------------ other instances
+
+  /** A message from another origo instance (validated by the cluster). */
+  private instanceMessage(m: InstanceMessage): void {
+    switch (m.kind) {
+      case 'to-proxy':
+        return this.relayedToProxy(m.from, m.connection, m.message);
+      case 'to-client':
+        return this.relayedToClient(m.connection, m.message);
+      case 'proxy-replaced': {
+        const proxy = this.proxies.get(m.proxyId);
+        if (proxy === undefined) return;
+        this.deps.log.info({ proxyId: m.proxyId, to: m.from }, 'proxy re-registered on another instance');
+        this.removeProxy(proxy, m.from);
+        proxy.peer.send({ type: 'error', code: 'replaced', message: 'a newer registration took this proxyId' });
+        proxy.peer.close(CLOSE.replaced, 'replaced');
+        return;
+      }
+      case 'client-replaced': {
+        const client = this.clients.get(m.clientId);
+        if (client === undefined) return;
+        this.clientGone(client.clientId);
+        client.peer.send({ type: 'error', code: 'replaced', message: 'a newer session presented this token' });
+        client.peer.close(CLOSE.replaced, 'replaced');
+        return;
+      }
+      case 'proxies-revoked':
+        return this.dropRevoked(m.proxyIds);
+    }
+  }
+
+  /** Signalling from a client on instance `from` to a proxy of this one. */
+  private relayedToProxy(from: string, c: ConnectionRef, message: OrigoToProxy): void {
+    const proxy = this.proxies.get(c.proxyId);
+    let connection = this.connections.get(c.connectionId);
+    if (connection !== undefined && (connection.clientId !== c.clientId || connection.proxyId !== c.proxyId)) return;
+    if (proxy === undefined) {
+      // Gone or moved since the client's instance read the registry: its client learns it.
+      if (message.type === 'signal') {
+        const closed = { ...c, clientInstance: from };
+        this.toClient(closed, { type: 'connection-closed', connectionId: c.connectionId, reason: 'proxy-gone' });
+      }
+      return;
+    }
+    if (message.type === 'connection-closed') {
+      if (connection !== undefined) this.forget(connection);
+    } else if (connection === undefined) {
+      connection = { ...c, clientInstance: from };
+      this.connections.set(c.connectionId, connection);
+      proxy.connections.add(c.connectionId);
+      this.deps.metrics.connections.set(this.connections.size);
+    }
+    proxy.peer.send(message);
+    this.deps.metrics.signalsRelayed.inc({ direction: 'client-to-proxy' });
+  }
+
+  /** Signalling from a proxy on another instance to a client of this one. */
+  private relayedToClient(c: ConnectionRef, message: OrigoToClient): void {
+    const connection = this.connections.get(c.connectionId);
+    if (connection === undefined || connection.clientId !== c.clientId || connection.proxyId !== c.proxyId) return;
+    if (message.type === 'connection-closed') this.forget(connection);
+    this.clients.get(c.clientId)?.peer.send(message);
+    this.deps.metrics.signalsRelayed.inc({ direction: 'proxy-to-client' });
+  }
+
+  /**
+   * Stops the heartbeat timers (origo is shutting down; the sockets are closed by the server).
+   * Its proxies leave the shared registry at once so other instances stop offering them.
+   */
   close(): void {
     this.closed = true;
-    for (const proxy of this.proxies.values()) clearTimeout(proxy.timer);
+    for (const proxy of this.proxies.values()) {
+      clearTimeout(proxy.timer);
+      this.deps.cluster.withdrawProxy(proxy.proxyId);
+    }
     for (const client of this.clients.values()) clearTimeout(client.renewTimer);
   }
+}
+
+/** What selection sees of a proxy, local or remote. */
+interface Candidate extends ProxyLoad {
+  name: string;
+  httpUrl: string;
+}
+
+function ref(c: Connection): ConnectionRef {
+  return { connectionId: c.connectionId, clientId: c.clientId, proxyId: c.proxyId };
 }

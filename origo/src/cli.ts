@@ -1,6 +1,10 @@
-/** Command-line flags and environment variables of `origo` (each flag's env fallback is in --help). */
+/**
+ * Command-line flags, environment variables and the --config file of `origo` (each flag's env
+ * fallback is in --help; @mutp/cli-options: precedence flags > env > file > defaults).
+ */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { DEFAULT_CONFIG, OrigoOptions } from './config';
+import { applyConfigFile, CommandWithEnv } from '@mutp/cli-options';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -16,12 +20,20 @@ function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
 
 export function buildCli(): Command {
   const d = DEFAULT_CONFIG;
-  return new Command()
+  return new CommandWithEnv('MUTP_ORIGO_')
     .name('origo')
     .description(
-      'MUTP origo: proxy registry, proxy selection, WebRTC signalling relay and download records.\n' +
-        'WebSocket paths /v1/proxy and /v1/client; HTTP /healthz, /metrics, /v1/keys (JWKS of client tokens),\n' +
-        '/v1/admin/proxies, /v1/records. Proxy credentials: --proxy-keys (or the insecure dev shared secret).',
+      'MUTP origo: proxy registry, proxy selection, WebRTC signalling relay and download records. ' +
+        'WebSocket paths /v1/proxy and /v1/client; HTTP /livez, /readyz, /healthz, /metrics, /v1/keys ' +
+        '(JWKS of client tokens), /v1/admin/proxies, /v1/records. Proxy credentials: --proxy-keys (or the ' +
+        'insecure dev shared secret).\n\nEvery option also comes from its environment variable or from ' +
+        '--config: flags win, then the environment, then the file.',
+    )
+    .addOption(
+      new Option(
+        '--config <file>',
+        'JSON file of options under their flag names, e.g. {"port": 8700, "proxy-keys": "/etc/mutp/proxy-keys.json"}',
+      ).env('MUTP_ORIGO_CONFIG'),
     )
     .addOption(
       new Option('--port <n>', 'TCP port (0 = any free port)')
@@ -95,9 +107,15 @@ export function buildCli(): Command {
       ),
     )
     .addOption(
-      new Option('--db <path>', "SQLite file of download records (':memory:' allowed)")
+      new Option('--db <path>', "SQLite file of download records (':memory:' allowed; not with --records)")
         .env('MUTP_ORIGO_DB')
         .default(d.db),
+    )
+    .addOption(
+      new Option(
+        '--records <url>',
+        'PostgreSQL instead of SQLite for download records, shared by several origo instances: postgres://user@host:5432/db (password: PGPASSWORD or ~/.pgpass)',
+      ).env('MUTP_ORIGO_RECORDS'),
     )
     .addOption(
       new Option('--heartbeat-interval-ms <ms>', 'heartbeat period told to proxies')
@@ -174,6 +192,34 @@ export function buildCli(): Command {
       new Option('--shutdown-grace-ms <ms>', 'time sockets get to close on SIGTERM/SIGINT')
         .argParser(integer(0))
         .default(d.shutdownGraceMs),
+    )
+    .addOption(
+      new Option(
+        '--redis <url>',
+        'several origo instances behind one name share proxies and relay signalling through this Redis (needs --token-key shared by all)',
+      ).env('MUTP_ORIGO_REDIS'),
+    )
+    .addOption(
+      new Option('--redis-prefix <prefix>', 'key and channel prefix in Redis')
+        .env('MUTP_ORIGO_REDIS_PREFIX')
+        .default(d.redisPrefix),
+    )
+    .addOption(
+      new Option('--cluster-refresh-ms <ms>', 'how often the shared proxy registry is read from Redis')
+        .env('MUTP_ORIGO_CLUSTER_REFRESH_MS')
+        .argParser(integer(50))
+        .default(d.clusterRefreshMs),
+    )
+    .addOption(
+      new Option('--instance-id <id>', 'this instance in the cluster (logs, admin listing; default: random)').env(
+        'MUTP_ORIGO_INSTANCE_ID',
+      ),
+    )
+    .addOption(
+      new Option(
+        '--trust-proxy <addresses>',
+        'comma-separated IPs/CIDRs of the TLS reverse proxies in front of origo: X-Forwarded-For from them names the client (per-address limits)',
+      ).env('MUTP_ORIGO_TRUST_PROXY'),
     );
 }
 
@@ -181,9 +227,20 @@ export function buildCli(): Command {
 export function parseCli(argv: string[]): OrigoOptions {
   const program: Command = buildCli();
   program.parse(argv);
+  applyConfigFile(program, program.opts<{ config?: string }>().config);
   const o = program.opts<Record<string, unknown>>();
   const secret = (o.insecureProxySecret as string | undefined) || undefined;
   const keys = (o.proxyKeys as string | undefined) || undefined;
+  const records = (o.records as string | undefined) || undefined;
+  if (records !== undefined && !/^postgres(ql)?:\/\//.test(records)) {
+    program.error('error: --records must be a postgres:// or postgresql:// URL', { exitCode: 2 });
+  }
+  if (records !== undefined && program.getOptionValueSource('db') !== 'default' && o.db !== '') {
+    program.error(
+      'error: records go to SQLite (--db, MUTP_ORIGO_DB) or to PostgreSQL (--records, MUTP_ORIGO_RECORDS), not both',
+      { exitCode: 2 },
+    );
+  }
   if (secret === undefined && keys === undefined) {
     program.error(
       'error: proxy credentials are required: --proxy-keys <file>, or for dev --insecure-proxy-secret <secret> (MUTP_PROXY_SECRET)',
@@ -205,7 +262,8 @@ export function parseCli(argv: string[]): OrigoOptions {
     maxRecordBytes: o.maxRecordBytes as number,
     dbBusyTimeoutMs: o.dbBusyTimeoutMs as number,
     adminToken: (o.adminToken as string | undefined) || undefined,
-    db: o.db as string,
+    db: records === undefined ? (o.db as string) : undefined,
+    recordsUrl: records,
     heartbeatIntervalMs: o.heartbeatIntervalMs as number,
     heartbeatTimeoutMs: o.heartbeatTimeoutMs as number | undefined,
     logLevel: o.logLevel as string,
@@ -222,5 +280,13 @@ export function parseCli(argv: string[]): OrigoOptions {
     maxRecords: o.maxRecords as number,
     maxSocketBufferBytes: o.maxSocketBufferBytes as number,
     shutdownGraceMs: o.shutdownGraceMs as number,
+    redisUrl: (o.redis as string | undefined) || undefined,
+    redisPrefix: o.redisPrefix as string,
+    clusterRefreshMs: o.clusterRefreshMs as number,
+    instanceId: (o.instanceId as string | undefined) || undefined,
+    trustProxy: ((o.trustProxy as string | undefined) ?? '')
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter((entry) => entry !== ''),
   };
 }

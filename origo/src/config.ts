@@ -1,3 +1,4 @@
+import ipaddr from 'ipaddr.js';
 import { DestinationStream } from 'pino';
 import { Random } from '@mutp/shared';
 
@@ -36,6 +37,8 @@ export interface OrigoConfig {
   adminToken?: string;
   /** SQLite file of the download records, or ':memory:'. */
   db: string;
+  /** PostgreSQL URL (postgres:// or postgresql://) of the download records instead of the SQLite `db`. */
+  recordsUrl?: string;
   heartbeatIntervalMs: number;
   /** A proxy without a heartbeat for this long is removed. Default 3 × heartbeatIntervalMs. */
   heartbeatTimeoutMs: number;
@@ -61,6 +64,23 @@ export interface OrigoConfig {
   maxSocketBufferBytes: number;
   /** On close(), how long sockets get to finish their closing handshake before being cut. */
   shutdownGraceMs: number;
+  /**
+   * Redis URL shared by several origo instances (registry, picks, revocations, cross-instance
+   * signalling); absent: this instance alone, everything in memory.
+   */
+  redisUrl?: string;
+  /** Key prefix in Redis (several deployments on one Redis). */
+  redisPrefix: string;
+  /** How often the shared registry is read (how stale other instances' proxies may be). */
+  clusterRefreshMs: number;
+  /** This instance's name in the cluster (logs, /v1/admin/proxies); random when absent. */
+  instanceId?: string;
+  /**
+   * Addresses (IPs or CIDRs) of the TLS reverse proxies in front of origo: for connections from
+   * them the client's address is taken from X-Forwarded-For, so per-address budgets see real
+   * clients. Empty: the socket's address, always (a header from anyone else is ignored).
+   */
+  trustProxy: string[];
 }
 
 /** In-process extras (tests): where logs go, and the random source of selection. */
@@ -71,7 +91,14 @@ export interface OrigoOptions extends Partial<OrigoConfig> {
 
 export const DEFAULT_CONFIG: Omit<
   OrigoConfig,
-  'proxySecret' | 'proxyKeysFile' | 'tokenKeyFile' | 'adminToken' | 'heartbeatTimeoutMs'
+  | 'proxySecret'
+  | 'proxyKeysFile'
+  | 'tokenKeyFile'
+  | 'adminToken'
+  | 'heartbeatTimeoutMs'
+  | 'redisUrl'
+  | 'instanceId'
+  | 'recordsUrl'
 > = {
   port: 8700,
   host: '127.0.0.1',
@@ -101,6 +128,9 @@ export const DEFAULT_CONFIG: Omit<
   maxRecords: 1_000_000,
   maxSocketBufferBytes: 4 * 1024 * 1024,
   shutdownGraceMs: 2000,
+  redisPrefix: 'mutp:',
+  trustProxy: [],
+  clusterRefreshMs: 500,
 };
 
 /** Fills in defaults and checks the values; throws with a message naming the bad setting. */
@@ -149,5 +179,35 @@ export function resolveConfig(options: OrigoOptions): OrigoConfig {
     if (!(config[key] > 0)) throw new Error(`${key} must be positive, got ${config[key]}`);
   }
   if (config.tokenTtlMs < 10_000) throw new Error('tokenTtlMs must be at least 10000');
+  if (config.recordsUrl === '') delete config.recordsUrl;
+  if (config.recordsUrl !== undefined) {
+    if (!/^postgres(ql)?:\/\//.test(config.recordsUrl)) {
+      throw new Error('--records must be a postgres:// or postgresql:// URL');
+    }
+    if (options.db !== undefined) {
+      throw new Error('records go to SQLite (--db) or to PostgreSQL (--records), not both');
+    }
+  }
+  if (config.redisUrl === '') delete config.redisUrl;
+  if (config.redisUrl !== undefined) {
+    if (!/^rediss?:\/\//.test(config.redisUrl)) throw new Error('--redis must be a redis:// or rediss:// URL');
+    // Every instance must sign client tokens with one key: proxies registered on one instance
+    // verify tokens a client got from another, and a client keeps its id when it fails over.
+    if (config.tokenKeyFile === undefined) throw new Error('--redis needs --token-key <file> shared by every instance');
+  }
+  if (!(config.clusterRefreshMs >= 50)) throw new Error('clusterRefreshMs must be at least 50');
+  for (const entry of config.trustProxy) {
+    if (!isAddressOrCidr(entry)) throw new Error(`trustProxy: ${JSON.stringify(entry)} is not an IP address or CIDR`);
+  }
   return config;
+}
+
+function isAddressOrCidr(entry: string): boolean {
+  if (ipaddr.isValid(entry)) return true;
+  try {
+    ipaddr.parseCIDR(entry);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -1,7 +1,10 @@
+#!/usr/bin/env -S node --enable-source-maps --conditions=mutp-compiled
 /**
- * `origo` entry point: `tsx origo/src/main.ts [flags]` (see --help). Exits 0 after a graceful
- * shutdown on SIGTERM/SIGINT, 1 when it cannot start, 2 on bad flags.
+ * `origo` entry point: `tsx origo/src/main.ts [flags]` from source, `mutp-origo [flags]` compiled
+ * (npm run build; the shebang's condition selects the compiled workspaces). See --help. Exits 0
+ * after a graceful shutdown on SIGTERM/SIGINT, 1 when it cannot start, 2 on bad flags.
  */
+import './compiled-check';
 import { parseCli } from './cli';
 import { createOrigo } from './server';
 

@@ -58,6 +58,12 @@ export function createMetrics() {
       labelNames: ['reason'] as const,
       registers,
     }),
+    clusterErrors: new Counter({
+      name: 'mutp_origo_cluster_errors_total',
+      help: 'Operations on the shared state (Redis) that failed, by operation; cross-instance relay refused while it is down',
+      labelNames: ['operation'] as const,
+      registers,
+    }),
     heartbeatTimeouts: new Counter({
       name: 'mutp_origo_heartbeat_timeouts_total',
       help: 'Proxies removed for missing heartbeats',

@@ -8,6 +8,7 @@
  */
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
+import type { RecordBackend } from './record-backend';
 import type { PendingRecord, RecordMode, StoredRecord } from './records';
 
 export interface RecordDbOptions {
@@ -31,7 +32,7 @@ interface Waiter {
   reject(err: Error): void;
 }
 
-export class RecordDatabase {
+export class RecordDatabase implements RecordBackend {
   /** Resolves when the database is open; rejects with SQLite's reason when it cannot be. */
   readonly ready: Promise<void>;
   private readonly worker: Worker;
@@ -40,12 +41,14 @@ export class RecordDatabase {
   private dead?: Error;
 
   constructor(options: RecordDbOptions) {
-    // The worker is TypeScript, like the rest of origo: register tsx's CommonJS hook in it first.
-    const entry = path.join(__dirname, 'record-worker.ts');
-    this.worker = new Worker(`require('tsx/cjs'); require(${JSON.stringify(entry)});`, {
-      eval: true,
-      workerData: options,
-    });
+    // The worker is written like this file: compiled (npm run build), record-worker.js beside it;
+    // from source (tsx, ts-jest), TypeScript, loaded through tsx's CommonJS hook registered first.
+    this.worker = __filename.endsWith('.ts')
+      ? new Worker(`require('tsx/cjs'); require(${JSON.stringify(path.join(__dirname, 'record-worker.ts'))});`, {
+          eval: true,
+          workerData: options,
+        })
+      : new Worker(path.join(__dirname, 'record-worker.js'), { workerData: options });
     this.ready = new Promise<void>((resolve, reject) => {
       this.waiters.set(0, { resolve: () => resolve(), reject });
     });

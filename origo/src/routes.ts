@@ -1,7 +1,7 @@
 /**
  * origo's HTTP side on fastify: the two WebSocket endpoints (each upgraded socket is handed to the
- * session layer), the JWKS at /v1/keys, /healthz, /metrics and, with an admin token, the admin
- * endpoints. Nothing here keeps per-socket state.
+ * session layer), the JWKS at /v1/keys, /livez, /readyz, /healthz, /metrics and, with an admin
+ * token, the admin endpoints. Nothing here keeps per-socket state.
  */
 import websocket from '@fastify/websocket';
 import Fastify, { FastifyPluginAsync, LogController } from 'fastify';
@@ -11,7 +11,7 @@ import { bearerMatches } from './auth';
 import { Broker } from './broker';
 import { OrigoConfig } from './config';
 import { Metrics } from './metrics';
-import { RecordDatabase } from './record-db';
+import type { RecordBackend } from './record-backend';
 import { RecordMode } from './records';
 import { Sessions } from './sessions/sessions';
 import { TokenIssuer } from './tokens';
@@ -22,12 +22,12 @@ export interface RouteDeps {
   metrics: Metrics;
   broker: Broker;
   sessions: Sessions;
-  records: RecordDatabase;
+  records: RecordBackend;
   tokens: TokenIssuer;
 }
 
 // Scrapes and WebSocket upgrades are not logged per request (sockets log their own events).
-const QUIET = new Set(['/healthz', '/metrics', '/v1/proxy', '/v1/client', '/v1/keys']);
+const QUIET = new Set(['/livez', '/readyz', '/healthz', '/metrics', '/v1/proxy', '/v1/client', '/v1/keys']);
 
 export function createHttpApp(deps: RouteDeps) {
   const { broker, sessions, metrics, tokens } = deps;
@@ -35,7 +35,15 @@ export function createHttpApp(deps: RouteDeps) {
     loggerInstance: deps.log,
     logController: new LogController({ disableRequestLogging: (req) => QUIET.has(req.url.split('?')[0]) }),
     bodyLimit: 16 * 1024,
+    // Only the listed reverse proxies may name the client (req.ip); anyone else's header is ignored.
+    ...(deps.config.trustProxy.length > 0 ? { trustProxy: deps.config.trustProxy } : {}),
   });
+
+  let recordsProblem: string | undefined = 'records-store-opening';
+  deps.records.ready.then(
+    () => (recordsProblem = undefined),
+    () => (recordsProblem = 'records-store-failed'),
+  );
 
   app.register(websocket, {
     options: { maxPayload: MAX_SIGNAL_BYTES },
@@ -52,6 +60,15 @@ export function createHttpApp(deps: RouteDeps) {
     routes.get('/v1/keys', async (_req, reply) => {
       reply.header('cache-control', 'public, max-age=300');
       return { keys: [tokens.publicJwk] };
+    });
+    // Liveness: answering at all means the process and its event loop run.
+    routes.get('/livez', async () => ({ status: 'alive' }));
+    // Readiness: 503 from the moment shutdown starts (sockets are refused from then on), and
+    // until the records store has opened.
+    routes.get('/readyz', async (_req, reply) => {
+      const reason = sessions.closing ? 'shutting-down' : recordsProblem;
+      if (reason !== undefined) return reply.code(503).send({ status: 'not-ready', reason });
+      return { status: 'ready' };
     });
     routes.get('/healthz', async (_req, reply) => {
       const { proxies, clients } = broker.counts;
@@ -95,8 +112,12 @@ function adminRoutes(adminToken: string, { broker, records, log }: RouteDeps): F
         try {
           return { records: await records.recent(req.query.limit, req.query.mode) };
         } catch (err) {
+          // Bounded by the store's own timeouts (SQLite's busy timeout, PostgreSQL's connect and
+          // statement timeouts): a store that is down or hung answers 503, never a hang.
           log.warn({ err }, 'reading records failed');
-          return reply.code(503).send({ error: 'database-unavailable' });
+          return reply
+            .code(503)
+            .send({ error: 'database-unavailable', message: 'the records database is unavailable; try again later' });
         }
       },
     );

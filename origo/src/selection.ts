@@ -1,16 +1,17 @@
 /**
  * Proxy selection policy (docs/signalling.md, "Selection policy"):
  *
- * 1. Eligible: supports the requested mode (any proxy when none is asked), not in `exclude`, and
- *    activeTransfers < maxTransfers (a full proxy is never offered).
+ * 1. Eligible: supports the requested mode (any proxy when none is asked), not in `exclude`,
+ *    activeTransfers < maxTransfers (a full proxy is never offered), and not draining.
  * 2. Capacity is what clients *measured* (measuredBps, the median over recent clients' download
  *    records, throughput.ts) when known. Otherwise the proxy's claim is only a prior: free claimed
  *    capacity = capacityBps − uploadBps (never below 0), a proxy of unknown capacity (capacityBps
  *    0) ranks as the median free capacity of the eligible proxies that claim one, and the prior
  *    is capped at the median measured capacity of the eligible measured proxies, so an inflated
  *    claim at most ties a typical measured proxy until it is measured itself.
- * 3. Score = free capacity / (1 + activeTransfers): the share of the spare upload a new transfer
- *    could expect, so more spare capacity and fewer transfers both rank higher.
+ * 3. Score = free capacity / (1 + activeTransfers + recentPicks): the share of the spare upload a
+ *    new transfer could expect, so more spare capacity and fewer transfers both rank higher;
+ *    offers made since the proxy's last heartbeat count as transfers it will soon have.
  * 4. Sorted by score, proxies are grouped: a group starts at the best remaining score and takes
  *    every proxy scoring within 10 % of it. Each group is shuffled, then the first `count` are
  *    returned. Near-equals are thus picked at random (clients spread over them between
@@ -30,6 +31,14 @@ export interface ProxyLoad {
   uploadBps: number;
   activeTransfers: number;
   maxTransfers: number;
+  /** The proxy is shutting down (its heartbeat said so): never offered. */
+  draining?: boolean;
+  /**
+   * Offers of this proxy since its last heartbeat, by every origo instance: counted like
+   * transfers in the score (not in eligibility, as offers need not become transfers), so clients
+   * asking between two heartbeats spread over near-equal proxies instead of piling onto one.
+   */
+  recentPicks?: number;
 }
 
 export interface SelectionRequest {
@@ -52,6 +61,7 @@ export function selectProxies<P extends ProxyLoad>(
     if (excluded.has(p.proxyId)) continue;
     if (request.mode !== undefined && !p.modes.has(request.mode)) continue;
     if (p.activeTransfers >= p.maxTransfers) continue;
+    if (p.draining === true) continue;
     eligible.push(p);
   }
   if (eligible.length === 0 || request.count <= 0) return [];
@@ -63,7 +73,7 @@ export function selectProxies<P extends ProxyLoad>(
   const scored = eligible.map((proxy) => {
     const claimed = Math.min(priorCap, proxy.capacityBps > 0 ? freeCapacity(proxy) : unknownFree);
     const capacity = proxy.measuredBps ?? claimed;
-    return { proxy, score: capacity / (1 + proxy.activeTransfers) };
+    return { proxy, score: capacity / (1 + proxy.activeTransfers + (proxy.recentPicks ?? 0)) };
   });
   scored.sort((a, b) => b.score - a.score);
 

@@ -4,16 +4,20 @@
  * liveness; routes.ts is the HTTP side on fastify + @fastify/websocket (WebSocket endpoints,
  * JWKS, health, metrics, admin). This file builds them and owns start-up and shutdown.
  */
+import { randomBytes } from 'node:crypto';
 import pino, { Logger } from 'pino';
 import { Broker } from './broker';
 import { OrigoConfig, OrigoOptions, resolveConfig } from './config';
 import { createMetrics, Metrics } from './metrics';
 import { loadProxyKeys, ProxyKeys } from './proxy-auth';
 import { DEFAULT_WRITER, RecordWriter } from './record-writer';
-import { RecordDatabase } from './record-db';
+import { describeRecordBackend, openRecordBackend } from './record-backend';
 import { createHttpApp } from './routes';
 import { Sessions } from './sessions/sessions';
 import { TokenIssuer } from './tokens';
+import { Cluster, SoloCluster } from './cluster/cluster';
+import { RedisCluster } from './cluster/redis';
+import { redactUrl } from './redact-url';
 
 export interface Origo {
   readonly config: OrigoConfig;
@@ -36,12 +40,7 @@ export function createOrigo(options: OrigoOptions): Origo {
     ? pino({ level: config.logLevel, base: { service: 'origo' } }, options.logStream)
     : pino({ level: config.logLevel, base: { service: 'origo' } });
   const metrics = createMetrics();
-  const records = new RecordDatabase({
-    path: config.db,
-    maxRows: config.maxRecords,
-    maxBytes: config.maxRecordBytes,
-    busyTimeoutMs: config.dbBusyTimeoutMs,
-  });
+  const records = openRecordBackend(config, log, metrics);
   const writer = new RecordWriter(records, DEFAULT_WRITER, {
     log,
     stored: metrics.recordsStored,
@@ -54,7 +53,16 @@ export function createOrigo(options: OrigoOptions): Origo {
   if (proxyKeys === undefined) {
     log.warn('insecure dev mode: one shared proxy secret (--insecure-proxy-secret); use --proxy-keys in production');
   }
-  const broker = new Broker(config, { log, metrics, records: writer, random, tokens, proxyKeys: () => proxyKeys });
+  const cluster = createCluster(config, log, metrics);
+  const broker = new Broker(config, {
+    log,
+    metrics,
+    records: writer,
+    random,
+    tokens,
+    proxyKeys: () => proxyKeys,
+    cluster,
+  });
   const sessions = new Sessions(config, broker, log, metrics);
   const app = createHttpApp({ config, log, metrics, broker, sessions, records, tokens });
   let closePromise: Promise<void> | undefined;
@@ -73,12 +81,20 @@ export function createOrigo(options: OrigoOptions): Origo {
       log.info({ proxies: keys.size }, 'proxy keys reloaded');
     },
     async listen() {
-      await records.ready; // a database that cannot be opened fails the start, with SQLite's reason
+      // A SQLite file that cannot be opened fails the start, with SQLite's reason; PostgreSQL is
+      // awaited a bounded time and origo starts without it (records are shed until it answers).
+      await records.ready;
+      try {
+        await broker.start(); // joins the other instances; an unreachable Redis fails the start
+      } catch (err) {
+        await cluster.close();
+        throw new Error(`cannot reach redis ${redactUrl(config.redisUrl ?? '')}: ${(err as Error).message}`);
+      }
       await app.listen({ port: config.port, host: config.host });
       const address = app.server.address();
       const port = typeof address === 'object' && address !== null ? address.port : config.port;
       log.info(
-        { host: config.host, port, adminEndpoints: config.adminToken !== undefined, db: config.db },
+        { host: config.host, port, adminEndpoints: config.adminToken !== undefined, ...describeRecordBackend(config) },
         'origo listening',
       );
       return { port, host: config.host };
@@ -87,6 +103,7 @@ export function createOrigo(options: OrigoOptions): Origo {
       closePromise ??= (async () => {
         sessions.stop();
         broker.close();
+        await cluster.close();
         await sessions.closeAll();
         await app.close();
         await writer.close();
@@ -96,4 +113,18 @@ export function createOrigo(options: OrigoOptions): Origo {
       return closePromise;
     },
   };
+}
+
+function createCluster(config: OrigoConfig, log: Logger, metrics: Metrics): Cluster {
+  const instanceId = config.instanceId ?? `o-${randomBytes(6).toString('base64url')}`;
+  if (config.redisUrl === undefined) return new SoloCluster(instanceId);
+  return new RedisCluster({
+    url: config.redisUrl,
+    instanceId,
+    prefix: config.redisPrefix,
+    refreshMs: config.clusterRefreshMs,
+    staleAfterMs: config.heartbeatTimeoutMs,
+    log: log.child({ instanceId }),
+    onError: (operation) => metrics.clusterErrors.inc({ operation }),
+  });
 }

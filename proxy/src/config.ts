@@ -6,12 +6,18 @@ import { hostname } from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { MAX_DATAGRAM_BYTES, MAX_OBJECT_BYTES, MAX_SYMBOL_SIZE, MIN_SYMBOL_SIZE } from '@mutp/shared';
 import { normalizeOrigins } from './address-policy';
+import { DEFAULT_DRAIN_TIMEOUT_MS } from './drain';
+import { applyConfigFile } from '@mutp/cli-options';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
 export interface ProxyConfig {
-  /** Origo's proxy endpoint, e.g. ws://127.0.0.1:8700/v1/proxy; none = HTTP endpoints only. */
-  origoUrl?: string;
+  /**
+   * Origo's proxy endpoint, e.g. ws://127.0.0.1:8700/v1/proxy, or the endpoints of several origo
+   * instances sharing state (the link starts at a random one, moves on when one fails); none =
+   * HTTP endpoints only.
+   */
+  origoUrl?: string | readonly string[];
   /** This proxy's key at origo (or origo's insecure shared dev secret). */
   secret: string;
   /** The id origo knows this proxy's key under (required with per-proxy keys). */
@@ -56,6 +62,8 @@ export interface ProxyConfig {
   /** The whole origin fetch, body included. */
   originTotalTimeoutMs: number;
   logLevel: LogLevel;
+  /** On SIGTERM: how long active transfers may take to finish before the proxy closes anyway. */
+  drainTimeoutMs?: number;
 }
 
 export const MiB = 1024 * 1024;
@@ -85,6 +93,7 @@ export const DEFAULT_CONFIG: Omit<ProxyConfig, 'secret'> = {
   originTimeoutMs: 15_000,
   originTotalTimeoutMs: 60_000,
   logLevel: 'info',
+  drainTimeoutMs: DEFAULT_DRAIN_TIMEOUT_MS,
 };
 
 /** Bytes: an integer with an optional unit (K, M, G, KiB, MiB, GiB; powers of 1024). */
@@ -141,6 +150,23 @@ function wsUrl(text: string): string {
   return url.href;
 }
 
+/** One origo URL, or several comma-separated (instances sharing state): one stays a string. */
+function wsUrls(text: string): string | string[] {
+  const list: string[] = [];
+  for (const item of text.split(',')) {
+    if (item.trim() === '') continue;
+    let url: string;
+    try {
+      url = wsUrl(item.trim());
+    } catch (e) {
+      throw new InvalidArgumentError(`${JSON.stringify(item.trim())}: ${(e as Error).message}`);
+    }
+    if (!list.includes(url)) list.push(url);
+  }
+  if (list.length === 0) throw new InvalidArgumentError('no URL given');
+  return list.length === 1 ? list[0] : list;
+}
+
 function ports(text: string): '*' | number[] {
   if (text.trim() === '*') return '*';
   const list = text.split(',').map((p) => Number(p.trim()));
@@ -195,9 +221,23 @@ function flag(text: string | undefined): boolean {
 export function buildCommand(): Command {
   const d = DEFAULT_CONFIG;
   return new Command('mutp-proxy')
-    .description('MUTP edge proxy: serves coded multi-source transfers over WebRTC and the Parallel HTTP baseline')
+    .description(
+      'MUTP edge proxy: serves coded multi-source transfers over WebRTC and the Parallel HTTP baseline. ' +
+        'HTTP /livez, /readyz, /healthz, /metrics, /v1/http. SIGTERM drains: new clients and transfers are ' +
+        'refused, active transfers may finish (--drain-timeout-ms), then it exits; a second signal exits at once.' +
+        '\n\nEvery option also comes from its environment variable or from --config: flags win, then the ' +
+        'environment, then the file.',
+    )
     .addOption(
-      new Option('--origo <url>', 'origo proxy endpoint (ws:// or wss://)').env('MUTP_ORIGO_URL').argParser(wsUrl),
+      new Option(
+        '--config <file>',
+        'JSON file of options under their flag names, e.g. {"origo": "wss://origo.example/v1/proxy", "upload-limit": 1792}',
+      ).env('MUTP_PROXY_CONFIG'),
+    )
+    .addOption(
+      new Option('--origo <urls>', 'origo proxy endpoint (ws:// or wss://); several origo instances comma-separated')
+        .env('MUTP_ORIGO_URL')
+        .argParser(wsUrls),
     )
     .addOption(
       new Option('--secret <key>', "this proxy's key at origo (or origo's insecure shared dev secret; required)").env(
@@ -378,15 +418,23 @@ export function buildCommand(): Command {
         .env('MUTP_LOG_LEVEL')
         .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
         .default(d.logLevel),
+    )
+    .addOption(
+      new Option('--drain-timeout-ms <ms>', 'on SIGTERM, how long active transfers may take to finish (then it closes)')
+        .env('MUTP_PROXY_DRAIN_TIMEOUT_MS')
+        .argParser(integer(0, 3_600_000))
+        .default(d.drainTimeoutMs),
     );
 }
 
 /** Parses argv (node, script, ...flags) and the environment into a config; throws on errors. */
 export function parseConfig(argv: string[], command: Command = buildCommand()): ProxyConfig {
   command.parse(argv);
+  applyConfigFile(command, command.opts<{ config?: string }>().config);
   const o = command.opts();
   if (!o.secret) command.error('error: --secret (or MUTP_PROXY_SECRET) is required', { exitCode: 2 });
-  const origoProblem = o.origo === undefined ? undefined : origoUrlProblem(o.origo, o.insecure);
+  const origoUrls: string[] = o.origo === undefined ? [] : typeof o.origo === 'string' ? [o.origo] : o.origo;
+  const origoProblem = origoUrls.map((url) => origoUrlProblem(url, o.insecure)).find((p) => p !== undefined);
   if (origoProblem) command.error(`error: --origo: ${origoProblem}`, { exitCode: 2 });
   if (o.iceUdpMux && (!o.icePortRange || o.icePortRange[0] !== o.icePortRange[1]))
     command.error('error: --ice-udp-mux needs --ice-port-range with a single port (a-a)', { exitCode: 2 });
@@ -422,5 +470,6 @@ export function parseConfig(argv: string[], command: Command = buildCommand()): 
     originTimeoutMs: o.originTimeoutMs,
     originTotalTimeoutMs: o.originTotalTimeoutMs,
     logLevel: o.logLevel,
+    drainTimeoutMs: o.drainTimeoutMs,
   };
 }

@@ -1,15 +1,20 @@
 /**
  * The proxy's HTTP endpoint: `GET /v1/http?url=` (Parallel HTTP baseline; needs a client token,
- * `OPTIONS` answers its CORS preflight), `GET /healthz` (200 + JSON stats) and `GET /metrics`
- * (Prometheus text).
+ * `OPTIONS` answers its CORS preflight), `GET /livez` (200 while the process and its event loop
+ * run), `GET /readyz` (200 when registered with origo and not draining, else 503 with the reason),
+ * `GET /healthz` (200 + JSON stats) and `GET /metrics` (Prometheus text).
  */
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { HttpBaselineDeps, sendJson, serveHttpBaseline, servePreflight } from './http-baseline';
 
+/** Whether the proxy should be sent clients now (load balancers, orchestrators), and why not. */
+export type Readiness = { ready: true } | { ready: false; reason: string; [detail: string]: unknown };
+
 export interface HttpServerDeps extends HttpBaselineDeps {
   logger: Logger;
   health: () => unknown;
+  readiness: () => Readiness;
 }
 
 export function createHttpServer(deps: HttpServerDeps): Server {
@@ -38,6 +43,13 @@ async function route(deps: HttpServerDeps, req: IncomingMessage, res: ServerResp
     sendJson(res, status, { error: status === 405 ? 'method-not-allowed' : 'not-found' });
   } else if (url.pathname === '/v1/http') {
     status = await serveHttpBaseline(deps, req, res, url.searchParams);
+  } else if (url.pathname === '/livez') {
+    status = 200;
+    sendJson(res, 200, { status: 'alive' });
+  } else if (url.pathname === '/readyz') {
+    const { ready, ...why } = deps.readiness();
+    status = ready ? 200 : 503;
+    sendJson(res, status, ready ? { status: 'ready' } : { status: 'not-ready', ...why });
   } else if (url.pathname === '/healthz') {
     status = 200;
     sendJson(res, 200, deps.health());
@@ -50,4 +62,4 @@ async function route(deps: HttpServerDeps, req: IncomingMessage, res: ServerResp
   deps.metrics.httpRequests.inc({ route: name, status: String(status) });
 }
 
-const ROUTES = new Set(['/v1/http', '/healthz', '/metrics']);
+const ROUTES = new Set(['/v1/http', '/livez', '/readyz', '/healthz', '/metrics']);

@@ -1,8 +1,13 @@
+#!/usr/bin/env -S node --enable-source-maps --conditions=mutp-compiled
 /**
- * Entry point: `tsx proxy/src/main.ts --origo ws://127.0.0.1:8700/v1/proxy --secret ...`
- * (`--help` lists every option). Exits 0 after SIGTERM/SIGINT (peers, origo socket and HTTP
- * server closed), 1 on a start-up failure, 3 when origo refuses the secret.
+ * Entry point: `tsx proxy/src/main.ts --origo ws://127.0.0.1:8700/v1/proxy --secret ...` from
+ * source, `mutp-proxy ...` compiled (npm run build; the shebang's condition selects the compiled
+ * workspaces). `--help` lists every option. SIGTERM/SIGINT drain (drain.ts: no new clients or
+ * transfers, origo told at once, active transfers get --drain-timeout-ms), then close peers, the
+ * origo socket and the HTTP server and exit 0; a second signal exits 1 at once. Exits 1 on a
+ * start-up failure, 3 when origo refuses the secret.
  */
+import './compiled-check';
 import { releaseNodeRtc } from '@mutp/node-rtc';
 import { parseConfig } from './config';
 import { createProxy } from './proxy';
@@ -34,8 +39,25 @@ async function main(): Promise<void> {
       void stop(EXIT_UNAUTHORIZED, 'unauthorized');
     },
   });
-  process.on('SIGTERM', () => void stop(0, 'SIGTERM'));
-  process.on('SIGINT', () => void stop(0, 'SIGINT'));
+  let draining = false;
+  const drainThenStop = (signal: NodeJS.Signals) => {
+    if (draining || stopping) {
+      proxy.logger.warn({ signal }, 'second signal: exiting now');
+      proxy.logger.flush?.();
+      process.exit(1);
+    }
+    draining = true;
+    proxy.logger.info({ signal, drainTimeoutMs: config.drainTimeoutMs }, 'draining before shutdown');
+    proxy.drain(config.drainTimeoutMs).then(
+      () => stop(0, signal),
+      (e: unknown) => {
+        proxy.logger.error({ err: e }, 'drain failed');
+        return stop(1, signal);
+      },
+    );
+  };
+  process.on('SIGTERM', drainThenStop);
+  process.on('SIGINT', drainThenStop);
   try {
     const { httpUrl } = await proxy.start();
     proxy.logger.info({ httpUrl, origo: config.origoUrl ?? null }, 'proxy started');

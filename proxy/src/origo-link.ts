@@ -5,6 +5,10 @@
  * schemas. It reconnects by itself with capped exponential backoff when origo closes or restarts
  * and registers again with the proxyId origo gave it. An `error` {code: 'unauthorized'} is fatal:
  * the link stops and reports it (a wrong secret must not spin).
+ *
+ * Several origo instances (sharing their state) may be given: the link starts at a random one, so
+ * a fleet of proxies spreads over them, and moves to the next one whenever a connection fails or
+ * is lost, keeping its proxyId (and key) from one instance to the next.
  */
 import {
   IceCandidate,
@@ -25,10 +29,13 @@ export interface Load {
   activeTransfers: number;
   uploadBps: number;
   capacityBps: number;
+  /** Shutting down: origo stops offering this proxy (sent only when true). */
+  draining?: boolean;
 }
 
 export interface OrigoLinkOptions {
-  url: string;
+  /** Origo's proxy endpoint, or the endpoints of several origo instances (tried in rotation). */
+  url: string | readonly string[];
   /** This proxy's key (or origo's insecure shared dev secret). */
   secret: string;
   /** The id the key belongs to (origo --proxy-keys); absent in shared-secret mode (origo assigns one). */
@@ -55,6 +62,8 @@ export interface OrigoLinkOptions {
   reconnectMaxMs?: number;
   /** Gives up on a connection attempt after this long. */
   connectTimeoutMs?: number;
+  /** Uniform in [0, 1): picks the first instance and jitters the backoff (tests pass a seeded one). */
+  random?: () => number;
 }
 
 export type OrigoLinkState = 'connecting' | 'registering' | 'registered' | 'waiting' | 'stopped';
@@ -62,8 +71,12 @@ export type OrigoLinkState = 'connecting' | 'registering' | 'registered' | 'wait
 export interface OrigoLinkStats {
   state: OrigoLinkState;
   proxyId?: string;
+  /** The origo instance the link is on (or trying), credentials stripped. */
+  origo: string;
   connects: number;
   registrations: number;
+  /** Moves to another origo instance after a failed or lost connection. */
+  failovers: number;
   invalidFrames: number;
   signalsDropped: number;
 }
@@ -88,11 +101,19 @@ export class OrigoLink implements SignalSink {
   private lastHeardAt = 0;
   private stopped = true;
   private readonly log: Logger;
-  private readonly counters = { connects: 0, registrations: 0, invalidFrames: 0, signalsDropped: 0 };
+  private readonly counters = { connects: 0, registrations: 0, failovers: 0, invalidFrames: 0, signalsDropped: 0 };
+  private readonly urls: readonly string[];
+  private readonly random: () => number;
+  /** The instance (index in `urls`) the current or next connection goes to. */
+  private current: number;
 
   constructor(private readonly options: OrigoLinkOptions) {
     this.log = options.logger.child({ component: 'origo' });
     this.id = options.proxyId;
+    this.urls = typeof options.url === 'string' ? [options.url] : [...options.url];
+    if (this.urls.length === 0) throw new Error('OrigoLink needs at least one origo URL');
+    this.random = options.random ?? Math.random;
+    this.current = Math.min(this.urls.length - 1, Math.floor(this.random() * this.urls.length));
   }
 
   get state(): OrigoLinkState {
@@ -101,6 +122,11 @@ export class OrigoLink implements SignalSink {
 
   get proxyId(): string | undefined {
     return this.id;
+  }
+
+  /** The origo instance the link is on (or trying next). */
+  get origoUrl(): string {
+    return this.urls[this.current];
   }
 
   start(): void {
@@ -133,8 +159,13 @@ export class OrigoLink implements SignalSink {
     });
   }
 
+  /** Sends a heartbeat with the current load now, not at the next beat (e.g. draining began). */
+  heartbeatNow(): void {
+    if (this.currentState === 'registered') this.send({ type: 'heartbeat', ...this.options.load() });
+  }
+
   stats(): OrigoLinkStats {
-    return { state: this.currentState, proxyId: this.id, ...this.counters };
+    return { state: this.currentState, proxyId: this.id, origo: shownUrl(this.origoUrl), ...this.counters };
   }
 
   // ---------------------------------------------------------------- SignalSink
@@ -153,7 +184,9 @@ export class OrigoLink implements SignalSink {
     if (this.stopped) return;
     this.currentState = 'connecting';
     this.counters.connects++;
-    const ws = new WebSocket(this.options.url, {
+    const url = this.origoUrl;
+    this.log.debug({ origo: shownUrl(url) }, 'connecting to origo');
+    const ws = new WebSocket(url, {
       maxPayload: MAX_SIGNAL_BYTES,
       handshakeTimeout: this.options.connectTimeoutMs ?? 10_000,
       perMessageDeflate: false,
@@ -196,9 +229,17 @@ export class OrigoLink implements SignalSink {
       this.ws = undefined;
       this.stopHeartbeat();
       if (this.stopped) return;
-      this.log.warn({ code, reason: reason.toString() }, 'origo connection closed');
+      this.log.warn({ code, reason: reason.toString(), origo: shownUrl(url) }, 'origo connection closed');
+      this.moveOn();
       this.scheduleReconnect();
     });
+  }
+
+  /** After a failed or lost connection: the next instance gets the next attempt. */
+  private moveOn(): void {
+    if (this.urls.length === 1) return;
+    this.current = (this.current + 1) % this.urls.length;
+    this.counters.failovers++;
   }
 
   private scheduleReconnect(): void {
@@ -206,11 +247,14 @@ export class OrigoLink implements SignalSink {
     this.currentState = 'waiting';
     const initial = this.options.reconnectInitialMs ?? 500;
     const max = this.options.reconnectMaxMs ?? 30_000;
-    const base = Math.min(max, initial * 2 ** Math.min(this.attempt, 20));
+    // The backoff grows once per round over every instance: the others are tried promptly when
+    // one dies, and a fleet does not hammer origo while all of them are down.
+    const round = Math.floor(this.attempt / this.urls.length);
+    const base = Math.min(max, initial * 2 ** Math.min(round, 20));
     this.attempt++;
     // Jitter so a fleet of proxies does not reconnect in lockstep after an origo restart.
-    const delay = Math.round(base * (0.5 + 0.5 * Math.random()));
-    this.log.info({ delayMs: delay, attempt: this.attempt }, 'reconnecting to origo');
+    const delay = Math.round(base * (0.5 + 0.5 * this.random()));
+    this.log.info({ delayMs: delay, attempt: this.attempt, origo: shownUrl(this.origoUrl) }, 'reconnecting to origo');
     this.reconnectTimer = setTimeout(() => this.connect(), delay);
   }
 
@@ -231,7 +275,10 @@ export class OrigoLink implements SignalSink {
         this.attempt = 0;
         this.counters.registrations++;
         this.currentState = 'registered';
-        this.log.info({ proxyId: m.proxyId, first }, 'registered with origo');
+        this.log.info(
+          { proxyId: m.proxyId, first, origo: shownUrl(this.origoUrl), instance: this.current },
+          'registered with origo',
+        );
         this.startHeartbeat(m.heartbeatIntervalMs);
         this.options.onRegistered?.(m.proxyId, m.tokenKey);
         break;
@@ -286,5 +333,17 @@ export class OrigoLink implements SignalSink {
       return;
     }
     ws.send(JSON.stringify(message));
+  }
+}
+
+/** A URL for logs and stats: no user name or password, should one be in it. */
+function shownUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    u.username = '';
+    u.password = '';
+    return u.href;
+  } catch {
+    return url;
   }
 }

@@ -42,6 +42,8 @@ interface Entry {
 
 export class PeerManager {
   sink?: SignalSink;
+  /** Set when the proxy drains: new offers are refused with this reason; existing peers stay. */
+  refusingNew?: string;
   private readonly peers = new Map<string, Entry>();
   private readonly perClient = new Map<string, number>();
   private readonly log: Logger;
@@ -105,6 +107,12 @@ export class PeerManager {
 
   private accept(connectionId: string, clientId: string, offer: SessionDescription): void {
     const o = this.options;
+    if (this.refusingNew !== undefined) {
+      this.refusedPeers++;
+      this.log.info({ connectionId, clientId, reason: this.refusingNew }, 'refused a peer');
+      this.sink?.connectionClosed(connectionId, this.refusingNew);
+      return;
+    }
     const mine = this.perClient.get(clientId) ?? 0;
     if (this.peers.size >= o.maxPeers || mine >= o.maxPeersPerClient) {
       this.refusedPeers++;

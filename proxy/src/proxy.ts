@@ -1,20 +1,22 @@
 /**
- * One edge proxy: HTTP endpoint (baseline, health, metrics), object cache behind the SSRF-guarded
- * origin fetch, upload shaping, client peer connections with their transfer hosts, and the link
- * to origo. `createProxy(config)` builds it without starting anything, so tests run it in-process.
+ * One edge proxy: HTTP endpoint (baseline, health, readiness, metrics), object cache behind the
+ * SSRF-guarded origin fetch, upload shaping, client peer connections with their transfer hosts,
+ * and the link to origo. `createProxy(config)` builds it without starting anything, so tests run
+ * it in-process. `drain()` then `close()` is the graceful shutdown (drain.ts).
  */
 import { networkInterfaces } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { Admission, type Codec, type Mode, MODES, RtcFactory } from '@mutp/shared';
+import { type Codec, type Mode, MODES, RtcFactory } from '@mutp/shared';
 import { createNodeRtcFactory } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import pino, { Logger } from 'pino';
 import { AddressClass, LookupAll, OriginPolicy } from './address-policy';
 import type { ProxyConfig } from './config';
 import { ClientTokenVerifier } from './client-tokens';
+import { DEFAULT_DRAIN_TIMEOUT_MS, DrainableAdmission, DRAINING_REASON, transfersDone } from './drain';
 import { asServeError } from './errors';
-import { createHttpServer } from './http-server';
+import { createHttpServer, Readiness } from './http-server';
 import { ProxyMetrics } from './metrics';
 import { ObjectCache, ObjectCacheStats } from './object-cache';
 import { ObjectSource } from './object-source';
@@ -44,6 +46,8 @@ export interface ProxyDeps {
 export interface ProxyStats {
   name: string;
   proxyId?: string;
+  /** Shutting down: no new clients or transfers (drain()). */
+  draining: boolean;
   uptimeMs: number;
   httpUrl?: string;
   activeTransfers: number;
@@ -59,7 +63,15 @@ export interface ProxyStats {
 
 export interface Proxy {
   start(): Promise<{ httpUrl: string }>;
+  /**
+   * Graceful drain: refuses new client connections and transfers, tells origo at once (which
+   * stops offering this proxy), and resolves when no transfer is active or after `timeoutMs`
+   * (default: the config's drainTimeoutMs) with the number still active. close() follows.
+   */
+  drain(timeoutMs?: number): Promise<number>;
   close(): Promise<void>;
+  /** 200 on /readyz: registered with origo (when one is configured) and not draining. */
+  readiness(): Readiness;
   stats(): ProxyStats;
   /** Shared parts, for tests and embedding (e.g. a TransferHost without origo). */
   readonly services: TransferServices;
@@ -87,7 +99,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
       '--allow-private-origins is on: origins on loopback/private/link-local addresses are allowed (tests only)',
     );
   // Every byte beyond the cache (sender state, codec copies, fetch buffers) is charged here first.
-  const admission = new Admission({
+  const admission = new DrainableAdmission({
     maxTransfers: config.maxTransfers,
     maxPerClient: config.maxTransfersPerClient,
     memoryBytes: config.transferMemoryBytes,
@@ -156,6 +168,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
     return {
       name: config.name,
       proxyId: link?.proxyId,
+      draining: admission.draining,
       uptimeMs: Math.round(performance.now() - startedAt),
       httpUrl,
       activeTransfers: admission.activeTransfers,
@@ -170,11 +183,21 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
     };
   };
 
+  const readiness = (): Readiness => {
+    if (admission.draining) return { ready: false, reason: 'draining' };
+    if (link !== undefined && link.state !== 'registered') {
+      return { ready: false, reason: 'not-registered', origoLink: link.state };
+    }
+    if (server === undefined || closed) return { ready: false, reason: 'not-serving' };
+    return { ready: true };
+  };
+
   return {
     services,
     peers,
     logger,
     stats,
+    readiness,
     async start() {
       if (server) throw new Error('proxy already started');
       // WebAssembly memory only grows: instances that grew for a peak are replaced once idle.
@@ -195,6 +218,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
           const s = stats();
           return { status: 'ok', ...s, peers: { ...s.peers, hosts: undefined } };
         },
+        readiness,
       });
       const listening = server;
       await new Promise<void>((resolve, reject) => {
@@ -225,6 +249,8 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
             activeTransfers: admission.activeTransfers,
             uploadBps: Math.round(meter.bytesPerSecond()),
             capacityBps,
+            // Only while draining: the usual heartbeat stays as it was.
+            ...(admission.draining ? { draining: true } : {}),
           }),
           onSignal: (m) => peers.handleSignal(m),
           onConnectionClosed: (id, reason) => peers.handleClosed(id, reason),
@@ -239,6 +265,21 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
         logger.warn('no origo URL: serving the HTTP endpoints only');
       }
       return { httpUrl };
+    },
+    async drain(timeoutMs = config.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS) {
+      if (!admission.draining) {
+        admission.startDraining();
+        peers.refusingNew = DRAINING_REASON;
+        link?.heartbeatNow();
+        logger.info(
+          { activeTransfers: admission.activeTransfers, timeoutMs },
+          'draining: new clients and transfers refused, waiting for the active transfers',
+        );
+      }
+      const left = await transfersDone(admission, timeoutMs);
+      if (left > 0) logger.warn({ transfers: left, timeoutMs }, 'drain timeout: closing with transfers still active');
+      else logger.info('drained: no transfer left');
+      return left;
     },
     async close() {
       if (closed) return;

@@ -154,4 +154,33 @@ describe('configuration', () => {
     expect(parse(['--secret', 'x', '--origin-ports', '*']).originPorts).toBe('*');
     expect(parse(['--secret', 'x', '--proxy-id', 'edge-1']).proxyId).toBe('edge-1');
   });
+
+  test('a comma-separated list (flag or MUTP_ORIGO_URL), duplicates and blanks dropped; one URL stays a string', () => {
+    expect(
+      parse([
+        '--secret',
+        'x',
+        '--origo',
+        'wss://a.example/v1/proxy, wss://b.example/v1/proxy,,wss://a.example/v1/proxy',
+      ]).origoUrl,
+    ).toEqual(['wss://a.example/v1/proxy', 'wss://b.example/v1/proxy']);
+    expect(
+      parse(['--secret', 'x'], { MUTP_ORIGO_URL: 'ws://127.0.0.1:8700/v1/proxy,ws://127.0.0.2:8700/v1/proxy' })
+        .origoUrl,
+    ).toEqual(['ws://127.0.0.1:8700/v1/proxy', 'ws://127.0.0.2:8700/v1/proxy']);
+    expect(parse(['--secret', 'x', '--origo', 'wss://a.example/v1/proxy,']).origoUrl).toBe('wss://a.example/v1/proxy');
+  });
+
+  test('every URL is checked: ws(s) only, plain ws:// only to loopback unless --insecure', () => {
+    expect(() => parse(['--secret', 'x', '--origo', 'wss://a.example/v1/proxy,http://b.example/v1/proxy'])).toThrow(
+      /b\.example/,
+    );
+    expect(() => parse(['--secret', 'x', '--origo', 'wss://a.example/v1/proxy,ws://b.example/v1/proxy'])).toThrow(
+      /b\.example/,
+    );
+    expect(() => parse(['--secret', 'x', '--origo', ' , '])).toThrow();
+    expect(
+      parse(['--secret', 'x', '--insecure', '--origo', 'wss://a.example/v1/proxy,ws://b.example/v1/proxy']).origoUrl,
+    ).toEqual(['wss://a.example/v1/proxy', 'ws://b.example/v1/proxy']);
+  });
 });

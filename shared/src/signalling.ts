@@ -84,6 +84,8 @@ export const proxyToOrigo = z.discriminatedUnion('type', [
     activeTransfers: count,
     uploadBps: rate,
     capacityBps: rate,
+    /** The proxy is shutting down: it finishes its transfers but takes no new clients. */
+    draining: z.boolean().optional(),
   }),
   /** The proxy's answer or candidates for a client connection. */
   z.object(signalFields).refine(...exactlyOne),

@@ -12,7 +12,10 @@ export const SETTINGS_KEY = 'settings';
 export interface Settings {
   /** Global switch: off = every request goes to the network untouched. */
   enabled: boolean;
-  /** origo's client endpoint: wss://, or ws:// to a loopback host only ({@link origoUrlProblem}). */
+  /**
+   * origo's client endpoint: wss://, or ws:// to a loopback host only ({@link origoUrlProblem}).
+   * Several origo instances of one deployment: comma-separated ({@link origoUrlList}).
+   */
   origoUrl: string;
   mode: ExtensionMode;
   /** Proxies per download (N). */
@@ -80,14 +83,27 @@ export function siteKey(host: string): string {
   return host.trim().toLowerCase().replace(/:\d+$/, '').replace(/\.$/, '');
 }
 
+/** The origo URLs in a setting: one, or several comma-separated (instances of one deployment). */
+export function origoUrlList(value: string): string[] {
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+/** The ws(s):// URLs of a setting, normalized and comma-separated; undefined when there is none. */
 function validOrigoUrl(value: unknown): string | undefined {
   if (typeof value !== 'string') return undefined;
-  try {
-    const url = new URL(value.trim());
-    return url.protocol === 'ws:' || url.protocol === 'wss:' ? url.href : undefined;
-  } catch {
-    return undefined;
+  const valid: string[] = [];
+  for (const item of origoUrlList(value).slice(0, 16)) {
+    try {
+      const url = new URL(item);
+      if ((url.protocol === 'ws:' || url.protocol === 'wss:') && !valid.includes(url.href)) valid.push(url.href);
+    } catch {
+      // not a URL: dropped
+    }
   }
+  return valid.length > 0 ? valid.join(', ') : undefined;
 }
 
 /** Host names that never leave the machine (a plain ws:// to them cannot be intercepted on the way). */
@@ -103,9 +119,19 @@ function isLoopbackHost(hostname: string): boolean {
  * ws:// is only accepted to this machine (loopback); anything else needs wss://.
  */
 export function origoUrlProblem(value: string): string | undefined {
+  const list = origoUrlList(value);
+  if (list.length === 0) return 'the origo URL is not a URL';
+  for (const item of list) {
+    const problem = oneOrigoUrlProblem(item);
+    if (problem !== undefined) return list.length > 1 ? `${item}: ${problem}` : problem;
+  }
+  return undefined;
+}
+
+function oneOrigoUrlProblem(value: string): string | undefined {
   let url: URL;
   try {
-    url = new URL(value.trim());
+    url = new URL(value);
   } catch {
     return 'the origo URL is not a URL';
   }

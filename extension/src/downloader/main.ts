@@ -20,7 +20,7 @@ import {
 } from '../common/messages';
 import { ext, loadSettings } from '../common/ext';
 import { redactUrl } from '../common/media';
-import { normalizeSettings, Settings, SETTINGS_KEY } from '../common/settings';
+import { normalizeSettings, origoUrlList, Settings, SETTINGS_KEY } from '../common/settings';
 import { LoadedCodecs, loadCodecs, WASM_DIR } from './codecs';
 import { Downloader } from './downloader';
 import { createBrowserHost } from './host';
@@ -60,7 +60,7 @@ const downloader = new Downloader({
   createClient: async (s) => {
     const c = await getCodecs();
     return new MutpClient(createBrowserHost(), {
-      origoUrl: s.origoUrl,
+      origoUrls: origoUrlList(s.origoUrl),
       codecs: c.codecs,
       maxObjectBytes: s.maxObjectBytes,
       // origo's records get origin + path: query strings often carry signed tokens.

@@ -2,6 +2,12 @@
  * The client orchestration the Node CLI and the browser extension share: an origo session, a
  * pool of proxy connections, one MUTP (or Parallel HTTP) download per object, and a record of
  * each download sent to origo.
+ *
+ * With several origo instances (sharing state) the session goes to one of them, picked at random
+ * at first (clients spread over the instances) and kept while it works; a failed connect or a
+ * lost session moves it to the next one, presenting the token of the last session so the client
+ * keeps its id. A download that loses origo before its proxies are connected retries on the next
+ * instance; once connected it no longer needs origo.
  */
 import {
   Codec,
@@ -31,13 +37,17 @@ const FAILED_PROXY_EXCLUSION_MS = 60_000;
 const POLLUTER_EXCLUSION_MS = 60 * 60_000;
 
 export interface ClientConfig {
-  /** origo's client endpoint, e.g. ws://127.0.0.1:8700/v1/client */
-  origoUrl: string;
+  /** origo's client endpoint, e.g. ws://127.0.0.1:8700/v1/client (or several: `origoUrls`). */
+  origoUrl?: string;
+  /** The client endpoints of several origo instances sharing state (after `origoUrl` if both are given). */
+  origoUrls?: readonly string[];
   codecs: Record<Mode, Codec>;
   window: number;
   generationSize: number;
   symbolSize: number;
   connectTimeoutMs: number;
+  /** How long origo gets to welcome the client or answer it; a silent instance is then left for the next. */
+  origoTimeoutMs: number;
   maxObjectBytes: number;
   /** Accept a plain ws:// origo on a non-loopback host (a man in the middle could inject proxies). */
   insecureOrigo?: boolean;
@@ -52,6 +62,7 @@ export const DEFAULT_CLIENT_CONFIG = {
   generationSize: DEFAULT_GENERATION_SIZE,
   symbolSize: DEFAULT_SYMBOL_SIZE,
   connectTimeoutMs: 10_000,
+  origoTimeoutMs: 10_000,
   maxObjectBytes: 256 * 1024 * 1024,
   records: true,
 };
@@ -68,12 +79,28 @@ export interface GetOptions {
 
 export type GetResult = DownloadResult | HttpDownloadResult;
 
+/** What a MutpClient needs at least: codecs and one origo URL, as `origoUrl` or in `origoUrls`. */
+export type ClientOptions = Partial<Omit<ClientConfig, 'origoUrl' | 'origoUrls'>> &
+  Pick<ClientConfig, 'codecs'> &
+  ({ origoUrl: string; origoUrls?: readonly string[] } | { origoUrl?: string; origoUrls: readonly string[] });
+
+/** The origo URLs of a config in the order tried, duplicates dropped. */
+export function origoUrlsOf(config: Pick<ClientConfig, 'origoUrl' | 'origoUrls'>): string[] {
+  const all = [...(config.origoUrl !== undefined ? [config.origoUrl] : []), ...(config.origoUrls ?? [])];
+  return all.filter((url, i) => all.indexOf(url) === i);
+}
+
 export class MutpClient {
   private session?: OrigoSession;
   private readonly config: ClientConfig;
   /** Live connections by proxy id, reused across downloads. */
   private readonly links = new Map<string, ProxyLink>();
   private connecting?: Promise<OrigoSession>;
+  private readonly origoUrls: readonly string[];
+  /** The origo instance (index in origoUrls) the next session goes to. */
+  private nextOrigo: number;
+  /** The token of the last session that had one: presented to whichever instance comes next. */
+  private token?: string;
   private readonly pendingLinks = new Map<string, Promise<ProxyLink>>();
   private nextLink = 0;
   /** Proxies that failed to connect, by when; excluded when asking origo for a while. */
@@ -83,40 +110,89 @@ export class MutpClient {
 
   constructor(
     private readonly host: ClientHost,
-    config: Partial<ClientConfig> & Pick<ClientConfig, 'origoUrl' | 'codecs'>,
+    config: ClientOptions,
   ) {
     this.config = { ...DEFAULT_CLIENT_CONFIG, ...config };
+    this.origoUrls = origoUrlsOf(config);
+    if (this.origoUrls.length === 0) throw new TypeError('MutpClient needs an origo URL');
+    this.nextOrigo = (host.random() >>> 0) % this.origoUrls.length;
   }
 
-  /** The origo session, opened (again) when needed: origo may restart between downloads. */
+  /** The origo instance the client is on (or tries next). */
+  get origoUrl(): string {
+    return this.session?.url ?? this.origoUrls[this.nextOrigo];
+  }
+
+  /**
+   * The origo session, opened (again) when needed: origo may restart between downloads. Each
+   * instance is tried once, from the one the last session was on (or the one after it, when that
+   * session was lost), until one welcomes the client.
+   */
   private origo(): Promise<OrigoSession> {
     if (this.session?.isOpen) return Promise.resolve(this.session);
     // Concurrent downloads share one connection attempt.
     if (this.connecting) return this.connecting;
-    const previousToken = this.session?.token;
-    this.session?.close();
-    const session = new OrigoSession(
-      this.config.origoUrl,
-      this.host.webSocket,
-      this.host.clock,
-      undefined,
-      previousToken,
-      this.config.insecureOrigo,
-    );
-    this.session = session;
-    this.connecting = session.connect().then(
-      () => session,
-      (e: unknown) => {
-        if (this.session === session) this.session = undefined;
-        throw e;
-      },
-    );
-    const attempt = this.connecting;
+    const lost = this.session;
+    this.token = lost?.token ?? this.token;
+    this.session = undefined;
+    lost?.close();
+    const attempt = this.openSession();
+    this.connecting = attempt;
     void attempt.then(
       () => this.clearConnecting(attempt),
       () => this.clearConnecting(attempt),
     );
     return attempt;
+  }
+
+  private async openSession(): Promise<OrigoSession> {
+    const errors: unknown[] = [];
+    for (let tried = 0; tried < this.origoUrls.length; tried++) {
+      const index = this.nextOrigo;
+      const session = new OrigoSession(
+        this.origoUrls[index],
+        this.host.webSocket,
+        this.host.clock,
+        this.config.origoTimeoutMs,
+        this.token,
+        this.config.insecureOrigo,
+      );
+      try {
+        await session.connect();
+      } catch (e) {
+        errors.push(e);
+        this.nextOrigo = (index + 1) % this.origoUrls.length;
+        continue;
+      }
+      session.onClose = () => {
+        // Lost while in use (not replaced, not closed by us): the next session tries the next instance.
+        if (this.session !== session) return;
+        this.token = session.token ?? this.token;
+        this.nextOrigo = (index + 1) % this.origoUrls.length;
+      };
+      this.session = session;
+      return session;
+    }
+    if (errors.length === 1) throw errors[0];
+    const reasons = errors.map((e) => (e instanceof Error ? e.message : String(e)));
+    throw new ClientError('origo-unreachable', `no origo instance answered: ${reasons.join('; ')}`);
+  }
+
+  /**
+   * Runs `step` on an origo session. When the session is lost under it (origo died or stopped
+   * answering), `step` runs again on a new session, on the next instance, while attempts remain;
+   * any other failure is the answer. The abort signal is honoured at every wait.
+   */
+  private async withOrigo<T>(signal: AbortSignal | undefined, step: (session: OrigoSession) => Promise<T>): Promise<T> {
+    const attempts = Math.max(2, this.origoUrls.length);
+    for (let attempt = 1; ; attempt++) {
+      const session = await unlessAborted(this.origo(), signal);
+      try {
+        return await unlessAborted(step(session), signal);
+      } catch (e) {
+        if (session.isOpen || signal?.aborted || attempt >= attempts) throw e;
+      }
+    }
   }
 
   private clearConnecting(attempt: Promise<OrigoSession>): void {
@@ -125,13 +201,12 @@ export class MutpClient {
 
   /** Downloads `url` through `proxies` proxies in `mode`; rejects with a ClientError. */
   async get(url: string, o: GetOptions): Promise<GetResult> {
-    const session = await unlessAborted(this.origo(), o.signal);
     const mode = o.mode;
     if (mode === 'http') {
-      const proxies = await unlessAborted(
-        session.requestProxies(o.proxies, 'uncoded', [...this.recentlyFailed(), ...(o.exclude ?? [])]),
-        o.signal,
-      );
+      const { session, proxies } = await this.withOrigo(o.signal, async (session) => ({
+        session,
+        proxies: await session.requestProxies(o.proxies, 'uncoded', [...this.recentlyFailed(), ...(o.exclude ?? [])]),
+      }));
       if (proxies.length === 0) throw new ClientError('no-proxies', 'origo has no proxy to offer');
       const result = await runHttpDownload(proxies, url, this.host.fetch, this.host.clock, {
         signal: o.signal,
@@ -142,7 +217,10 @@ export class MutpClient {
       this.report(session, url, 'http', result, undefined, proxies.length);
       return result;
     }
-    const links = await unlessAborted(this.connect(session, o.proxies, mode, o.exclude ?? []), o.signal);
+    const { session, links } = await this.withOrigo(o.signal, async (session) => ({
+      session,
+      links: await this.connect(session, o.proxies, mode, o.exclude ?? []),
+    }));
     const scheduler = o.scheduler ?? DEFAULT_SCHEDULER[mode];
     try {
       const result = await runDownload(links, this.host.clock, {
@@ -178,6 +256,8 @@ export class MutpClient {
       const offered = await session.requestProxies(count - chosen.length, mode, exclude);
       if (offered.length === 0) break;
       const opened = await Promise.allSettled(offered.map((proxy) => this.linkTo(session, proxy)));
+      // Their signalling went with origo: no proxy is to blame, the caller tries another instance.
+      if (!session.isOpen) throw new ClientError('origo-unreachable', 'origo was lost while connecting to proxies');
       opened.forEach((r, i) => {
         if (r.status === 'fulfilled') chosen.push(r.value);
         else this.failedAt.set(offered[i].proxyId, this.host.clock.now());
@@ -202,7 +282,7 @@ export class MutpClient {
    */
   private onPolluters(session: OrigoSession, polluters: { proxyId: string; kind: PollutionKind }[]): void {
     for (const p of polluters) {
-      if (!this.pollutedAt.has(p.proxyId)) session.sendReport(p.proxyId, p.kind);
+      if (!this.pollutedAt.has(p.proxyId)) this.liveSession(session).sendReport(p.proxyId, p.kind);
       this.pollutedAt.set(p.proxyId, this.host.clock.now());
       this.links.get(p.proxyId)?.close('excluded as a polluter');
       this.links.delete(p.proxyId);
@@ -216,7 +296,10 @@ export class MutpClient {
     const pending = this.pendingLinks.get(proxy.proxyId);
     if (pending) return pending;
     // One retry with a fresh connection: a first attempt can lose an ICE race at start-up.
-    const opening = this.openLink(session, proxy).catch(() => this.openLink(session, proxy));
+    const opening = this.openLink(session, proxy).catch((e: unknown) => {
+      if (!session.isOpen) throw e; // origo is gone: retrying through it would only time out
+      return this.openLink(session, proxy);
+    });
     this.pendingLinks.set(proxy.proxyId, opening);
     const forget = () => this.pendingLinks.delete(proxy.proxyId);
     opening.then(forget, forget);
@@ -224,6 +307,7 @@ export class MutpClient {
   }
 
   private async openLink(session: OrigoSession, proxy: ProxyInfo): Promise<ProxyLink> {
+    if (!session.isOpen) throw new ClientError('origo-unreachable', 'the origo session is closed');
     const connectionId = `c${(this.host.random() >>> 0).toString(36)}${this.nextLink++}`;
     const link = new ProxyLink(proxy, connectionId);
     await link.open(session, this.host.rtc, this.host.clock, this.config.connectTimeoutMs);
@@ -261,7 +345,7 @@ export class MutpClient {
         };
       }),
     };
-    session.sendRecord(record);
+    this.liveSession(session).sendRecord(record);
   }
 
   private reportFailure(
@@ -274,7 +358,7 @@ export class MutpClient {
   ): void {
     if (!this.config.records) return;
     const shown = this.recordUrl(url);
-    session.sendRecord({
+    this.liveSession(session).sendRecord({
       url: shown,
       mode,
       scheduler,
@@ -289,6 +373,11 @@ export class MutpClient {
     });
   }
 
+  /** Where a download's record or report goes: its own session, or the one that replaced it since. */
+  private liveSession(session: OrigoSession): OrigoSession {
+    return !session.isOpen && this.session?.isOpen ? this.session : session;
+  }
+
   private recordUrl(url: string): string {
     return (this.config.recordUrl ? this.config.recordUrl(url) : url).slice(0, 4096) || 'about:redacted';
   }
@@ -297,8 +386,10 @@ export class MutpClient {
   close(): void {
     for (const link of this.links.values()) link.close();
     this.links.clear();
-    this.session?.close();
+    const session = this.session;
+    this.token = session?.token ?? this.token;
     this.session = undefined;
+    session?.close();
   }
 }
 

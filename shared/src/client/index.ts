@@ -11,5 +11,5 @@ export { runDownload } from './download';
 export type { DownloadOptions, DownloadResult, SourceShare } from './download';
 export { runHttpDownload, baselineUrl } from './http-download';
 export type { HttpDownloadResult } from './http-download';
-export { MutpClient, DEFAULT_CLIENT_CONFIG } from './client';
-export type { ClientConfig, DownloadMode, GetOptions, GetResult } from './client';
+export { MutpClient, DEFAULT_CLIENT_CONFIG, origoUrlsOf } from './client';
+export type { ClientConfig, ClientOptions, DownloadMode, GetOptions, GetResult } from './client';

@@ -54,7 +54,7 @@ export class OrigoSession {
   onClose?: (reason: string) => void;
 
   constructor(
-    private readonly url: string,
+    readonly url: string,
     private readonly webSocket: WebSocketFactory,
     private readonly clock: Clock,
     private readonly timeoutMs = 10_000,
@@ -130,7 +130,11 @@ export class OrigoSession {
     this.send({ type: 'request-proxies', requestId, count, mode, exclude });
     return withTimeout(this.clock, answer, this.timeoutMs, () => {
       this.pending.delete(requestId);
-      return new ClientError('origo-unreachable', `origo did not answer a proxy request within ${this.timeoutMs} ms`);
+      const reason = `origo did not answer a proxy request within ${this.timeoutMs} ms`;
+      // A socket that looks open to a silent origo (hung, or cut off without a close) is dead
+      // weight: end it, so the next attempt opens a new session (on the next instance, if any).
+      this.close(reason);
+      return new ClientError('origo-unreachable', reason);
     });
   }
 
@@ -156,8 +160,8 @@ export class OrigoSession {
     this.send({ type: 'report', proxyId, kind });
   }
 
-  close(): void {
-    this.shutdown('closed by the client');
+  close(reason = 'closed by the client'): void {
+    this.shutdown(reason);
     const socket = this.socket;
     if (socket && socket.readyState <= OPEN) socket.close(1000, 'bye');
   }

@@ -1,0 +1,196 @@
+/**
+ * What one origo instance shares with the others behind the same name (docs/signalling.md,
+ * "Several origo instances"): the proxy registry (each proxy's last heartbeat, expiring with its
+ * heartbeat timeout), recent picks (selection spreads clients over proxies between heartbeats),
+ * revoked proxy ids, and a message bus between instances for signalling whose client and proxy
+ * sit on different instances. Sockets never move: an instance owns the proxies and clients
+ * connected to it and relays for them.
+ *
+ * Two implementations: `SoloCluster` (one instance, nothing shared, the embedded default) and
+ * `RedisCluster` (redis.ts). The broker calls these synchronously and never awaits them: a slow
+ * or absent Redis costs remote proxies and cross-instance relay, never the local event loop.
+ */
+import { z } from 'zod';
+import { OrigoToClient, origoToClient, OrigoToProxy, origoToProxy } from '@mutp/shared';
+import type { SelectableMode } from '../selection';
+
+/** A proxy as the other instances see it (its owner's last heartbeat). */
+export interface SharedProxy {
+  proxyId: string;
+  /** The instance holding its socket. */
+  instanceId: string;
+  name: string;
+  httpUrl: string;
+  modes: SelectableMode[];
+  capacityBps: number;
+  uploadBps: number;
+  activeTransfers: number;
+  maxTransfers: number;
+  draining?: boolean;
+  registeredAt: number;
+  lastHeartbeatAt?: number;
+}
+
+const sharedProxy = z.object({
+  proxyId: z.string().max(128),
+  instanceId: z.string().max(128),
+  name: z.string().max(256),
+  httpUrl: z.string().max(2048),
+  modes: z.array(z.enum(['uncoded', 'rlnc', 'fountain'])).max(3),
+  capacityBps: z.number().nonnegative(),
+  uploadBps: z.number().nonnegative(),
+  activeTransfers: z.number().int().nonnegative(),
+  maxTransfers: z.number().int().nonnegative(),
+  draining: z.boolean().optional(),
+  registeredAt: z.number(),
+  lastHeartbeatAt: z.number().optional(),
+});
+
+export function parseSharedProxy(json: string): SharedProxy | undefined {
+  try {
+    const parsed = sharedProxy.safeParse(JSON.parse(json));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Identifies a relayed connection on the instance that does not own both ends. */
+const connectionRef = z.object({
+  connectionId: z.string().max(128),
+  clientId: z.string().max(128),
+  proxyId: z.string().max(128),
+});
+
+/**
+ * Messages between instances, validated on arrival like any frame from a socket. The relayed
+ * `message` is checked against the shared signalling schemas separately (parseInstanceMessage).
+ */
+const envelope = z.discriminatedUnion('kind', [
+  /** For a proxy the receiving instance owns; `from` owns the client. */
+  z.object({ kind: z.literal('to-proxy'), from: z.string().max(128), connection: connectionRef, message: z.unknown() }),
+  /** For a client the receiving instance owns; `from` owns the proxy. */
+  z.object({
+    kind: z.literal('to-client'),
+    from: z.string().max(128),
+    connection: connectionRef,
+    message: z.unknown(),
+  }),
+  /** Another instance took this proxy's registration: close the socket here. */
+  z.object({ kind: z.literal('proxy-replaced'), from: z.string().max(128), proxyId: z.string().max(128) }),
+  /** A client presented its token on another instance: its older session here is replaced. */
+  z.object({ kind: z.literal('client-replaced'), from: z.string().max(128), clientId: z.string().max(128) }),
+  /** Keys were reloaded somewhere: drop these proxies wherever they are registered. */
+  z.object({
+    kind: z.literal('proxies-revoked'),
+    from: z.string().max(128),
+    proxyIds: z.array(z.string().max(128)).max(100_000),
+  }),
+]);
+type Envelope = z.infer<typeof envelope>;
+type Relay<K, M> = Omit<Extract<Envelope, { kind: K }>, 'message'> & { message: M };
+export type InstanceMessage =
+  | Relay<'to-proxy', OrigoToProxy>
+  | Relay<'to-client', OrigoToClient>
+  | Exclude<Envelope, { kind: 'to-proxy' | 'to-client' }>;
+
+/** The message, or undefined when it is not one (a bad publisher or a corrupted payload). */
+export function parseInstanceMessage(json: string): InstanceMessage | undefined {
+  let parsed;
+  try {
+    parsed = envelope.safeParse(JSON.parse(json));
+  } catch {
+    return undefined;
+  }
+  if (!parsed.success) return undefined;
+  const m = parsed.data;
+  if (m.kind === 'to-proxy') {
+    const inner = origoToProxy.safeParse(m.message);
+    return inner.success ? { ...m, message: inner.data } : undefined;
+  }
+  if (m.kind === 'to-client') {
+    const inner = origoToClient.safeParse(m.message);
+    return inner.success ? { ...m, message: inner.data } : undefined;
+  }
+  return m;
+}
+export type ConnectionRef = z.infer<typeof connectionRef>;
+
+export interface ClusterHandlers {
+  /** A message from another instance, already validated. */
+  onMessage(message: InstanceMessage): void;
+  /** The shared store came back (e.g. Redis restarted empty): republish what this instance owns. */
+  onResync(): void;
+}
+
+export interface Cluster {
+  readonly instanceId: string;
+  /** True when other instances may exist (shared state configured). */
+  readonly shared: boolean;
+  start(handlers: ClusterHandlers): Promise<void>;
+  /** Publishes (or refreshes) a proxy this instance owns; it expires after `ttlMs` without a refresh. */
+  publishProxy(proxy: SharedProxy, ttlMs: number): void;
+  /** Removes a proxy this instance owned (gone, timed out, revoked). */
+  withdrawProxy(proxyId: string): void;
+  /** The proxies other instances own, as last read (expired ones already gone). */
+  remoteProxies(): ReadonlyMap<string, SharedProxy>;
+  /** Clients were offered this proxy since its last heartbeat (counted everywhere until it beats again). */
+  notePick(proxyId: string, ttlMs: number): void;
+  /** Picks since the proxy's last heartbeat, on every instance together (local ones included). */
+  picks(proxyId: string): number;
+  /** The proxy beat: its load now includes the transfers those picks became. */
+  clearPicks(proxyId: string): void;
+  isRevoked(proxyId: string): boolean;
+  /** Records revocations (and un-revokes ids that have a key again) for every instance. */
+  setRevoked(revoked: readonly string[], restored: readonly string[]): void;
+  /** Sends to one instance; false when it cannot be sent now (no shared bus). */
+  send(instanceId: string, message: InstanceMessage): boolean;
+  /** Sends to every other instance. */
+  broadcast(message: InstanceMessage): boolean;
+  /** For /readyz and logs: whether the shared store is reachable now. */
+  readonly healthy: boolean;
+  close(): Promise<void>;
+}
+
+/** One instance alone: nothing is shared, picks are counted locally. */
+export class SoloCluster implements Cluster {
+  readonly shared = false;
+  readonly healthy = true;
+  private readonly pickCounts = new Map<string, number>();
+  private readonly revoked = new Set<string>();
+  private static readonly none: ReadonlyMap<string, SharedProxy> = new Map();
+
+  constructor(readonly instanceId: string) {}
+
+  async start(): Promise<void> {}
+  publishProxy(): void {}
+  withdrawProxy(proxyId: string): void {
+    this.pickCounts.delete(proxyId);
+  }
+  remoteProxies(): ReadonlyMap<string, SharedProxy> {
+    return SoloCluster.none;
+  }
+  notePick(proxyId: string): void {
+    this.pickCounts.set(proxyId, (this.pickCounts.get(proxyId) ?? 0) + 1);
+  }
+  picks(proxyId: string): number {
+    return this.pickCounts.get(proxyId) ?? 0;
+  }
+  clearPicks(proxyId: string): void {
+    this.pickCounts.delete(proxyId);
+  }
+  isRevoked(proxyId: string): boolean {
+    return this.revoked.has(proxyId);
+  }
+  setRevoked(revoked: readonly string[], restored: readonly string[]): void {
+    for (const id of revoked) this.revoked.add(id);
+    for (const id of restored) this.revoked.delete(id);
+  }
+  send(): boolean {
+    return false;
+  }
+  broadcast(): boolean {
+    return false;
+  }
+  async close(): Promise<void> {}
+}

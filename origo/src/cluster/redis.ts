@@ -1,0 +1,261 @@
+/**
+ * Origo instances sharing state through Redis (`--redis URL`). Keys (prefix `mutp:`):
+ *
+ * - `proxy:<id>`: a proxy's last heartbeat (JSON SharedProxy), written by its owner with a PX
+ *   expiry of the heartbeat timeout, so a dead instance's proxies vanish on Redis's clock without
+ *   anyone cleaning up; `proxies` is the set of ids to read them by (stale ids are pruned).
+ * - `picks:<id>`: offers of that proxy since its last heartbeat, by every instance (INCR, PX).
+ * - `revoked-proxies`: ids whose key was removed on some instance.
+ * - channels `instance:<id>` (one per instance) and `broadcast`: InstanceMessage JSON.
+ *
+ * The broker never awaits Redis: writes are fire-and-forget (ioredis keeps order per connection),
+ * the registry is read every `refreshMs` into a snapshot the broker reads synchronously, and
+ * messages arrive on a subscriber connection. Redis down: commands fail fast (no offline queue),
+ * the snapshot keeps what it had until the entries' own expiry, cross-instance relay fails and
+ * callers are told. Redis back (restarted empty): `onResync` republishes what this instance owns.
+ */
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import {
+  Cluster,
+  ClusterHandlers,
+  InstanceMessage,
+  parseInstanceMessage,
+  parseSharedProxy,
+  SharedProxy,
+} from './cluster';
+
+export interface RedisClusterOptions {
+  url: string;
+  instanceId: string;
+  /** How often the registry snapshot is read. */
+  refreshMs: number;
+  /** While Redis is unreachable, remote proxies are kept this long after the last good read (the heartbeat timeout). */
+  staleAfterMs: number;
+  /** Key prefix (several deployments, or tests, on one Redis). */
+  prefix?: string;
+  log: Logger;
+  /** Counts what failed to reach Redis, by operation. */
+  onError?: (operation: string) => void;
+}
+
+/** Refresh reads at most this many proxies (a bound on one MGET; origo's maxProxies is lower by default). */
+const MAX_SHARED_PROXIES = 100_000;
+
+export class RedisCluster implements Cluster {
+  readonly shared = true;
+  readonly instanceId: string;
+  private readonly command: Redis;
+  private readonly subscriber: Redis;
+  private readonly prefix: string;
+  private snapshot = new Map<string, SharedProxy & { expiresAt: number }>();
+  private readonly pickCounts = new Map<string, number>();
+  private revoked = new Set<string>();
+  private handlers?: ClusterHandlers;
+  private timer?: NodeJS.Timeout;
+  private refreshing = false;
+  private closed = false;
+  /** Whether the last refresh reached Redis. */
+  private reachable = false;
+  private everReady = false;
+
+  constructor(private readonly options: RedisClusterOptions) {
+    this.instanceId = options.instanceId;
+    this.prefix = options.prefix ?? 'mutp:';
+    const common = {
+      // Fail fast while disconnected instead of queueing: nothing on the message path waits.
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      connectTimeout: 2000,
+      commandTimeout: 2000,
+      retryStrategy: (attempt: number) => Math.min(2000, 50 * 2 ** Math.min(attempt, 6)),
+      lazyConnect: true,
+    };
+    this.command = new Redis(options.url, { ...common, connectionName: `mutp-origo-${this.instanceId}` });
+    // Subscriptions are replayed by ioredis on reconnect; it needs its queue to do so.
+    this.subscriber = new Redis(options.url, { ...common, enableOfflineQueue: true });
+    for (const [name, client] of [
+      ['commands', this.command],
+      ['subscriber', this.subscriber],
+    ] as const) {
+      client.on('error', (err: Error) => this.options.log.debug({ err: err.message, connection: name }, 'redis error'));
+    }
+    this.command.on('ready', () => {
+      if (!this.everReady) {
+        this.everReady = true;
+        return;
+      }
+      this.options.log.info('redis reachable again: republishing this instance’s proxies');
+      this.handlers?.onResync();
+    });
+    this.command.on('close', () => (this.reachable = false));
+  }
+
+  private key(...parts: string[]): string {
+    return this.prefix + parts.join(':');
+  }
+
+  get healthy(): boolean {
+    return this.reachable && this.command.status === 'ready';
+  }
+
+  /** Connects both connections; rejects when Redis cannot be reached within the connect timeout. */
+  async start(handlers: ClusterHandlers): Promise<void> {
+    this.handlers = handlers;
+    this.subscriber.on('message', (_channel: string, payload: string) => this.deliver(payload));
+    await Promise.all([this.command.connect(), this.subscriber.connect()]);
+    await this.subscriber.subscribe(this.key('instance', this.instanceId), this.key('broadcast'));
+    await this.refresh();
+    this.timer = setInterval(() => void this.refresh(), this.options.refreshMs);
+    this.timer.unref();
+  }
+
+  private deliver(payload: string): void {
+    const message = parseInstanceMessage(payload);
+    if (message === undefined) {
+      this.options.log.warn({ bytes: payload.length }, 'invalid message from another origo instance: dropped');
+      this.options.onError?.('invalid-message');
+      return;
+    }
+    if (message.from === this.instanceId) return; // our own broadcast
+    // Refused from now on, not from the next read of the registry on.
+    if (message.kind === 'proxies-revoked') for (const id of message.proxyIds) this.revoked.add(id);
+    this.handlers?.onMessage(message);
+  }
+
+  publishProxy(proxy: SharedProxy, ttlMs: number): void {
+    this.run('publish-proxy', () =>
+      this.command
+        .multi()
+        .set(this.key('proxy', proxy.proxyId), JSON.stringify(proxy), 'PX', ttlMs)
+        .sadd(this.key('proxies'), proxy.proxyId)
+        .exec(),
+    );
+  }
+
+  withdrawProxy(proxyId: string): void {
+    this.pickCounts.delete(proxyId);
+    this.run('withdraw-proxy', () =>
+      this.command
+        .multi()
+        .del(this.key('proxy', proxyId), this.key('picks', proxyId))
+        .srem(this.key('proxies'), proxyId)
+        .exec(),
+    );
+  }
+
+  remoteProxies(): ReadonlyMap<string, SharedProxy> {
+    const now = Date.now();
+    for (const [id, p] of this.snapshot) if (p.expiresAt <= now) this.snapshot.delete(id);
+    return this.snapshot;
+  }
+
+  notePick(proxyId: string, ttlMs: number): void {
+    this.pickCounts.set(proxyId, (this.pickCounts.get(proxyId) ?? 0) + 1);
+    const key = this.key('picks', proxyId);
+    this.run('note-pick', () => this.command.multi().incr(key).pexpire(key, ttlMs).exec());
+  }
+
+  picks(proxyId: string): number {
+    return this.pickCounts.get(proxyId) ?? 0;
+  }
+
+  clearPicks(proxyId: string): void {
+    // The count kept here goes at the next read, as on every other instance: clearing it now would
+    // make this instance's own proxies look less loaded than the others' until then, and selection
+    // would favour them (measured: 18 % of offers crossed instances with proxies split evenly).
+    this.run('clear-picks', () => this.command.del(this.key('picks', proxyId)));
+  }
+
+  isRevoked(proxyId: string): boolean {
+    return this.revoked.has(proxyId);
+  }
+
+  setRevoked(revoked: readonly string[], restored: readonly string[]): void {
+    for (const id of revoked) this.revoked.add(id);
+    for (const id of restored) this.revoked.delete(id);
+    const key = this.key('revoked-proxies');
+    const tx = this.command.multi();
+    if (revoked.length > 0) tx.sadd(key, ...revoked);
+    if (restored.length > 0) tx.srem(key, ...restored);
+    this.run('set-revoked', () => tx.exec());
+  }
+
+  send(instanceId: string, message: InstanceMessage): boolean {
+    return this.publish(this.key('instance', instanceId), message);
+  }
+
+  broadcast(message: InstanceMessage): boolean {
+    return this.publish(this.key('broadcast'), message);
+  }
+
+  private publish(channel: string, message: InstanceMessage): boolean {
+    if (this.command.status !== 'ready') {
+      this.options.onError?.('publish');
+      return false;
+    }
+    this.run('publish', () => this.command.publish(channel, JSON.stringify(message)));
+    return true;
+  }
+
+  /** Reads the registry: ids, then every proxy and its picks in one round trip. */
+  private async refresh(): Promise<void> {
+    if (this.refreshing || this.closed) return;
+    this.refreshing = true;
+    try {
+      const ids = (await this.command.srandmember(this.key('proxies'), MAX_SHARED_PROXIES)) as string[];
+      const [values, picks, revoked] = await Promise.all([
+        ids.length > 0 ? this.command.mget(ids.map((id) => this.key('proxy', id))) : Promise.resolve([]),
+        ids.length > 0 ? this.command.mget(ids.map((id) => this.key('picks', id))) : Promise.resolve([]),
+        this.command.smembers(this.key('revoked-proxies')),
+      ]);
+      const now = Date.now();
+      const next = new Map<string, SharedProxy & { expiresAt: number }>();
+      const stale: string[] = [];
+      ids.forEach((id, i) => {
+        const value = values[i];
+        const proxy = value === null ? undefined : parseSharedProxy(value);
+        if (proxy === undefined) {
+          stale.push(id);
+          return;
+        }
+        // Our own proxies are in the broker already; picks count everyone's offers.
+        const count = Number(picks[i] ?? 0);
+        this.pickCounts.set(id, Number.isFinite(count) ? count : 0);
+        if (proxy.instanceId === this.instanceId) return;
+        next.set(id, { ...proxy, expiresAt: now + this.options.staleAfterMs });
+      });
+      // An id whose key expired (its instance died): forget it in the set too.
+      if (stale.length > 0) this.run('prune', () => this.command.srem(this.key('proxies'), ...stale));
+      this.snapshot = next;
+      this.revoked = new Set(revoked);
+      this.reachable = true;
+    } catch (err) {
+      if (this.reachable)
+        this.options.log.warn({ err: (err as Error).message }, 'redis unreachable: registry snapshot kept');
+      this.reachable = false;
+      this.options.onError?.('refresh');
+    } finally {
+      this.refreshing = false;
+    }
+  }
+
+  /** Fire-and-forget: failures are counted and logged once per outage, never thrown into the broker. */
+  private run(operation: string, command: () => Promise<unknown>): void {
+    let pending: Promise<unknown>;
+    try {
+      pending = command();
+    } catch {
+      this.options.onError?.(operation);
+      return;
+    }
+    pending.catch(() => this.options.onError?.(operation));
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.timer);
+    this.subscriber.disconnect();
+    await this.command.quit().catch(() => this.command.disconnect());
+  }
+}

@@ -1,0 +1,257 @@
+/**
+ * Several origo instances sharing state through a real redis-server (cluster/redis.ts): a proxy
+ * registered on one is offered by the other, signalling crosses instances both ways, a killed
+ * instance's proxies move and its stale entries expire, Redis restarted empty is refilled without
+ * waiting for heartbeats, a revocation on one instance holds on all, a client keeps its id when
+ * it fails over, and cross-instance relay with Redis down fails with a clear error.
+ */
+import { ChildProcess, spawn } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SIGNALLING_VERSION } from '@mutp/shared';
+import { RedisServer, startRedis } from '@mutp/testing/redis';
+import { waitFor } from '@mutp/testing/wait';
+import { OrigoOptions } from '../src/config';
+import {
+  ADMIN,
+  ANSWER,
+  closeAll,
+  connectClient,
+  getJson,
+  heartbeat,
+  keysFile,
+  OFFER,
+  registerMessage,
+  requestProxies,
+  startOrigo,
+  TestOrigo,
+  TestPeer,
+} from './helpers';
+
+const KEYS = { 'edge-1': 'key-of-edge-1-0123456789', 'edge-2': 'key-of-edge-2-0123456789' };
+
+let redis: RedisServer;
+let tokenKey: string;
+let dir: string;
+let prefixes = 0;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  dir = mkdtempSync(join(tmpdir(), 'origo-cluster-'));
+  tokenKey = join(dir, 'token.pem');
+  const { privateKey } = generateKeyPairSync('ed25519');
+  writeFileSync(tokenKey, privateKey.export({ format: 'pem', type: 'pkcs8' }));
+});
+afterEach(() => closeAll());
+afterAll(async () => {
+  await redis?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Two instances on one Redis under a key prefix of their own (tests do not see each other's state). */
+async function startPair(overrides: Partial<OrigoOptions> = {}): Promise<[TestOrigo, TestOrigo, OrigoOptions]> {
+  const options: OrigoOptions = {
+    redisUrl: redis.url,
+    redisPrefix: `t${++prefixes}:`,
+    tokenKeyFile: tokenKey,
+    clusterRefreshMs: 100,
+    // Test proxies do not beat: long enough that none times out while a test runs on a loaded machine.
+    heartbeatIntervalMs: 5000,
+    proxySecret: undefined,
+    proxyKeysFile: keysFile(KEYS),
+    ...overrides,
+  };
+  const a = await startOrigo({ ...options, instanceId: 'A' });
+  const b = await startOrigo({ ...options, instanceId: 'B' });
+  return [a, b, options];
+}
+
+async function registerProxy(port: number, proxyId: keyof typeof KEYS): Promise<TestPeer> {
+  const peer = await TestPeer.open(port, '/v1/proxy', proxyId);
+  peer.send(registerMessage({ proxyId, name: proxyId, secret: KEYS[proxyId] }));
+  await peer.next('registered');
+  return peer;
+}
+
+/** Until `client` (on some instance) is offered exactly these proxies. */
+async function offered(client: TestPeer, expected: string[], what: string): Promise<void> {
+  await waitFor(what, async () => {
+    const ids = await requestProxies(client, 8);
+    return ids.sort().join() === [...expected].sort().join() ? true : undefined;
+  });
+}
+
+async function listedInstances(origo: TestOrigo): Promise<Record<string, string>> {
+  const { body } = await getJson(`${origo.http}/v1/admin/proxies`, ADMIN);
+  const proxies = (body as { proxies: { proxyId: string; instanceId: string }[] }).proxies;
+  return Object.fromEntries(proxies.map((p) => [p.proxyId, p.instanceId]));
+}
+
+test('a proxy on one instance is offered and signalled by a client on the other, both ways', async () => {
+  const [a, b] = await startPair();
+  const proxy = await registerProxy(a.port, 'edge-1');
+  const client = await connectClient(b.port);
+  await offered(client, ['edge-1'], 'B to offer the proxy registered on A');
+  expect(await listedInstances(b)).toEqual({ 'edge-1': 'A' });
+
+  client.send({ type: 'signal', connectionId: 'x1', proxyId: 'edge-1', description: OFFER });
+  const atProxy = await proxy.next('signal', (m) => m.connectionId === 'x1');
+  expect(atProxy).toMatchObject({ clientId: client.id, description: OFFER });
+
+  proxy.send({ type: 'signal', connectionId: 'x1', description: ANSWER });
+  expect(await client.next('signal', (m) => m.connectionId === 'x1')).toMatchObject({ description: ANSWER });
+
+  // The proxy closes the connection: the client on B hears it; a signal after that is refused at A.
+  proxy.send({ type: 'connection-closed', connectionId: 'x1', reason: 'done' });
+  await client.next('connection-closed', (m) => m.connectionId === 'x1');
+  proxy.send({ type: 'signal', connectionId: 'x1', description: ANSWER });
+  await proxy.next('error', (m) => m.code === 'unknown-connection');
+
+  // The client leaving B closes its connections at the proxy on A.
+  client.send({ type: 'signal', connectionId: 'x2', proxyId: 'edge-1', description: OFFER });
+  await proxy.next('signal', (m) => m.connectionId === 'x2');
+  await client.close();
+  await proxy.next('connection-closed', (m) => m.connectionId === 'x2' && m.reason === 'client-gone');
+});
+
+test('an instance that dies: its proxies re-register on the other at once, its stale entries expire', async () => {
+  // Heartbeat timeout 3 s: how long the dead instance's entries outlive it.
+  const [, b, options] = await startPair({ heartbeatIntervalMs: 1000 });
+  // A third instance as a real process, killed with SIGKILL (no withdrawal, as a crash).
+  const doomed = await spawnOrigo({ ...options, instanceId: 'C' });
+  try {
+    const proxy1 = await registerProxy(doomed.port, 'edge-1');
+    const proxy2 = await registerProxy(doomed.port, 'edge-2');
+    const client = await connectClient(b.port);
+    await offered(client, ['edge-1', 'edge-2'], 'B to offer both proxies of C');
+
+    doomed.child.kill('SIGKILL');
+    await proxy1.closed();
+    await proxy2.closed();
+    // edge-1 fails over to B straight away (its key proves it owns the id); edge-2 never comes back.
+    const moved = await registerProxy(b.port, 'edge-1');
+    expect((await listedInstances(b))['edge-1']).toBe('B');
+    // edge-1 beats (it would time out itself otherwise); edge-2's entry must expire on its own.
+    await waitFor("C's dead proxy to expire from the shared registry", async () => {
+      heartbeat(moved, 0, 0, 1_000_000);
+      const ids = await requestProxies(client, 8);
+      return ids.join() === 'edge-1' ? true : undefined;
+    });
+  } finally {
+    doomed.child.kill('SIGKILL');
+  }
+});
+
+test('redis restarted empty: the instances republish their proxies without waiting for heartbeats', async () => {
+  const [a, b] = await startPair({ heartbeatIntervalMs: 60_000 });
+  await registerProxy(a.port, 'edge-1');
+  const client = await connectClient(b.port);
+  await offered(client, ['edge-1'], 'B to offer the proxy of A');
+  await redis.restart();
+  // No heartbeat comes for a minute: only A's resync can bring the entry back.
+  await waitFor('the proxy of A listed on B again after the restart', async () => {
+    const listed = await listedInstances(b);
+    return listed['edge-1'] === 'A' ? true : undefined;
+  });
+  await offered(client, ['edge-1'], 'B to offer it again');
+});
+
+test('a key revoked on one instance is refused on every instance', async () => {
+  const [a, b] = await startPair();
+  const proxy = await registerProxy(a.port, 'edge-1');
+  await registerProxy(a.port, 'edge-2');
+  await waitFor('B to see both proxies', async () =>
+    Object.keys(await listedInstances(b)).length === 2 ? true : undefined,
+  );
+  // Only B's key file changes and only B reloads: A drops the proxy and refuses it afterwards.
+  const { 'edge-2': key2 } = KEYS;
+  const bKeys = keysFile({ 'edge-2': key2 });
+  (b.origo.config as { proxyKeysFile?: string }).proxyKeysFile = bKeys;
+  b.origo.reloadProxyKeys();
+  expect(await proxy.next('error')).toMatchObject({ code: 'unauthorized' });
+  await proxy.closed();
+  const again = await TestPeer.open(a.port, '/v1/proxy', 'edge-1 again');
+  again.send(registerMessage({ proxyId: 'edge-1', name: 'edge-1', secret: KEYS['edge-1'] }));
+  await waitFor('A to refuse the revoked key', async () =>
+    again.received.some((m) => m.type === 'error' && m.code === 'unauthorized') ? true : undefined,
+  );
+});
+
+test('a client failing over keeps its id and its older session is replaced', async () => {
+  const [a, b] = await startPair();
+  const first = await TestPeer.open(a.port, '/v1/client', 'client on A');
+  first.send({ type: 'hello', version: SIGNALLING_VERSION });
+  const welcome = await first.next('welcome');
+  const second = await TestPeer.open(b.port, '/v1/client', 'client on B');
+  second.send({ type: 'hello', version: SIGNALLING_VERSION, token: welcome.token });
+  expect(await second.next('welcome')).toMatchObject({ clientId: welcome.clientId });
+  expect(await first.next('error')).toMatchObject({ code: 'replaced' });
+  await first.closed();
+});
+
+test('redis down: a signal to a proxy on another instance is refused with a reason, local ones still work', async () => {
+  const [a, b] = await startPair();
+  await registerProxy(a.port, 'edge-1');
+  const local = await registerProxy(b.port, 'edge-2');
+  const client = await connectClient(b.port);
+  await offered(client, ['edge-1', 'edge-2'], 'B to offer both proxies');
+  await redis.kill();
+  try {
+    await waitFor('B to notice redis is gone', async () => {
+      client.send({ type: 'signal', connectionId: `probe-${Date.now()}`, proxyId: 'edge-1', description: OFFER });
+      await new Promise((r) => setTimeout(r, 100));
+      return client.received.some((m) => m.type === 'error' && m.code === 'relay-unavailable') ? true : undefined;
+    });
+    client.send({ type: 'signal', connectionId: 'local', proxyId: 'edge-2', description: OFFER });
+    await local.next('signal', (m) => m.connectionId === 'local');
+  } finally {
+    await redis.start();
+  }
+});
+
+/** An origo process (so it can be SIGKILLed), with the pair's options as flags. */
+async function spawnOrigo(o: OrigoOptions): Promise<{ child: ChildProcess; port: number }> {
+  const args = [
+    'origo/src/main.ts',
+    '--port',
+    '0',
+    '--db',
+    ':memory:',
+    '--redis',
+    o.redisUrl!,
+    '--redis-prefix',
+    o.redisPrefix!,
+    '--token-key',
+    o.tokenKeyFile!,
+    '--proxy-keys',
+    o.proxyKeysFile!,
+    '--cluster-refresh-ms',
+    String(o.clusterRefreshMs),
+    '--heartbeat-interval-ms',
+    String(o.heartbeatIntervalMs),
+    '--instance-id',
+    o.instanceId!,
+  ];
+  // node itself (not the tsx wrapper), so SIGKILL reaches the process holding the sockets.
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+    cwd: join(__dirname, '../..'),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+  const port = await waitFor(
+    'the origo process to listen',
+    async () => {
+      if (child.exitCode !== null) throw new Error(`origo exited with ${child.exitCode}`);
+      const line = output.split('\n').find((l) => l.includes('"origo listening"'));
+      return line === undefined ? undefined : (JSON.parse(line) as { port: number }).port;
+    },
+    20_000,
+    100,
+    () => output.slice(-3000),
+  );
+  return { child, port };
+}
