@@ -131,6 +131,8 @@ export class Broker {
   /** Record budgets outlive sockets: per client id (kept across reconnects by its token) and per address. */
   private readonly recordBudgets = new LRUCache<string, TokenBucket>({ max: 100_000 });
   private readonly throughput = new ThroughputBook();
+  /** Selection's view of each remote proxy, per registry read (candidate()). */
+  private readonly remoteCandidates = new WeakMap<SharedProxy, Candidate>();
   private closed = false;
 
   constructor(
@@ -548,23 +550,17 @@ export class Broker {
   private requestProxies(client: ClientEntry, m: RequestProxies): void {
     const now = Date.now();
     const cluster = this.deps.cluster;
-    // Offers since the last heartbeat count as transfers: clients spread over proxies between beats.
-    const candidate = (p: SharedProxy | ProxyEntry): Candidate => ({
-      proxyId: p.proxyId,
-      name: p.name,
-      httpUrl: p.httpUrl,
-      modes: p.modes instanceof Set ? p.modes : new Set(p.modes),
-      capacityBps: p.capacityBps,
-      uploadBps: p.uploadBps,
-      activeTransfers: p.activeTransfers,
-      recentPicks: cluster.picks(p.proxyId),
-      maxTransfers: p.maxTransfers,
-      draining: p.draining,
-      measuredBps: this.throughput.measured(p.proxyId),
-    });
-    const offerable = [...this.proxies.values(), ...this.remoteProxies().values()]
-      .filter((p) => !this.reports.isBanned(p.proxyId, now))
-      .map(candidate);
+    const offerable: Candidate[] = [];
+    for (const p of [this.proxies.values(), this.remoteProxies().values()]) {
+      for (const proxy of p) {
+        if (this.reports.isBanned(proxy.proxyId, now)) continue;
+        const c = this.candidate(proxy);
+        // Offers since the last heartbeat count as transfers: clients spread over proxies between beats.
+        c.recentPicks = cluster.picks(c.proxyId);
+        c.measuredBps = this.throughput.measured(c.proxyId);
+        offerable.push(c);
+      }
+    }
     const chosen = selectProxies(offerable, { count: m.count, mode: m.mode, exclude: m.exclude }, this.deps.random);
     for (const p of chosen) cluster.notePick(p.proxyId, this.config.heartbeatTimeoutMs);
     const proxies: ProxyInfo[] = chosen.map((p) => ({
@@ -587,6 +583,21 @@ export class Broker {
       { clientId: client.clientId, requestId: m.requestId, mode: m.mode, chosen: proxies.map((p) => p.proxyId) },
       'proxies selected',
     );
+  }
+
+  /**
+   * Selection's view of a proxy. A local entry is one itself (its load is live); a remote one is
+   * made once per registry read, whose entries are new objects each time: no allocation per
+   * proxy per request (request-proxies reads every proxy of the cluster).
+   */
+  private candidate(p: SharedProxy | ProxyEntry): Candidate {
+    if ('peer' in p) return p;
+    let c = this.remoteCandidates.get(p);
+    if (c === undefined) {
+      c = { ...p, modes: new Set(p.modes) };
+      this.remoteCandidates.set(p, c);
+    }
+    return c;
   }
 
   private clientSignal(client: ClientEntry, m: ClientSignal): void {
