@@ -21,6 +21,11 @@ export interface Counters {
    * (a ClientError code such as 'origo-unreachable', 'timeout', 'downloader-unavailable', ...).
    */
   fallbacks: Record<string, number>;
+  /**
+   * Of the fallbacks, why origo could not be used ('handshake-timeout', 'refused', 'no-welcome',
+   * 'closed-before-welcome', 'origo-down' for a request not tried during a back-off, ...).
+   */
+  origoCauses: Record<string, number>;
   /** Manifests the hook parsed, and segment URLs it remembers. */
   manifests: number;
   segmentsKnown: number;
@@ -36,6 +41,7 @@ export function emptyCounters(): Counters {
     servedBytes: 0,
     aborted: 0,
     fallbacks: {},
+    origoCauses: {},
     manifests: 0,
     segmentsKnown: 0,
     requests: 0,
@@ -59,6 +65,8 @@ export function sumCounters(list: Counters[]): Counters {
     out.segmentsKnown += c.segmentsKnown;
     out.requests += c.requests;
     for (const [reason, n] of Object.entries(c.fallbacks)) out.fallbacks[reason] = (out.fallbacks[reason] ?? 0) + n;
+    for (const [cause, n] of Object.entries(c.origoCauses ?? {}))
+      out.origoCauses[cause] = (out.origoCauses[cause] ?? 0) + n;
   }
   return out;
 }
@@ -76,9 +84,13 @@ export function sanitizeCounters(raw: unknown): Counters {
   out.manifests = num(r.manifests);
   out.segmentsKnown = num(r.segmentsKnown);
   out.requests = num(r.requests);
-  const f = r.fallbacks && typeof r.fallbacks === 'object' ? (r.fallbacks as Record<string, unknown>) : {};
-  for (const [reason, n] of Object.entries(f).slice(0, 64)) {
-    if (/^[a-z0-9-]{1,40}$/.test(reason) && num(n) > 0) out.fallbacks[reason] = num(n);
-  }
+  const names = (v: unknown, into: Record<string, number>) => {
+    const f = v && typeof v === 'object' ? (v as Record<string, unknown>) : {};
+    for (const [name, n] of Object.entries(f).slice(0, 64)) {
+      if (/^[a-z0-9-]{1,40}$/.test(name) && num(n) > 0) into[name] = num(n);
+    }
+  };
+  names(r.fallbacks, out.fallbacks);
+  names(r.origoCauses, out.origoCauses);
   return out;
 }

@@ -53,6 +53,11 @@ export interface GetRequest {
   proxies: number;
   /** Seconds of media, when the manifest says (statistics). */
   duration?: number;
+  /**
+   * The hook falls back to the network after this long (set by the content script, which works it
+   * out from the settings as the hook does): the downloader's limits derive from it.
+   */
+  deadlineMs?: number;
 }
 
 export type HookToDownloader =
@@ -77,6 +82,8 @@ export interface GetFailure {
   /** A ClientError code or one of the downloader's own reasons ('too-large', 'range-unsatisfiable', ...). */
   reason: string;
   message: string;
+  /** Why origo could not be used, in short ('handshake-timeout', 'refused', 'origo-down', ...). */
+  cause?: string;
 }
 
 export type DownloaderToHook = { type: 'ready' } | GetSuccess | GetFailure;
@@ -99,6 +106,8 @@ export interface SegmentRecord {
   url: string;
   ok: boolean;
   reason?: string;
+  /** The failure in words (e.g. `origo-down (back-off 8 s, ...): ... handshake timed out ...`). */
+  detail?: string;
   mode: ExtensionMode;
   /** Bytes handed to the page. */
   bytes: number;

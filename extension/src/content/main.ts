@@ -22,6 +22,7 @@ import {
 import { ext, loadSettings } from '../common/ext';
 import { normalizeSettings, Settings, SETTINGS_KEY, siteEnabled } from '../common/settings';
 import { redactUrl } from '../common/media';
+import { hookDeadline } from '../common/deadlines';
 import { Authorization, DownloaderRelay } from './relay';
 import { checkUrl, ConsentCache, corsConsent, HeadFetch } from './request-policy';
 
@@ -104,7 +105,10 @@ async function authorize(request: GetRequest): Promise<Authorization> {
   if (!verdict.ok) return verdict;
   if (verdict.crossOrigin && !(await consent.check(verdict.url))) return { ok: false, reason: 'cors' };
   // The extension's settings decide the mode and N, whatever the page world asked for.
-  return { ok: true, request: { ...request, url: verdict.url, mode: s.mode, proxies: s.proxies } };
+  // The hook's deadline for this request, worked out here from the settings (not taken from the
+  // page): the downloader's limits derive from it.
+  const deadlineMs = hookDeadline(s.deadlineMs, request.duration);
+  return { ok: true, request: { ...request, url: verdict.url, mode: s.mode, proxies: s.proxies, deadlineMs } };
 }
 
 function randomToken(): string {

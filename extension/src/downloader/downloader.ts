@@ -9,8 +9,14 @@
  * larger than `maxObjectBytes` are not fetched (the download stops as soon as the proxies report
  * the length) and that URL is sent to the network from then on ('too-large'). URLs that name
  * their bytes themselves (YouTube-style `range=`) need no Range header and are fetched as they are.
+ *
+ * Deadlines: each request's limits for origo, the proxy connections and the first byte derive
+ * from the hook's deadline for it (common/deadlines.ts), so the downloader answers with the real
+ * cause before the hook gives up with 'timeout'. While the client has origo in its back-off
+ * period, requests are answered at once (reason 'origo-unreachable', cause 'origo-down').
  */
-import { ClientError, GetOptions, GetResult } from '@mutp/shared/client';
+import { ClientError, describeDown, GetOptions, GetResult, OrigoDown } from '@mutp/shared/client';
+import { limitsFor, origoCause } from '../common/deadlines';
 import { GetFailure, GetRequest, GetSuccess, ProxyShareRecord, SegmentRecord } from '../common/messages';
 import { contentRange, formatRange, guessContentType, redactUrl, resolveRange } from '../common/media';
 import { DOWNLOAD_MODES, ExtensionMode, origoUrlProblem, Settings } from '../common/settings';
@@ -20,6 +26,8 @@ import { ByteLru } from './lru';
 export interface ClientLike {
   get(url: string, options: GetOptions): Promise<GetResult>;
   close(): void;
+  /** Set while origo is in its back-off period (MutpClient with a back-off policy). */
+  origoDown?(): OrigoDown | undefined;
 }
 
 export interface DownloaderDeps {
@@ -29,10 +37,15 @@ export interface DownloaderDeps {
   /** False when the mode's codec could not be loaded. */
   modeAvailable?(mode: ExtensionMode): boolean;
   now(): number;
+  /** Timers (default: the global ones); returns the function that cancels. */
+  setTimer?(ms: number, callback: () => void): () => void;
   onRecord?(record: SegmentRecord): void;
 }
 
-/** After origo could not be reached, requests fail at once for this long (no pile of 10 s waits). */
+/**
+ * After origo could not be reached, requests fail at once for this long: only for a client
+ * without its own back-off (`origoDown`); the extension's MutpClient has one (2 s doubling to 60 s).
+ */
 export const ORIGO_RETRY_MS = 5000;
 const MAX_TOO_LARGE_URLS = 256;
 
@@ -53,6 +66,8 @@ interface Job {
   stopReason?: string;
   /** The object went into the range cache: its buffer must never be handed out (transferred). */
   cached?: boolean;
+  /** Cancels the first-byte timer. */
+  stopTimer?: () => void;
 }
 
 class Failure extends Error {
@@ -65,7 +80,7 @@ class Failure extends Error {
 }
 
 export class Downloader {
-  private client?: { key: string; promise: Promise<ClientLike> };
+  private client?: { key: string; promise: Promise<ClientLike>; ready?: ClientLike };
   private readonly jobs = new Map<string, Job>();
   private readonly byRequest = new Map<number, Job>();
   private readonly cancelled = new Set<number>();
@@ -85,9 +100,11 @@ export class Downloader {
   async handle(req: GetRequest): Promise<GetSuccess | GetFailure | undefined> {
     const startedAt = this.deps.now();
     const settings = this.deps.settings();
-    const fail = (reason: string, message = reason): GetFailure => {
-      this.record(req, startedAt, { ok: false, reason });
-      return { type: 'result', id: req.id, ok: false, reason, message: message.slice(0, 512) };
+    const fail = (reason: string, message = reason, cause?: string): GetFailure => {
+      this.record(req, startedAt, { ok: false, reason, detail: message === reason ? undefined : message });
+      const failure: GetFailure = { type: 'result', id: req.id, ok: false, reason, message: message.slice(0, 512) };
+      if (cause) failure.cause = cause;
+      return failure;
     };
     if (!validRequest(req)) return fail('bad-request');
     if (!settings.enabled) return fail('disabled');
@@ -101,7 +118,8 @@ export class Downloader {
       const cached = this.cache.get(req.url);
       if (cached) return this.answer(req, startedAt, cached, guessContentType(req.url), undefined);
     }
-    if (this.deps.now() < this.origoDownUntil) return fail('origo-unreachable', 'origo was unreachable moments ago');
+    const down = this.origoDown(settings);
+    if (down) return fail('origo-unreachable', down, 'origo-down');
 
     const job = this.jobFor(req);
     job.waiters.add(req.id);
@@ -110,11 +128,13 @@ export class Downloader {
     try {
       fetched = await job.promise;
     } catch (e) {
+      const { reason, message, cause } = this.failureOf(job, e);
+      // Marked even when the page gave up already: the next request must not try again at once.
+      if (reason === 'origo-unreachable' && cause !== 'origo-down')
+        this.origoDownUntil = this.deps.now() + ORIGO_RETRY_MS;
       if (this.cancelled.delete(req.id)) return undefined;
-      const { reason, message } = this.failureOf(job, e);
-      if (reason === 'origo-unreachable') this.origoDownUntil = this.deps.now() + ORIGO_RETRY_MS;
       if (reason === 'too-large') this.rememberTooLarge(req.url);
-      return fail(reason, message);
+      return fail(reason, message, cause);
     } finally {
       job.waiters.delete(req.id);
       this.byRequest.delete(req.id);
@@ -195,6 +215,7 @@ export class Downloader {
     const existing = this.jobs.get(key);
     if (existing && !existing.controller.signal.aborted) return existing;
     const controller = new AbortController();
+    const limits = limitsFor(req.deadlineMs ?? this.deps.settings().deadlineMs);
     const job: Job = {
       key,
       url: req.url,
@@ -203,24 +224,43 @@ export class Downloader {
       waiters: new Set(),
       promise: Promise.resolve() as unknown as Promise<Fetched>,
     };
-    job.promise = this.enqueue(controller.signal, () => this.download(job, req));
+    // No byte from the proxies in time (queue and connections included): the network is quicker.
+    // Parallel HTTP reports no progress: only its own connect limits apply.
+    if (req.mode !== 'http') {
+      const setTimer =
+        this.deps.setTimer ??
+        ((ms: number, callback: () => void) => {
+          const handle = setTimeout(callback, ms);
+          return () => clearTimeout(handle);
+        });
+      job.stopTimer = setTimer(limits.firstByteMs, () => {
+        if (controller.signal.aborted) return;
+        job.stopReason = 'no-first-byte';
+        controller.abort();
+      });
+    }
+    job.promise = this.enqueue(controller.signal, () => this.download(job, req, limits));
     job.promise
       .catch(() => undefined)
       .finally(() => {
+        job.stopTimer?.();
         if (this.jobs.get(key) === job) this.jobs.delete(key);
       });
     this.jobs.set(key, job);
     return job;
   }
 
-  private async download(job: Job, req: GetRequest): Promise<Fetched> {
+  private async download(job: Job, req: GetRequest, limits: ReturnType<typeof limitsFor>): Promise<Fetched> {
     const settings = this.deps.settings();
     const client = await this.clientFor(settings);
     const result = await client.get(req.url, {
       mode: req.mode,
       proxies: req.proxies,
       signal: job.controller.signal,
+      origoTimeoutMs: limits.origoMs,
+      connectTimeoutMs: limits.proxyConnectMs,
       onProgress: ({ bytes }) => {
+        job.stopTimer?.();
         if (bytes > settings.maxObjectBytes && !job.controller.signal.aborted) {
           job.stopReason = 'too-large';
           job.controller.abort();
@@ -236,15 +276,19 @@ export class Downloader {
   }
 
   private clientFor(settings: Settings): Promise<ClientLike> {
-    const key = `${settings.origoUrl} ${settings.maxObjectBytes}`;
+    const key = clientKey(settings);
     if (this.client?.key !== key) {
       const old = this.client;
       old?.promise.then((c) => c.close()).catch(() => undefined);
       const promise = this.deps.createClient(settings);
-      this.client = { key, promise };
-      promise.catch(() => {
-        if (this.client?.promise === promise) this.client = undefined;
-      });
+      const entry: { key: string; promise: Promise<ClientLike>; ready?: ClientLike } = { key, promise };
+      this.client = entry;
+      promise.then(
+        (client) => (entry.ready = client),
+        () => {
+          if (this.client?.promise === promise) this.client = undefined;
+        },
+      );
     }
     return this.client.promise;
   }
@@ -276,13 +320,33 @@ export class Downloader {
     while (this.running < limit && this.queue.length > 0) this.queue.shift()!.run();
   }
 
-  private failureOf(job: Job, e: unknown): { reason: string; message: string } {
+  /**
+   * Why origo is not to be tried now, or undefined: the client's back-off when it has one, else
+   * the downloader's own short pause after a failure.
+   */
+  private origoDown(settings: Settings): string | undefined {
+    const client = this.client?.key === clientKey(settings) ? this.client.ready : undefined;
+    if (client?.origoDown) {
+      const down = client.origoDown();
+      return down ? describeDown(down) : undefined;
+    }
+    return this.deps.now() < this.origoDownUntil ? 'origo was unreachable moments ago' : undefined;
+  }
+
+  private failureOf(job: Job, e: unknown): { reason: string; message: string; cause?: string } {
+    if (job.stopReason === 'no-first-byte')
+      return { reason: 'no-first-byte', message: 'no byte from the proxies before the deadline share' };
     if (job.stopReason)
       return { reason: job.stopReason, message: `object larger than ${this.deps.settings().maxObjectBytes} bytes` };
     if (e instanceof Failure) return { reason: e.reason, message: e.message };
     const message = e instanceof Error ? e.message : String(e);
     if (message.includes('codec-unavailable')) return { reason: 'codec-unavailable', message };
-    if (e instanceof ClientError) return { reason: e.code, message };
+    if (e instanceof ClientError) {
+      const cause = origoCause(e.code, e.message);
+      // Counted as origo-unreachable (it is, from the page's side); the cause says which way.
+      const reason = e.code === 'origo-down' ? 'origo-unreachable' : e.code;
+      return cause ? { reason, message, cause } : { reason, message };
+    }
     return { reason: 'internal', message };
   }
 
@@ -300,7 +364,7 @@ export class Downloader {
   private record(
     req: GetRequest,
     startedAt: number,
-    o: { ok: boolean; reason?: string; bytes?: number; objectBytes?: number; result?: GetResult },
+    o: { ok: boolean; reason?: string; detail?: string; bytes?: number; objectBytes?: number; result?: GetResult },
   ): void {
     if (!this.deps.onRecord) return;
     const r = o.result;
@@ -325,6 +389,7 @@ export class Downloader {
       proxies,
     };
     if (o.reason) record.reason = o.reason;
+    if (o.detail) record.detail = o.detail.split(req.url).join(record.url).slice(0, 300);
     if (req.range) record.range = formatRange(req.range);
     try {
       this.deps.onRecord(record);
@@ -349,4 +414,9 @@ function validRequest(req: GetRequest): boolean {
     if (!ok) return false;
   }
   return true;
+}
+
+/** A new client is made when these settings change. */
+function clientKey(settings: Settings): string {
+  return `${settings.origoUrl} ${settings.maxObjectBytes}`;
 }

@@ -7,7 +7,7 @@
  * downloader.html itself and posts it a port gets nothing. Answers go back with the bytes as a
  * transferred ArrayBuffer. Each download's record goes to the background for the popup.
  */
-import { MutpClient } from '@mutp/shared/client';
+import { DEFAULT_ORIGO_BACKOFF, MutpClient } from '@mutp/shared/client';
 import {
   DOWNLOADER_PORT,
   GetRequest,
@@ -63,6 +63,8 @@ const downloader = new Downloader({
       origoUrls: origoUrlList(s.origoUrl),
       codecs: c.codecs,
       maxObjectBytes: s.maxObjectBytes,
+      // A failed origo attempt leaves origo alone 2 s, then 4 s, ... 60 s: segments go to the network at once meanwhile.
+      origoBackoff: DEFAULT_ORIGO_BACKOFF,
       // origo's records get origin + path: query strings often carry signed tokens.
       recordUrl: redactUrl,
     });

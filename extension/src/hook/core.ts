@@ -7,6 +7,7 @@
 import { Counters, emptyCounters } from '../common/counters';
 import { GetFailure, GetRequest, GetSuccess, HookConfig } from '../common/messages';
 import { manifestHint } from '../common/media';
+import { hookDeadline, MIN_DEADLINE_MS } from '../common/deadlines';
 import { compilePatterns, CompiledPatterns, decide, Decision, RequestFacts } from './decide';
 import { extractManifest, SegmentRegistry } from './manifest';
 
@@ -21,7 +22,7 @@ export interface DownloaderTransport {
 
 export type Outcome =
   | { kind: 'served'; answer: GetSuccess }
-  | { kind: 'fallback'; reason: string }
+  | { kind: 'fallback'; reason: string; cause?: string }
   /** The page aborted (or its own timeout fired) first. */
   | { kind: 'cancelled' };
 
@@ -36,8 +37,8 @@ export interface Timers {
   clearTimeout(handle: unknown): void;
 }
 
-/** Deadlines never go below this, so the first segment has time to connect to origo and the proxies. */
-export const MIN_DEADLINE_MS = 5000;
+/** (Defined with the deadline rule in common/deadlines.ts, which the content script shares.) */
+export { MIN_DEADLINE_MS };
 /** Manifests larger than this are not parsed. */
 export const MAX_MANIFEST_CHARS = 8 * 1024 * 1024;
 
@@ -88,10 +89,7 @@ export class HookCore {
 
   /** The deadline for one request: 2× the segment's duration when known, at most the configured one. */
   deadlineFor(d: InterceptDecision): number {
-    const configured = this.config?.deadlineMs ?? 10_000;
-    const duration = d.segment?.duration;
-    if (duration === undefined) return configured;
-    return Math.min(configured, Math.max(MIN_DEADLINE_MS, 2000 * duration));
+    return hookDeadline(this.config?.deadlineMs ?? 10_000, d.segment?.duration);
   }
 
   /** Asks the downloader; resolves with the bytes or with the reason to use the network instead. */
@@ -109,8 +107,10 @@ export class HookCore {
       if (o.kind === 'served') {
         this.counters.served++;
         this.counters.servedBytes += o.answer.body.byteLength;
-      } else if (o.kind === 'fallback') this.bump(o.reason);
-      else this.counters.aborted++;
+      } else if (o.kind === 'fallback') {
+        this.bump(o.reason);
+        if (o.cause) this.counters.origoCauses[o.cause] = (this.counters.origoCauses[o.cause] ?? 0) + 1;
+      } else this.counters.aborted++;
       this.changed();
       resolve(o);
     };
@@ -134,7 +134,11 @@ export class HookCore {
         if (a.ok) {
           const problem = checkAnswer(a);
           finish(problem ? { kind: 'fallback', reason: problem } : { kind: 'served', answer: a });
-        } else finish({ kind: 'fallback', reason: typeof a.reason === 'string' ? a.reason : 'download-failed' });
+        } else {
+          const reason = typeof a.reason === 'string' ? a.reason : 'download-failed';
+          const cause = typeof a.cause === 'string' && /^[a-z0-9-]{1,40}$/.test(a.cause) ? a.cause : undefined;
+          finish({ kind: 'fallback', reason, ...(cause ? { cause } : {}) });
+        }
       });
     } catch {
       finish({ kind: 'fallback', reason: 'internal' });

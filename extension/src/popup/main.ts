@@ -73,6 +73,26 @@ function renderCounters(c: Counters): void {
   );
 }
 
+/**
+ * Why origo was not used, below the fallback reasons: the causes counted by the hook
+ * ('handshake-timeout 1, origo-down 7') and the last failure in words, e.g.
+ * `origo-down (back-off 8 s, 3.2 s left): ... handshake timed out ...`.
+ */
+function renderOrigo(c: Counters, segments: SegmentRecord[]): void {
+  let box = document.getElementById('origo-status');
+  if (!box) {
+    box = el('div', undefined, 'muted');
+    box.id = 'origo-status';
+    $('reasons').after(box);
+  }
+  const causes = Object.entries(c.origoCauses ?? {}).sort((a, b) => b[1] - a[1]);
+  const last = [...segments].reverse().find((s) => !s.ok && s.reason === 'origo-unreachable' && s.detail);
+  const lines: HTMLElement[] = [];
+  if (causes.length > 0) lines.push(el('div', `origo: ${causes.map(([cause, n]) => `${cause} ${n}`).join(', ')}`));
+  if (last?.detail) lines.push(el('div', `last: ${last.detail}`));
+  box.replaceChildren(...lines);
+}
+
 function renderProxies(segments: SegmentRecord[], t: TabStats): void {
   const box = $('proxies');
   const last = [...segments].reverse().find((s) => s.ok && !s.cached && s.proxies.length > 0);
@@ -110,7 +130,7 @@ function renderSegments(segments: SegmentRecord[]): void {
     .slice(0, 20)
     .map((s) => {
       const tr = el('tr', undefined, s.ok ? '' : 'failed');
-      tr.title = `${s.url}${s.range ? ` (${s.range})` : ''}${s.reason ? ` — ${s.reason}` : ''}`;
+      tr.title = `${s.url}${s.range ? ` (${s.range})` : ''}${s.reason ? ` — ${s.detail ?? s.reason}` : ''}`;
       tr.append(
         el('td', shortName(s.url)),
         el('td', formatBytes(s.bytes)),
@@ -126,7 +146,9 @@ function renderSegments(segments: SegmentRecord[]): void {
 
 function render(): void {
   renderSwitches();
-  renderCounters(tabCounters(stats));
+  const counters = tabCounters(stats);
+  renderCounters(counters);
+  renderOrigo(counters, stats.segments);
   $('chart').replaceChildren(goodputChart(stats.segments));
   renderProxies(stats.segments, stats);
   renderSegments(stats.segments);

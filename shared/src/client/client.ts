@@ -8,6 +8,12 @@
  * lost session moves it to the next one, presenting the token of the last session so the client
  * keeps its id. A download that loses origo before its proxies are connected retries on the next
  * instance; once connected it no longer needs origo.
+ *
+ * With a back-off policy (the extension sets one), a connection attempt that fails on every
+ * instance marks origo down for a while (origo-backoff.ts): requests in that period fail at once
+ * with 'origo-down' instead of each trying again. The attempt belongs to the client, not to the
+ * request that started it: it runs to its own timeout even when every caller gave up, so a hung
+ * origo is marked down however impatient the callers are.
  */
 import {
   Codec,
@@ -26,6 +32,7 @@ import { sha256 } from '@noble/hashes/sha256';
 import { ClientError } from './errors';
 import { ClientHost } from './host';
 import { HttpDownloadResult, runHttpDownload } from './http-download';
+import { BackoffPolicy, describeDown, OrigoBackoff, OrigoDown } from './origo-backoff';
 import { OrigoSession } from './origo-session';
 import { ProxyLink } from './proxy-link';
 
@@ -53,6 +60,8 @@ export interface ClientConfig {
   insecureOrigo?: boolean;
   /** Send a record of every download to origo. */
   records: boolean;
+  /** Leave origo alone for a growing while after a failed connection attempt (default: no back-off). */
+  origoBackoff?: BackoffPolicy;
   /** How a URL appears in those records (the extension keeps origin + path: no signed tokens). Default: as it is. */
   recordUrl?: (url: string) => string;
 }
@@ -74,7 +83,19 @@ export interface GetOptions {
   /** Proxy ids not to use (besides the ones that failed recently). */
   exclude?: string[];
   signal?: AbortSignal;
+  /**
+   * Shorter limits for this request (the caller has a deadline): for origo (connection attempt
+   * including the welcome, and its answer to a proxy request) and for each proxy connection. The
+   * client's own `origoTimeoutMs` and `connectTimeoutMs` stay the upper bounds.
+   */
+  origoTimeoutMs?: number;
+  connectTimeoutMs?: number;
   onProgress?: (progress: { dof: number; totalDof: number; bytes: number }) => void;
+}
+
+interface Limits {
+  origoMs: number;
+  connectMs: number;
 }
 
 export type GetResult = DownloadResult | HttpDownloadResult;
@@ -107,6 +128,7 @@ export class MutpClient {
   private readonly failedAt = new Map<string, number>();
   /** Proxies a download excluded as polluters, by when; not asked for again for a long while. */
   private readonly pollutedAt = new Map<string, number>();
+  private readonly backoff?: OrigoBackoff;
 
   constructor(
     private readonly host: ClientHost,
@@ -116,6 +138,13 @@ export class MutpClient {
     this.origoUrls = origoUrlsOf(config);
     if (this.origoUrls.length === 0) throw new TypeError('MutpClient needs an origo URL');
     this.nextOrigo = (host.random() >>> 0) % this.origoUrls.length;
+    if (this.config.origoBackoff) this.backoff = new OrigoBackoff(this.config.origoBackoff, host.clock);
+  }
+
+  /** Undefined unless origo is in its back-off period (it is then not tried until it ends). */
+  origoDown(): OrigoDown | undefined {
+    if (this.session?.isOpen || this.connecting) return undefined;
+    return this.backoff?.down();
   }
 
   /** The origo instance the client is on (or tries next). */
@@ -128,15 +157,26 @@ export class MutpClient {
    * instance is tried once, from the one the last session was on (or the one after it, when that
    * session was lost), until one welcomes the client.
    */
-  private origo(): Promise<OrigoSession> {
+  private origo(timeoutMs: number): Promise<OrigoSession> {
     if (this.session?.isOpen) return Promise.resolve(this.session);
     // Concurrent downloads share one connection attempt.
     if (this.connecting) return this.connecting;
+    const down = this.backoff?.down();
+    if (down) return Promise.reject(new ClientError('origo-down', describeDown(down)));
     const lost = this.session;
     this.token = lost?.token ?? this.token;
     this.session = undefined;
     lost?.close();
-    const attempt = this.openSession();
+    const attempt = this.openSession(timeoutMs).then(
+      (session) => {
+        this.backoff?.succeeded();
+        return session;
+      },
+      (e: unknown) => {
+        this.backoff?.failed(causeOf(e));
+        throw e;
+      },
+    );
     this.connecting = attempt;
     void attempt.then(
       () => this.clearConnecting(attempt),
@@ -145,7 +185,7 @@ export class MutpClient {
     return attempt;
   }
 
-  private async openSession(): Promise<OrigoSession> {
+  private async openSession(timeoutMs: number): Promise<OrigoSession> {
     const errors: unknown[] = [];
     for (let tried = 0; tried < this.origoUrls.length; tried++) {
       const index = this.nextOrigo;
@@ -153,7 +193,7 @@ export class MutpClient {
         this.origoUrls[index],
         this.host.webSocket,
         this.host.clock,
-        this.config.origoTimeoutMs,
+        timeoutMs,
         this.token,
         this.config.insecureOrigo,
       );
@@ -181,12 +221,18 @@ export class MutpClient {
   /**
    * Runs `step` on an origo session. When the session is lost under it (origo died or stopped
    * answering), `step` runs again on a new session, on the next instance, while attempts remain;
-   * any other failure is the answer. The abort signal is honoured at every wait.
+   * any other failure is the answer. The abort signal is honoured at every wait, and nothing new
+   * starts once it has fired.
    */
-  private async withOrigo<T>(signal: AbortSignal | undefined, step: (session: OrigoSession) => Promise<T>): Promise<T> {
+  private async withOrigo<T>(
+    signal: AbortSignal | undefined,
+    limits: Limits,
+    step: (session: OrigoSession) => Promise<T>,
+  ): Promise<T> {
     const attempts = Math.max(2, this.origoUrls.length);
     for (let attempt = 1; ; attempt++) {
-      const session = await unlessAborted(this.origo(), signal);
+      if (signal?.aborted) throw cancelledError();
+      const session = await unlessAborted(this.origo(limits.origoMs), signal);
       try {
         return await unlessAborted(step(session), signal);
       } catch (e) {
@@ -202,10 +248,16 @@ export class MutpClient {
   /** Downloads `url` through `proxies` proxies in `mode`; rejects with a ClientError. */
   async get(url: string, o: GetOptions): Promise<GetResult> {
     const mode = o.mode;
+    const limits = this.limitsFor(o);
     if (mode === 'http') {
-      const { session, proxies } = await this.withOrigo(o.signal, async (session) => ({
+      const { session, proxies } = await this.withOrigo(o.signal, limits, async (session) => ({
         session,
-        proxies: await session.requestProxies(o.proxies, 'uncoded', [...this.recentlyFailed(), ...(o.exclude ?? [])]),
+        proxies: await session.requestProxies(
+          o.proxies,
+          'uncoded',
+          [...this.recentlyFailed(), ...(o.exclude ?? [])],
+          limits.origoMs,
+        ),
       }));
       if (proxies.length === 0) throw new ClientError('no-proxies', 'origo has no proxy to offer');
       const result = await runHttpDownload(proxies, url, this.host.fetch, this.host.clock, {
@@ -217,9 +269,9 @@ export class MutpClient {
       this.report(session, url, 'http', result, undefined, proxies.length);
       return result;
     }
-    const { session, links } = await this.withOrigo(o.signal, async (session) => ({
+    const { session, links } = await this.withOrigo(o.signal, limits, async (session) => ({
       session,
-      links: await this.connect(session, o.proxies, mode, o.exclude ?? []),
+      links: await this.connect(session, o.proxies, mode, o.exclude ?? [], limits),
     }));
     const scheduler = o.scheduler ?? DEFAULT_SCHEDULER[mode];
     try {
@@ -247,15 +299,31 @@ export class MutpClient {
     }
   }
 
+  /** The client's limits, shortened by the request's own. */
+  private limitsFor(o: GetOptions): Limits {
+    const shorter = (own: number, asked: number | undefined) =>
+      asked !== undefined && Number.isFinite(asked) && asked > 0 ? Math.min(own, asked) : own;
+    return {
+      origoMs: shorter(this.config.origoTimeoutMs, o.origoTimeoutMs),
+      connectMs: shorter(this.config.connectTimeoutMs, o.connectTimeoutMs),
+    };
+  }
+
   /** `count` live links (fewer if origo has fewer proxies), reusing open ones. */
-  private async connect(session: OrigoSession, count: number, mode: Mode, excluded: string[]): Promise<ProxyLink[]> {
+  private async connect(
+    session: OrigoSession,
+    count: number,
+    mode: Mode,
+    excluded: string[],
+    limits: Limits,
+  ): Promise<ProxyLink[]> {
     for (const [id, link] of this.links) if (!link.alive) this.links.delete(id);
     const chosen: ProxyLink[] = [];
     for (let attempt = 0; attempt < 3 && chosen.length < count; attempt++) {
       const exclude = [...this.recentlyFailed(), ...excluded, ...chosen.map((l) => l.proxy.proxyId)];
-      const offered = await session.requestProxies(count - chosen.length, mode, exclude);
+      const offered = await session.requestProxies(count - chosen.length, mode, exclude, limits.origoMs);
       if (offered.length === 0) break;
-      const opened = await Promise.allSettled(offered.map((proxy) => this.linkTo(session, proxy)));
+      const opened = await Promise.allSettled(offered.map((proxy) => this.linkTo(session, proxy, limits.connectMs)));
       // Their signalling went with origo: no proxy is to blame, the caller tries another instance.
       if (!session.isOpen) throw new ClientError('origo-unreachable', 'origo was lost while connecting to proxies');
       opened.forEach((r, i) => {
@@ -289,16 +357,16 @@ export class MutpClient {
     }
   }
 
-  private linkTo(session: OrigoSession, proxy: ProxyInfo): Promise<ProxyLink> {
+  private linkTo(session: OrigoSession, proxy: ProxyInfo, timeoutMs: number): Promise<ProxyLink> {
     const existing = this.links.get(proxy.proxyId);
     if (existing?.alive) return Promise.resolve(existing);
     // Concurrent downloads wait for the same connection instead of opening a second one.
     const pending = this.pendingLinks.get(proxy.proxyId);
     if (pending) return pending;
     // One retry with a fresh connection: a first attempt can lose an ICE race at start-up.
-    const opening = this.openLink(session, proxy).catch((e: unknown) => {
+    const opening = this.openLink(session, proxy, timeoutMs).catch((e: unknown) => {
       if (!session.isOpen) throw e; // origo is gone: retrying through it would only time out
-      return this.openLink(session, proxy);
+      return this.openLink(session, proxy, timeoutMs);
     });
     this.pendingLinks.set(proxy.proxyId, opening);
     const forget = () => this.pendingLinks.delete(proxy.proxyId);
@@ -306,11 +374,11 @@ export class MutpClient {
     return opening;
   }
 
-  private async openLink(session: OrigoSession, proxy: ProxyInfo): Promise<ProxyLink> {
+  private async openLink(session: OrigoSession, proxy: ProxyInfo, timeoutMs: number): Promise<ProxyLink> {
     if (!session.isOpen) throw new ClientError('origo-unreachable', 'the origo session is closed');
     const connectionId = `c${(this.host.random() >>> 0).toString(36)}${this.nextLink++}`;
     const link = new ProxyLink(proxy, connectionId);
-    await link.open(session, this.host.rtc, this.host.clock, this.config.connectTimeoutMs);
+    await link.open(session, this.host.rtc, this.host.clock, timeoutMs);
     this.links.set(proxy.proxyId, link);
     return link;
   }
@@ -400,7 +468,7 @@ export class MutpClient {
  */
 function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (!signal) return promise;
-  const cancelled = () => new ClientError('cancelled', 'aborted before the download started');
+  const cancelled = cancelledError;
   if (signal.aborted) {
     promise.catch(() => undefined);
     return Promise.reject(cancelled());
@@ -419,4 +487,14 @@ function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined):
       },
     );
   });
+}
+
+function cancelledError(): ClientError {
+  return new ClientError('cancelled', 'aborted before the download started');
+}
+
+/** Why a connection attempt failed, without the 'origo-unreachable: ' its error message starts with. */
+function causeOf(e: unknown): string {
+  const message = e instanceof Error ? e.message : String(e);
+  return message.replace(/^origo-unreachable: /, '').slice(0, 300);
 }

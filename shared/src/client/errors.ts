@@ -1,6 +1,8 @@
 /** Why a client operation failed; the extension counts fallbacks by this code. */
 export type ClientErrorCode =
   | 'origo-unreachable'
+  /** origo failed moments ago and is in its back-off period: not tried (see origo-backoff.ts). */
+  | 'origo-down'
   | 'origo-error'
   | 'no-proxies'
   | 'connect-failed'

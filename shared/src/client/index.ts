@@ -13,3 +13,5 @@ export { runHttpDownload, baselineUrl } from './http-download';
 export type { HttpDownloadResult } from './http-download';
 export { MutpClient, DEFAULT_CLIENT_CONFIG, origoUrlsOf } from './client';
 export type { ClientConfig, ClientOptions, DownloadMode, GetOptions, GetResult } from './client';
+export { OrigoBackoff, DEFAULT_ORIGO_BACKOFF, describeDown } from './origo-backoff';
+export type { BackoffPolicy, OrigoDown } from './origo-backoff';

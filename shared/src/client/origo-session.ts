@@ -71,6 +71,8 @@ export class OrigoSession {
 
   /** Opens the socket and waits for origo's welcome. */
   connect(): Promise<void> {
+    /** The WebSocket handshake completed (what a timeout says: no handshake, or no welcome after it). */
+    let opened = false;
     const welcomed = new Promise<void>((resolve, reject) => {
       let socket: WebSocketLike;
       const problem = origoUrlProblem(this.url, this.insecure);
@@ -85,12 +87,19 @@ export class OrigoSession {
         return;
       }
       this.socket = socket;
-      socket.onopen = () =>
+      socket.onopen = () => {
+        opened = true;
         this.send({ type: 'hello', version: SIGNALLING_VERSION, ...(this.token ? { token: this.token } : {}) });
+      };
       socket.onerror = () => {}; // the close event that follows carries the outcome
       socket.onclose = (event) => {
-        const reason = `origo closed the session (${event.code}${event.reason ? ` ${event.reason}` : ''})`;
-        if (this.clientId === undefined) reject(new ClientError('origo-unreachable', `${this.url}: ${reason}`));
+        const code = `${event.code}${event.reason ? ` ${event.reason}` : ''}`;
+        const reason = `origo closed the session (${code})`;
+        if (this.clientId === undefined) {
+          // Browsers say 1006 for both a refused connection and one cut during the handshake.
+          const why = opened ? `closed before the welcome (${code})` : `connection refused or failed (${code})`;
+          reject(new ClientError('origo-unreachable', `${this.url}: ${why}`));
+        }
         this.shutdown(reason);
       };
       socket.onmessage = (event) => {
@@ -115,22 +124,28 @@ export class OrigoSession {
       this.clock,
       welcomed,
       this.timeoutMs,
-      () => new ClientError('origo-unreachable', `no welcome from ${this.url} within ${this.timeoutMs} ms`),
+      () =>
+        new ClientError(
+          'origo-unreachable',
+          opened
+            ? `no welcome from ${this.url} within ${this.timeoutMs} ms`
+            : `${this.url}: handshake timed out (no WebSocket connection within ${this.timeoutMs} ms)`,
+        ),
     ).catch((e: unknown) => {
       this.close();
       throw e;
     });
   }
 
-  /** Up to `count` proxies chosen by origo's selection policy, none of `exclude`. */
-  requestProxies(count: number, mode: Mode, exclude: string[] = []): Promise<ProxyInfo[]> {
+  /** Up to `count` proxies chosen by origo's selection policy, none of `exclude`; origo has `timeoutMs` to answer. */
+  requestProxies(count: number, mode: Mode, exclude: string[] = [], timeoutMs = this.timeoutMs): Promise<ProxyInfo[]> {
     if (!this.isOpen) return Promise.reject(new ClientError('origo-unreachable', 'the origo session is closed'));
     const requestId = `r${this.nextRequest++}`;
     const answer = new Promise<ProxyInfo[]>((resolve, reject) => this.pending.set(requestId, { resolve, reject }));
     this.send({ type: 'request-proxies', requestId, count, mode, exclude });
-    return withTimeout(this.clock, answer, this.timeoutMs, () => {
+    return withTimeout(this.clock, answer, timeoutMs, () => {
       this.pending.delete(requestId);
-      const reason = `origo did not answer a proxy request within ${this.timeoutMs} ms`;
+      const reason = `origo did not answer a proxy request within ${timeoutMs} ms`;
       // A socket that looks open to a silent origo (hung, or cut off without a close) is dead
       // weight: end it, so the next attempt opens a new session (on the next instance, if any).
       this.close(reason);

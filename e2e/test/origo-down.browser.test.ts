@@ -1,0 +1,183 @@
+/**
+ * A misbehaving origo must not hold playback back (issue 14, "A hung origo stalls playback"):
+ * Chromium with the built extension plays the HLS fMP4 stream (hls.js, 4 s segments) while origo
+ * is hung (a TCP server that accepts and never answers: no WebSocket handshake) or refused
+ * (nothing listening). Against the same page in a Chromium without the extension:
+ * - playback never rebuffers; how much later it starts (first `playing` event) is printed (the
+ *   issue's target: at most 1.5 s);
+ * - every media request went to the network, counted as origo-unreachable with the real cause
+ *   (handshake-timeout or refused, then origo-down for the requests of a back-off period), never
+ *   as the hook's generic 'timeout'; the tab's statistics carry the cause in words;
+ * - hung: the TCP connections origo got are at most one per back-off period (2 s, 4 s, 8 s ...
+ *   after each 1 s attempt).
+ */
+import { existsSync } from 'node:fs';
+import { freePort } from '@mutp/testing/ports';
+import { SilentServer, startSilentServer } from '@mutp/testing/silent-server';
+import { join } from 'node:path';
+import {
+  ChromiumSession,
+  Counters,
+  ensureExtensionBuilt,
+  TabStats,
+  launchChromium,
+  pageCounters,
+  PlayerState,
+  playerState,
+  totalFallbacks,
+  waitFor,
+} from '../src/browser';
+import { MEDIA_DIR, Origin, startOrigin } from '../src/origin';
+import { PlayerPages, startPlayerPages } from '../src/player-pages';
+
+jest.setTimeout(120_000);
+
+const MANIFEST = 'low/hls-fmp4/index.m3u8';
+const PLAY_SECONDS = 10;
+/** The issue's target: start-up at most this much later than without the extension. */
+const STARTUP_MARGIN_MS = 1500;
+/** The extension's origo limit for a request and its back-off policy (deadlines.ts, origo-backoff.ts). */
+const ORIGO_ATTEMPT_MS = 1000;
+const BACKOFF = { firstMs: 2000, maxMs: 60_000 };
+
+let origin: Origin;
+let pages: PlayerPages;
+let withExtension: ChromiumSession;
+let without: ChromiumSession;
+let hung: SilentServer;
+let hungUrl: string;
+let baselineStartMs: number;
+
+beforeAll(async () => {
+  if (!existsSync(join(MEDIA_DIR, '.generated'))) {
+    throw new Error(`no test streams in ${MEDIA_DIR}: run bash e2e/media/generate.sh (scripts/setup.sh does)`);
+  }
+  ensureExtensionBuilt();
+  hung = await startSilentServer();
+  hungUrl = `ws://127.0.0.1:${hung.port}/v1/client`;
+  origin = await startOrigin();
+  pages = await startPlayerPages();
+  withExtension = await launchChromium();
+  without = await launchChromium({ extension: false });
+  baselineStartMs = (await play(without, 'without the extension')).startMs;
+}, 180_000);
+
+afterAll(async () => {
+  await withExtension?.close();
+  await without?.close();
+  await pages?.close();
+  await origin?.close();
+  await hung?.close();
+});
+
+/** A port nothing listens on (free a moment ago). */
+async function refusedUrl(): Promise<string> {
+  return `ws://127.0.0.1:${await freePort()}/v1/client`;
+}
+
+interface Played {
+  url: string;
+  state: PlayerState;
+  counters?: Counters;
+  /** From the page's player script to the first `playing` event. */
+  startMs: number;
+  /** Wall time the page was open. */
+  elapsedMs: number;
+  /** The background's statistics of the tab (the popup's data), read before the page closes. */
+  tab?: TabStats;
+}
+
+async function play(session: ChromiumSession, label: string): Promise<Played> {
+  const page = await session.browser.newPage({ type: 'window' });
+  const pageErrors: string[] = [];
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  const url = pages.playerUrl('hls', `${origin.url}/${MANIFEST}`);
+  const openedAt = Date.now();
+  try {
+    await page.goto(url, { waitUntil: 'load' });
+    let last: PlayerState | undefined;
+    const state = await waitFor(
+      `${label}: playback to reach ${PLAY_SECONDS} s`,
+      async () => {
+        last = await playerState(page);
+        if (last.errors.length > 0 || pageErrors.length > 0) return last;
+        return last.currentTime >= PLAY_SECONDS ? last : undefined;
+      },
+      45_000,
+    ).catch((e: unknown) => {
+      throw new Error(`${String(e)}; player: ${JSON.stringify(last?.events.slice(-10))}`);
+    });
+    expect({ label, errors: state.errors, pageErrors }).toEqual({ label, errors: [], pageErrors: [] });
+    const playing = state.events.find(([name]) => name === 'playing');
+    if (!playing) throw new Error(`${label}: no playing event: ${JSON.stringify(state.events)}`);
+    const elapsedMs = Date.now() - openedAt;
+    const counters = session.extensionId ? await pageCounters(page) : undefined;
+    const tab = session.extensionId
+      ? await waitFor(
+          `${label}: per-tab statistics with every request`,
+          async () => {
+            const t = await session.tabStats(url);
+            return t && t.segments.length >= (counters?.media ?? 0) ? t : undefined;
+          },
+          5_000,
+        )
+      : undefined;
+    return { url, state, counters, startMs: playing[2], elapsedMs, tab };
+  } finally {
+    await page.close();
+  }
+}
+
+/** Connection attempts the back-off allows in `ms`: each attempt (≤ 1 s) is followed by a period 2 s, 4 s, ... */
+function attemptsAllowed(ms: number): number {
+  let n = 0;
+  for (let t = 0, period = BACKOFF.firstMs; t <= ms; t += ORIGO_ATTEMPT_MS + period, period *= 2) n++;
+  return n;
+}
+
+function expectNetworkFallbacks(p: Played, label: string): Counters {
+  const c = p.counters;
+  if (!c) throw new Error(`${label}: window.__mutp is missing (exposeCounters)`);
+  expect(p.state.currentTime).toBeGreaterThanOrEqual(PLAY_SECONDS);
+  // Never stalled because of origo. The start-up against the page without the extension is the
+  // issue's figure (target: at most STARTUP_MARGIN_MS more), printed, not asserted: a loaded
+  // machine moves it, the mechanism (no wait past origo's limit, then none at all) does not.
+  expect({ label, stalls: p.state.stalls }).toEqual({ label, stalls: 0 });
+  // Every media request went to the network for origo's sake, with the real cause, never 'timeout'.
+  expect(c.media).toBeGreaterThanOrEqual(3);
+  expect(c).toMatchObject({ intercepted: c.media, served: 0, aborted: 0, fallbacks: { 'origo-unreachable': c.media } });
+  expect(totalFallbacks(c)).toBe(c.media);
+  expect(Object.values(c.origoCauses).reduce((a, b) => a + b, 0)).toBe(c.media);
+  return c;
+}
+
+test('origo hung (accepts TCP, never answers): no stall, the cause counted, one attempt per back-off period', async () => {
+  await withExtension.setSettings({ origoUrl: hungUrl, mode: 'rlnc', proxies: 4, exposeCounters: true });
+  const before = hung.accepted;
+  const played = await play(withExtension, 'hung origo');
+  const attempts = hung.accepted - before;
+  const c = expectNetworkFallbacks(played, 'hung origo');
+  expect(c.origoCauses['handshake-timeout']).toBeGreaterThanOrEqual(1);
+  expect(c.origoCauses['origo-down']).toBeGreaterThanOrEqual(1);
+  expect(attempts).toBeGreaterThanOrEqual(1);
+  expect({ attempts, allowed: attempts <= attemptsAllowed(played.elapsedMs) }).toEqual({ attempts, allowed: true });
+  // The popup's data: the cause in words.
+  const details = (played.tab?.segments ?? []).map((s) => s.detail ?? '');
+  expect(details.some((d) => /handshake timed out/.test(d))).toBe(true);
+  expect(details.some((d) => /^origo-down \(back-off \d+ s/.test(d))).toBe(true);
+  console.log(
+    `hung origo: start-up ${played.startMs} ms (without the extension ${baselineStartMs} ms, target +${STARTUP_MARGIN_MS} ms), ` +
+      `${attempts} origo connections in ${played.elapsedMs} ms, causes ${JSON.stringify(c.origoCauses)}`,
+  );
+});
+
+test('origo refused (nothing listening): no stall, the cause counted', async () => {
+  await withExtension.setSettings({ origoUrl: await refusedUrl(), mode: 'rlnc', proxies: 4, exposeCounters: true });
+  const played = await play(withExtension, 'refused origo');
+  const c = expectNetworkFallbacks(played, 'refused origo');
+  expect(c.origoCauses.refused).toBeGreaterThanOrEqual(1);
+  console.log(
+    `refused origo: start-up ${played.startMs} ms (without the extension ${baselineStartMs} ms, target +${STARTUP_MARGIN_MS} ms), ` +
+      `causes ${JSON.stringify(c.origoCauses)}`,
+  );
+});
