@@ -16,11 +16,16 @@ make -s -C wasm/rlnc test
 echo "[test] linkem unit tests (testbed/emulator)"
 (cd testbed/emulator && cargo test --locked --release --quiet)
 echo "[test] jest: unit and component tests"
-# Suites over real WebRTC (node-datachannel on loopback) wait on its native threads: they run in
-# the serial batch below, not beside the CPU-bound unit tests.
+# Suites over real WebRTC (node-datachannel on loopback) wait on its native threads: they run on
+# their own below, not beside the CPU-bound unit tests.
 REAL_RTC='(/proxy/test/(webrtc|origo-link|transfer-host)|/client/test/origo-failover)\.test\.ts$'
 npx jest --ci --testPathIgnorePatterns '\.browser\.test\.ts$' '/e2e/' '/testbed/test/' "$REAL_RTC"
-# Whole-system, browser, testbed and real-WebRTC suites start many processes or native threads
-# each (and the link emulator's validation measures timing): one at a time on these 2-core machines.
-echo "[test] jest: end-to-end, browser, testbed and real-WebRTC tests"
-npx jest --ci --runInBand --testPathPattern "(\.browser\.test\.ts|/e2e/|/testbed/test/|$REAL_RTC)"
+# One at a time in a process of their own, before the whole-system suites: in the same process
+# after them (which start and clean up node-datachannel, browsers and the testbed) a loopback data
+# channel once did not open within 10 s.
+echo "[test] jest: real-WebRTC suites"
+npx jest --ci --runInBand --testPathPattern "$REAL_RTC"
+# Whole-system, browser and testbed suites start many processes or native threads each (and the
+# link emulator's validation measures timing): one at a time on these 2-core machines.
+echo "[test] jest: end-to-end, browser and testbed tests"
+npx jest --ci --runInBand --testPathPattern '(\.browser\.test\.ts|/e2e/|/testbed/test/)'
