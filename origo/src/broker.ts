@@ -175,14 +175,14 @@ export class Broker {
     if (urlProblem !== undefined) {
       return refuse('unauthorized', CLOSE.unauthorized, `httpUrl refused: ${urlProblem}`);
     }
-    const remote = this.remoteProxies();
+    const remote = this.deps.cluster.remoteProxies();
     const proxyId = auth.proxyId ?? this.newId('p', this.proxies, remote);
     if (this.deps.cluster.isRevoked(proxyId) && auth.proxyId !== undefined) {
       // Revoked on another instance whose key file was reloaded first.
       return refuse('unauthorized', CLOSE.unauthorized, `proxy key ${proxyId} was revoked`);
     }
     const previous = this.proxies.get(proxyId);
-    const elsewhere = previous === undefined ? remote.get(proxyId) : undefined;
+    const elsewhere = previous === undefined ? this.remoteProxy(proxyId) : undefined;
     if ((previous !== undefined || elsewhere !== undefined) && !auth.mayReplace) {
       // Shared-secret mode cannot tell the owner of an id from another holder of the secret.
       return refuse('id-in-use', CLOSE.tryAgainLater, `proxy id ${proxyId} is registered on a live socket`);
@@ -190,6 +190,7 @@ export class Broker {
     if (
       previous === undefined &&
       elsewhere === undefined &&
+      // remote.size may still count a proxy that moved here since the last read: a bound, not a census.
       this.proxies.size + remote.size >= this.config.maxProxies
     ) {
       return refuse('busy', CLOSE.tryAgainLater, `origo already has ${this.config.maxProxies} proxies`);
@@ -269,7 +270,7 @@ export class Broker {
 
   /** Keys were reloaded: proxies whose id lost its key are dropped (revocation). */
   revokeMissing(keys: ProxyKeys): void {
-    const known = [...this.proxies.keys(), ...this.remoteProxies().keys()];
+    const known = [...this.proxies.keys(), ...[...this.remoteEntries()].map((p) => p.proxyId)];
     const revoked = known.filter((id) => !keys.has(id));
     this.deps.cluster.setRevoked(revoked, [...keys.keys()]);
     if (revoked.length > 0) {
@@ -309,7 +310,7 @@ export class Broker {
     });
     return [
       ...[...this.proxies.values()].map((p) => status(this.shared(p), p.connections.size)),
-      ...[...this.remoteProxies().values()].map((p) => status(p, 0)),
+      ...[...this.remoteEntries()].map((p) => status(p, 0)),
     ];
   }
 
@@ -317,12 +318,12 @@ export class Broker {
    * Proxies other instances own, as last read. One that moved here since that read is ours: the
    * local entry wins until the next read drops the stale one.
    */
-  private remoteProxies(): ReadonlyMap<string, SharedProxy> {
-    const remote = this.deps.cluster.remoteProxies();
-    let shadowed = false;
-    for (const id of remote.keys()) if (this.proxies.has(id)) shadowed = true;
-    if (!shadowed) return remote;
-    return new Map([...remote].filter(([id]) => !this.proxies.has(id)));
+  private *remoteEntries(): Iterable<SharedProxy> {
+    for (const p of this.deps.cluster.remoteProxies().values()) if (!this.proxies.has(p.proxyId)) yield p;
+  }
+
+  private remoteProxy(proxyId: string): SharedProxy | undefined {
+    return this.proxies.has(proxyId) ? undefined : this.deps.cluster.remoteProxies().get(proxyId);
   }
 
   get instanceId(): string {
@@ -551,7 +552,7 @@ export class Broker {
     const now = Date.now();
     const cluster = this.deps.cluster;
     const offerable: Candidate[] = [];
-    for (const p of [this.proxies.values(), this.remoteProxies().values()]) {
+    for (const p of [this.proxies.values(), this.remoteEntries()]) {
       for (const proxy of p) {
         if (this.reports.isBanned(proxy.proxyId, now)) continue;
         const c = this.candidate(proxy);
@@ -605,7 +606,7 @@ export class Broker {
     let connection = this.connections.get(m.connectionId);
     if (connection === undefined) {
       const proxy = this.proxies.get(m.proxyId);
-      const remote = proxy === undefined ? this.remoteProxies().get(m.proxyId) : undefined;
+      const remote = proxy === undefined ? this.remoteProxy(m.proxyId) : undefined;
       if (proxy === undefined && remote === undefined) {
         return refuse('unknown-proxy', `proxy ${m.proxyId} is not registered`);
       }

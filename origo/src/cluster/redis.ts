@@ -145,8 +145,6 @@ export class RedisCluster implements Cluster {
   }
 
   remoteProxies(): ReadonlyMap<string, SharedProxy> {
-    const now = Date.now();
-    for (const [id, p] of this.snapshot) if (p.expiresAt <= now) this.snapshot.delete(id);
     return this.snapshot;
   }
 
@@ -235,6 +233,10 @@ export class RedisCluster implements Cluster {
         this.options.log.warn({ err: (err as Error).message }, 'redis unreachable: registry snapshot kept');
       this.reachable = false;
       this.options.onError?.('refresh');
+      // Without Redis the snapshot ages: entries go once they are older than a heartbeat timeout
+      // (swept here, every refreshMs, not on the message path).
+      const now = Date.now();
+      for (const [id, p] of this.snapshot) if (p.expiresAt <= now) this.snapshot.delete(id);
     } finally {
       this.refreshing = false;
     }
