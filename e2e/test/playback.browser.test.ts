@@ -200,7 +200,11 @@ async function expectServedByMutp(played: Played, mode: string, before: ProxyCou
   const { state, counters: c } = played;
   // Playback: reached the mark, no rebuffering once it started.
   expect(state.currentTime).toBeGreaterThanOrEqual(PLAY_SECONDS);
-  expect(state.stalls).toBe(0);
+  // With the player's last events when it did rebuffer (a rare Firefox stall is not diagnosed yet).
+  expect({ stalls: state.stalls, events: state.stalls > 0 ? state.events.slice(-25) : [] }).toEqual({
+    stalls: 0,
+    events: [],
+  });
   // The hook: every media request was served by MUTP.
   expect(c.media).toBeGreaterThanOrEqual(5);
   expect(c).toMatchObject({ served: c.media, intercepted: c.media, aborted: 0 });
