@@ -21,6 +21,14 @@ import {
   PROTOCOL_VERSION,
   UNIT_DIGEST_BYTES,
 } from './limits';
+import {
+  ByteRange,
+  MAX_CONTENT_TYPE_BYTES,
+  MAX_RANGE_OFFSET,
+  ObjectAttributes,
+  rangeProblem,
+  validContentType,
+} from './range';
 
 export const MessageType = {
   Request: 0x01,
@@ -55,6 +63,8 @@ export const ErrorCode = {
   Overloaded: 5,
   Internal: 6,
   Unsupported: 7,
+  /** The range starts at or past the end of the resource (the origin answered 416). */
+  RangeNotSatisfiable: 8,
 } as const;
 
 /** "OriginNotFound" -> "origin not found", by code, from ErrorCode itself. */
@@ -74,6 +84,12 @@ export const DATA_RLNC_HEADER_BYTES = HEADER_BYTES + 12;
 export const DATA_FOUNTAIN_HEADER_BYTES = HEADER_BYTES + 12;
 export const NO_SEQ = 0xffffffff;
 export const META_BYTES = HEADER_BYTES + 8 + 2 * DIGEST_BYTES;
+/** A REQUEST's optional range: start (u48) and length (u32) after the URL. */
+export const REQUEST_RANGE_BYTES = 10;
+/** META's optional attributes before the Content-Type: flags, range start (u48), complete length (u48), type length. */
+export const META_ATTRIBUTES_BYTES = 14;
+const META_FLAG_RANGED = 0x01;
+const META_FLAG_COMPLETE_LENGTH = 0x02;
 export const DIGESTS_HEADER_BYTES = HEADER_BYTES + 6;
 /** Unit digests one DIGESTS datagram carries: 1036 bytes, within one SCTP packet at the default MTU. */
 export const MAX_DIGESTS_PER_MESSAGE = 64;
@@ -89,6 +105,8 @@ export interface RequestMessage {
   generationSize: number;
   symbolSize: number;
   url: string;
+  /** Serve only these bytes of the resource (absent: the whole object). */
+  range?: ByteRange;
 }
 
 export interface MetaMessage {
@@ -104,6 +122,11 @@ export interface MetaMessage {
    * order: lets the client check each check unit as soon as it decodes, not only the whole object.
    */
   unitRoot: Uint8Array;
+  /**
+   * What the origin said: Content-Type, and for a ranged transfer where the bytes sit in the
+   * resource. Part of the identity the sources must agree on (a source cannot relabel the bytes).
+   */
+  attributes?: ObjectAttributes;
 }
 
 /** A run of the object's unit digests (UNIT_DIGEST_BYTES each), verified against META's unitRoot. */
@@ -248,6 +271,15 @@ function assertU32(name: string, value: number): void {
   assertRange(name, value, 0, 0xffffffff);
 }
 
+function setUint48(v: DataView, at: number, value: number): void {
+  v.setUint16(at, Math.floor(value / 2 ** 32));
+  v.setUint32(at + 2, value % 2 ** 32);
+}
+
+function getUint48(v: DataView, at: number): number {
+  return v.getUint16(at) * 2 ** 32 + v.getUint32(at + 2);
+}
+
 function modeId(mode: Mode): number {
   const id = MODE_IDS[mode];
   if (id === undefined) throw new RangeError(`unknown mode ${String(mode)}`);
@@ -266,7 +298,11 @@ export function encodeRequest(m: Omit<RequestMessage, 'type'>): Uint8Array {
   assertRange('window', m.window, 1, MAX_WINDOW);
   assertRange('generationSize', m.generationSize, 1, MAX_GENERATION_SIZE);
   assertRange('symbolSize', m.symbolSize, MIN_SYMBOL_SIZE, MAX_SYMBOL_SIZE);
-  const buf = new Uint8Array(HEADER_BYTES + 11 + url.length);
+  if (m.range) {
+    const problem = rangeProblem(m.range);
+    if (problem) throw new RangeError(problem);
+  }
+  const buf = new Uint8Array(HEADER_BYTES + 11 + url.length + (m.range ? REQUEST_RANGE_BYTES : 0));
   const v = header(buf, MessageType.Request, m.transferId);
   buf[6] = modeId(m.mode);
   const scheduler = SCHEDULER_IDS[m.scheduler];
@@ -279,6 +315,11 @@ export function encodeRequest(m: Omit<RequestMessage, 'type'>): Uint8Array {
   v.setUint16(13, m.symbolSize);
   v.setUint16(15, url.length);
   buf.set(url, 17);
+  if (m.range) {
+    const at = 17 + url.length;
+    setUint48(v, at, m.range.start);
+    v.setUint32(at + 6, m.range.length);
+  }
   return buf;
 }
 
@@ -288,7 +329,16 @@ export function encodeMeta(m: Omit<MetaMessage, 'type'>): Uint8Array {
   assertRange('generationSize', m.generationSize, 1, MAX_GENERATION_SIZE);
   if (m.digest.length !== DIGEST_BYTES) throw new RangeError('digest must be 32 bytes');
   if (m.unitRoot.length !== DIGEST_BYTES) throw new RangeError('unitRoot must be 32 bytes');
-  const buf = new Uint8Array(META_BYTES);
+  const attributes = m.attributes && (m.attributes.range || m.attributes.contentType) ? m.attributes : undefined;
+  const type = attributes?.contentType !== undefined ? utf8Encoder.encode(attributes.contentType) : undefined;
+  if (attributes?.contentType !== undefined && !validContentType(attributes.contentType))
+    throw new RangeError(`contentType must be 1..${MAX_CONTENT_TYPE_BYTES} visible ASCII characters`);
+  if (attributes?.range) {
+    assertRange('range start', attributes.range.start, 0, MAX_RANGE_OFFSET);
+    if (attributes.range.completeLength !== undefined)
+      assertRange('completeLength', attributes.range.completeLength, 0, MAX_RANGE_OFFSET);
+  }
+  const buf = new Uint8Array(META_BYTES + (attributes ? META_ATTRIBUTES_BYTES + (type?.length ?? 0) : 0));
   const v = header(buf, MessageType.Meta, m.transferId);
   v.setUint32(6, m.objectLength);
   v.setUint16(10, m.symbolSize);
@@ -296,6 +346,15 @@ export function encodeMeta(m: Omit<MetaMessage, 'type'>): Uint8Array {
   buf[13] = modeId(m.mode);
   buf.set(m.digest, 14);
   buf.set(m.unitRoot, 14 + DIGEST_BYTES);
+  if (attributes) {
+    const range = attributes.range;
+    const complete = range?.completeLength;
+    buf[META_BYTES] = (range ? META_FLAG_RANGED : 0) | (complete !== undefined ? META_FLAG_COMPLETE_LENGTH : 0);
+    setUint48(v, META_BYTES + 1, range?.start ?? 0);
+    setUint48(v, META_BYTES + 7, complete ?? 0);
+    buf[META_BYTES + 13] = type?.length ?? 0;
+    if (type) buf.set(type, META_BYTES + META_ATTRIBUTES_BYTES);
+  }
   return buf;
 }
 
@@ -562,8 +621,14 @@ function decodeRequest(buf: Uint8Array, v: DataView, transferId: number): Result
     checkRange('generationSize', generationSize, 1, MAX_GENERATION_SIZE) ??
     checkRange('symbolSize', symbolSize, MIN_SYMBOL_SIZE, MAX_SYMBOL_SIZE) ??
     checkRange('url length', urlLength, 0, MAX_URL_BYTES) ??
-    exact(buf, 17 + urlLength, 'REQUEST');
+    (buf.length === 17 + urlLength + REQUEST_RANGE_BYTES ? null : exact(buf, 17 + urlLength, 'REQUEST'));
   if (bad) return err(bad);
+  let range: ByteRange | undefined;
+  if (buf.length > 17 + urlLength) {
+    range = { start: getUint48(v, 17 + urlLength), length: v.getUint32(17 + urlLength + 6) };
+    const problem = rangeProblem(range);
+    if (problem) return fail('out-of-range', problem);
+  }
   let url: string;
   try {
     url = utf8Decoder.decode(buf.subarray(17, 17 + urlLength));
@@ -581,11 +646,13 @@ function decodeRequest(buf: Uint8Array, v: DataView, transferId: number): Result
     generationSize,
     symbolSize,
     url,
+    ...(range ? { range } : {}),
   });
 }
 
 function decodeMeta(buf: Uint8Array, v: DataView, transferId: number): Result<Message> {
-  const short = exact(buf, META_BYTES, 'META');
+  const short =
+    buf.length > META_BYTES ? need(buf, META_BYTES + META_ATTRIBUTES_BYTES, 'META') : exact(buf, META_BYTES, 'META');
   if (short) return err(short);
   const objectLength = v.getUint32(6);
   const symbolSize = v.getUint16(10);
@@ -597,6 +664,12 @@ function decodeMeta(buf: Uint8Array, v: DataView, transferId: number): Result<Me
     checkRange('generationSize', generationSize, 1, MAX_GENERATION_SIZE);
   if (bad) return err(bad);
   if (mode === undefined) return fail('out-of-range', `mode ${buf[13]}`);
+  let attributes: ObjectAttributes | undefined;
+  if (buf.length > META_BYTES) {
+    const decoded = decodeMetaAttributes(buf, v);
+    if (!decoded.ok) return decoded;
+    attributes = decoded.value;
+  }
   return ok({
     type: MessageType.Meta,
     transferId,
@@ -606,7 +679,38 @@ function decodeMeta(buf: Uint8Array, v: DataView, transferId: number): Result<Me
     mode,
     digest: buf.subarray(14, 14 + DIGEST_BYTES),
     unitRoot: buf.subarray(14 + DIGEST_BYTES, 14 + 2 * DIGEST_BYTES),
+    ...(attributes ? { attributes } : {}),
   });
+}
+
+/** META's optional part (after the fixed 78 bytes); the caller checked it has its fixed 14 bytes. */
+function decodeMetaAttributes(buf: Uint8Array, v: DataView): Result<ObjectAttributes> {
+  const flags = buf[META_BYTES];
+  const start = getUint48(v, META_BYTES + 1);
+  const complete = getUint48(v, META_BYTES + 7);
+  const typeLength = buf[META_BYTES + 13];
+  const ranged = (flags & META_FLAG_RANGED) !== 0;
+  const bad =
+    (flags & ~(META_FLAG_RANGED | META_FLAG_COMPLETE_LENGTH)
+      ? new WireError('out-of-range', `reserved META flags 0x${flags.toString(16)}`)
+      : null) ??
+    (!ranged && flags & META_FLAG_COMPLETE_LENGTH
+      ? new WireError('out-of-range', 'a complete length without a range')
+      : null) ??
+    (!ranged && start !== 0 ? new WireError('out-of-range', 'a range start without a range') : null) ??
+    checkRange('range start', start, 0, MAX_RANGE_OFFSET) ??
+    checkRange('completeLength', complete, 0, MAX_RANGE_OFFSET) ??
+    checkRange('contentType length', typeLength, 0, MAX_CONTENT_TYPE_BYTES) ??
+    exact(buf, META_BYTES + META_ATTRIBUTES_BYTES + typeLength, 'META');
+  if (bad) return err(bad);
+  const attributes: ObjectAttributes = {};
+  if (typeLength > 0) {
+    const type = String.fromCharCode(...buf.subarray(META_BYTES + META_ATTRIBUTES_BYTES));
+    if (!validContentType(type)) return fail('out-of-range', 'contentType is not visible ASCII');
+    attributes.contentType = type;
+  }
+  if (ranged) attributes.range = flags & META_FLAG_COMPLETE_LENGTH ? { start, completeLength: complete } : { start };
+  return ok(attributes);
 }
 
 function decodeDigests(buf: Uint8Array, v: DataView, transferId: number): Result<Message> {

@@ -16,6 +16,7 @@
  * origo is marked down however impatient the callers are.
  */
 import {
+  ByteRange,
   Codec,
   DEFAULT_GENERATION_SIZE,
   DEFAULT_SCHEDULER,
@@ -82,6 +83,8 @@ export interface GetOptions {
   scheduler?: SchedulerName;
   /** Proxy ids not to use (besides the ones that failed recently). */
   exclude?: string[];
+  /** Only these bytes of the resource: proxies fetch just them from the origin (see range.ts). */
+  range?: ByteRange;
   signal?: AbortSignal;
   /**
    * Shorter limits for this request (the caller has a deadline): for origo (connection attempt
@@ -261,6 +264,7 @@ export class MutpClient {
       }));
       if (proxies.length === 0) throw new ClientError('no-proxies', 'origo has no proxy to offer');
       const result = await runHttpDownload(proxies, url, this.host.fetch, this.host.clock, {
+        range: o.range,
         signal: o.signal,
         maxBytes: this.config.maxObjectBytes,
         sha256: this.host.sha256 ?? sha256,
@@ -284,6 +288,7 @@ export class MutpClient {
         symbolSize: this.config.symbolSize,
         codec: this.config.codecs[mode],
         transferId: this.host.random() >>> 0,
+        range: o.range,
         signal: o.signal,
         sha256: this.host.sha256 ?? sha256,
         receiverConfig: { maxObjectBytes: this.config.maxObjectBytes },

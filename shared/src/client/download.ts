@@ -3,9 +3,11 @@
  * sends its requests and feedback on each link, and resolves with the verified object.
  */
 import {
+  ByteRange,
   Codec,
   DeadlineTimer,
   Mode,
+  ObjectAttributes,
   PollutionKind,
   Receiver,
   ReceiverConfig,
@@ -26,6 +28,8 @@ export interface DownloadOptions {
   symbolSize: number;
   codec: Codec;
   transferId: number;
+  /** Only these bytes of the resource (a ranged REQUEST). */
+  range?: ByteRange;
   signal?: AbortSignal;
   receiverConfig?: Partial<ReceiverConfig>;
   sha256?: (data: Uint8Array) => Uint8Array;
@@ -53,6 +57,8 @@ export interface DownloadResult {
   goodputBps: number;
   normalizedGoodput: number;
   sources: SourceShare[];
+  /** What the agreed sources said of the object: the origin's Content-Type, its place in the resource. */
+  attributes?: ObjectAttributes;
 }
 
 /** How long a finished transfer still answers stray data with STOP. */
@@ -71,6 +77,7 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
     symbolSize: o.symbolSize,
     codec: o.codec,
     now: startedAt,
+    range: o.range,
     config: o.receiverConfig,
     sha256: o.sha256,
   });
@@ -147,6 +154,7 @@ function toClientError(error: TransferError | undefined): ClientError {
 
 function summarize(receiver: Receiver, links: ProxyLink[], startedAt: number, now: number, mode: Mode): DownloadResult {
   const stats = receiver.stats();
+  const attributes = receiver.attributes;
   const object = receiver.takeObject();
   const durationMs = Math.max(now - startedAt, 1e-3);
   let useful = 0;
@@ -168,5 +176,6 @@ function summarize(receiver: Receiver, links: ProxyLink[], startedAt: number, no
       name: links[i].proxy.name,
       share: useful > 0 ? s.useful / useful : 0,
     })),
+    ...(attributes ? { attributes } : {}),
   };
 }

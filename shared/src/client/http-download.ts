@@ -9,7 +9,7 @@
  * digest, or whose stated digest disagrees with it, is identified as polluting and listed in
  * the result; the download goes on with the others.
  */
-import { ProxyInfo } from '..';
+import { ByteRange, MAX_RANGE_OFFSET, ObjectAttributes, ProxyInfo, servedRangeProblem, validContentType } from '..';
 import { ClientError } from './errors';
 import { Clock, FetchLike } from './host';
 import { SourceShare } from './download';
@@ -24,6 +24,8 @@ export interface HttpDownloadResult {
   normalizedGoodput: number;
   sources: Pick<SourceShare, 'proxyId' | 'name' | 'bytes' | 'share'>[];
   contentType: string | null;
+  /** The winner's Content-Type (when valid) and, for a ranged request, the range it served. */
+  attributes?: ObjectAttributes;
   /** Proxies caught serving other bytes than the agreed object (report them to origo). */
   polluters: { proxyId: string; name: string; reason: string }[];
 }
@@ -38,9 +40,39 @@ function hex(bytes: Uint8Array): string {
   return out;
 }
 
-/** The proxy endpoint serving `url` (proxy/src/http-baseline.ts). */
-export function baselineUrl(proxy: ProxyInfo, url: string): string {
-  return `${proxy.httpUrl.replace(/\/+$/, '')}/v1/http?url=${encodeURIComponent(url)}`;
+/** The proxy endpoint serving `url`, or a range of it (proxy/src/http-baseline.ts). */
+export function baselineUrl(proxy: ProxyInfo, url: string, range?: ByteRange): string {
+  const base = `${proxy.httpUrl.replace(/\/+$/, '')}/v1/http?url=${encodeURIComponent(url)}`;
+  return range ? `${base}&start=${range.start}&length=${range.length}` : base;
+}
+
+/** Headers the baseline states a served range in (proxy/src/http-baseline.ts). */
+const RANGE_START_HEADER = 'x-mutp-range-start';
+const COMPLETE_LENGTH_HEADER = 'x-mutp-complete-length';
+
+/** The attributes a response states, or why they do not fit the range asked for. */
+function attributesOf(
+  headers: { get(name: string): string | null },
+  range: ByteRange | undefined,
+  length: number,
+): ObjectAttributes | string {
+  const attributes: ObjectAttributes = {};
+  const type = headers.get('content-type');
+  if (type && validContentType(type)) attributes.contentType = type;
+  if (!range) return attributes;
+  const start = Number(headers.get(RANGE_START_HEADER) ?? NaN);
+  const completeHeader = headers.get(COMPLETE_LENGTH_HEADER);
+  const complete = completeHeader === null ? undefined : Number(completeHeader);
+  if (
+    !Number.isSafeInteger(start) ||
+    (complete !== undefined && !(Number.isSafeInteger(complete) && complete <= MAX_RANGE_OFFSET))
+  )
+    return `no valid ${RANGE_START_HEADER} / ${COMPLETE_LENGTH_HEADER}`;
+  const served = complete === undefined ? { start } : { start, completeLength: complete };
+  const problem = servedRangeProblem(range, served, length);
+  if (problem) return problem;
+  attributes.range = served;
+  return attributes;
 }
 
 export async function runHttpDownload(
@@ -56,6 +88,8 @@ export async function runHttpDownload(
     quorum?: number;
     /** Origo's client token, sent as `Authorization: Bearer` (the proxies require it). */
     token?: string;
+    /** Only these bytes of `url`. */
+    range?: ByteRange;
   },
 ): Promise<HttpDownloadResult> {
   const startedAt = clock.now();
@@ -98,7 +132,7 @@ export async function runHttpDownload(
     const headers: Record<string, string> = options.token ? { authorization: `Bearer ${options.token}` } : {};
     let response: Awaited<ReturnType<FetchLike>>;
     try {
-      response = await fetch(baselineUrl(proxy, url), { signal: controllers[i].signal, headers });
+      response = await fetch(baselineUrl(proxy, url, options.range), { signal: controllers[i].signal, headers });
     } catch (e) {
       votes[i].settle(undefined);
       throw e;
@@ -136,7 +170,9 @@ export async function runHttpDownload(
         throw polluted(i, 'its digest disagrees with the other proxies');
       throw new Error(`${proxy.name}: fewer than ${quorum} proxies stated its digest`);
     }
-    return { object, index: i, contentType: response.headers.get('content-type') };
+    const attributes = attributesOf(response.headers, options.range, object.length);
+    if (typeof attributes === 'string') throw new Error(`${proxy.name}: ${attributes}`);
+    return { object, index: i, contentType: response.headers.get('content-type'), attributes };
   };
 
   try {
@@ -164,6 +200,7 @@ export async function runHttpDownload(
         share: i === winner.index ? 1 : 0,
       })),
       contentType: winner.contentType,
+      attributes: winner.attributes,
       polluters: polluters.concat(
         // Proxies that stated another digest than the one verified are polluters too.
         stated.flatMap((d, j) =>

@@ -13,6 +13,7 @@ import { Sha256 } from '../integrity';
 import { Layout } from '../layout';
 import { schedulerSupports } from '../modes';
 import { seededRandom } from '../random';
+import { ByteRange, ObjectAttributes, servedRangeProblem, validContentType } from '../range';
 import { PathEstimate, Sender, SenderConfig } from '../sender/sender';
 import { decode, encodeError, ErrorCode, MessageType, Mode, RequestMessage } from '../wire';
 import { Admission, Grant } from './admission';
@@ -32,6 +33,10 @@ export interface SourceObject {
   cached: boolean;
   /** Marks the transfer as a user of the bytes until the returned function is called. */
   hold?(): () => void;
+  /** The origin's Content-Type (validContentType), reported in META. */
+  contentType?: string;
+  /** For a ranged REQUEST: where the bytes sit in the resource (servedRangeProblem must pass). */
+  range?: { start: number; completeLength?: number };
 }
 
 export interface EndpointLimits {
@@ -95,7 +100,7 @@ export interface SourceEndpointOptions {
 
 export type EndpointEvent =
   /** Get the object at `url`, then call objectReady or objectFailed. */
-  | { type: 'fetch'; transferId: number; url: string; mode: Mode }
+  | { type: 'fetch'; transferId: number; url: string; mode: Mode; range?: ByteRange }
   /** Nobody waits for that fetch any more (a STOP, the peer closed). */
   | { type: 'cancel-fetch'; transferId: number }
   | { type: 'started'; transferId: number; request: RequestMessage; objectBytes: number }
@@ -222,6 +227,11 @@ export class SourceEndpoint {
       this.failPending(t, ErrorCode.BadRequest, `cannot lay out the object: ${messageOf(e)}`, now);
       return;
     }
+    const attributes = attributesFor(request, object);
+    if (typeof attributes === 'string') {
+      this.failPending(t, ErrorCode.Internal, attributes, now);
+      return;
+    }
     const bytes = senderStateBytes(layout) + (object.cached ? 0 : object.bytes.length);
     if (!t.grant.charge(bytes)) {
       this.failPending(t, ErrorCode.Overloaded, 'proxy memory budget for transfers is full', now);
@@ -234,6 +244,7 @@ export class SourceEndpoint {
         object: object.bytes,
         digest: object.digest,
         unitDigests: object.digests?.of(layout),
+        attributes,
         sha256: this.opts.sha256,
         codec: sharingCodec(codec, object.encoders),
         random: seededRandom(this.opts.seed()),
@@ -396,7 +407,13 @@ export class SourceEndpoint {
     }
     this.transfers.set(request.transferId, { id: request.transferId, request, startedAt: now, grant: slot.grant });
     this.counters.transfersStarted++;
-    this.events.push({ type: 'fetch', transferId: request.transferId, url: request.url, mode: request.mode });
+    this.events.push({
+      type: 'fetch',
+      transferId: request.transferId,
+      url: request.url,
+      mode: request.mode,
+      ...(request.range ? { range: request.range } : {}),
+    });
   }
 
   /**
@@ -507,4 +524,24 @@ function messageOf(e: unknown): string {
 /** ERROR messages are capped by the wire format; keep the start of a long one. */
 function clip(message: string): string {
   return message.length > 200 ? `${message.slice(0, 197)}...` : message;
+}
+
+/**
+ * META's attributes for a served object, or why it does not answer the REQUEST: a ranged REQUEST
+ * needs the bytes it named (a caller's bug otherwise, reported as an internal error).
+ */
+function attributesFor(request: RequestMessage, object: SourceObject): ObjectAttributes | string {
+  const attributes: ObjectAttributes = {};
+  if (object.contentType !== undefined && validContentType(object.contentType))
+    attributes.contentType = object.contentType;
+  if (request.range) {
+    if (!object.range) return 'the object was served without its range';
+    const problem = servedRangeProblem(request.range, object.range, object.bytes.length);
+    if (problem) return `the origin's range does not match the request: ${problem}`;
+    attributes.range =
+      object.range.completeLength === undefined
+        ? { start: object.range.start }
+        : { start: object.range.start, completeLength: object.range.completeLength };
+  }
+  return attributes;
 }

@@ -6,11 +6,14 @@
  */
 import { Sha256, unitRoot } from '../integrity';
 import { UNIT_DIGEST_BYTES } from '../limits';
+import { ObjectAttributes } from '../range';
 
 export interface Identity {
   objectLength: number;
   digest: Uint8Array;
   unitRoot: Uint8Array;
+  /** Content-Type and range position: a source may not relabel bytes the others agree on. */
+  attributes?: ObjectAttributes;
 }
 
 interface DigestList {
@@ -52,6 +55,7 @@ export class Agreement {
       objectLength: id.objectLength,
       digest: id.digest.slice(),
       unitRoot: id.unitRoot.slice(),
+      attributes: copyAttributes(id.attributes),
     };
   }
 
@@ -132,7 +136,22 @@ export class Agreement {
 }
 
 export function sameIdentity(a: Identity, b: Identity): boolean {
-  return a.objectLength === b.objectLength && bytesEqual(a.digest, b.digest) && bytesEqual(a.unitRoot, b.unitRoot);
+  return (
+    a.objectLength === b.objectLength &&
+    bytesEqual(a.digest, b.digest) &&
+    bytesEqual(a.unitRoot, b.unitRoot) &&
+    a.attributes?.contentType === b.attributes?.contentType &&
+    a.attributes?.range?.start === b.attributes?.range?.start &&
+    a.attributes?.range?.completeLength === b.attributes?.range?.completeLength
+  );
+}
+
+function copyAttributes(a: ObjectAttributes | undefined): ObjectAttributes | undefined {
+  if (!a) return undefined;
+  const copy: ObjectAttributes = {};
+  if (a.contentType !== undefined) copy.contentType = a.contentType;
+  if (a.range) copy.range = { ...a.range };
+  return copy;
 }
 
 /** Constant-time comparison of two digests. */

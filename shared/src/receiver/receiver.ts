@@ -20,6 +20,7 @@ import { CheckLayout } from '../integrity';
 import { Layout } from '../layout';
 import { MAX_OBJECT_BYTES, MAX_SOURCES } from '../limits';
 import { DEFAULT_SCHEDULER, schedulerSupports } from '../modes';
+import { ByteRange, ObjectAttributes, rangeProblem, servedRangeProblem } from '../range';
 import {
   decode,
   describeErrorCode,
@@ -57,6 +58,8 @@ export interface ReceiverOptions {
   symbolSize: number;
   codec: Codec;
   now: number;
+  /** Ask the sources for these bytes of the resource only (see range.ts). */
+  range?: ByteRange;
   config?: Partial<ReceiverConfig>;
   /** SHA-256 used to verify the object; defaults to a portable one, Node hosts pass node:crypto's. */
   sha256?: (data: Uint8Array) => Uint8Array;
@@ -108,6 +111,8 @@ export class Receiver {
       throw new RangeError(`scheduler ${this.scheduler} does not support mode ${opts.mode}`);
     }
     if (opts.codec.mode !== opts.mode) throw new RangeError(`codec ${opts.codec.name} is not for mode ${opts.mode}`);
+    const badRange = opts.range && rangeProblem(opts.range);
+    if (badRange) throw new RangeError(badRange);
     this.opts = opts;
     this.transferId = opts.transferId >>> 0;
     const config = { ...DEFAULT_RECEIVER_CONFIG, ...opts.config };
@@ -181,10 +186,30 @@ export class Receiver {
       this.dropPolluter(sourceIndex, 'meta', 'metadata does not match the request');
       return;
     }
+    const rangeMismatch = this.rangeMismatch(m);
+    if (rangeMismatch) {
+      this.dropPolluter(sourceIndex, 'meta', rangeMismatch);
+      return;
+    }
     this.quorum.onMeta(sourceIndex, m, now);
     if (this.quorum.identity()) this.checkAgainstAgreed(sourceIndex);
     else this.evaluateAgreement(now);
     this.startIfReady(now);
+  }
+
+  /** Why a META's bytes are not the range asked for (a ranged answer to an unranged request too). */
+  private rangeMismatch(m: MetaMessage): string | undefined {
+    const asked = this.opts.range;
+    const served = m.attributes?.range;
+    if (!asked) return served ? 'served a range of an object asked for whole' : undefined;
+    if (!served) return 'served without the range asked for';
+    const problem = servedRangeProblem(asked, served, m.objectLength);
+    return problem ? `served a different range: ${problem}` : undefined;
+  }
+
+  /** What the agreed sources said of the object: Content-Type, position in the resource. */
+  get attributes(): ObjectAttributes | undefined {
+    return this.quorum.identity()?.attributes;
   }
 
   private evaluateAgreement(now: number): void {
@@ -461,6 +486,7 @@ export class Receiver {
       generationSize: o.generationSize,
       symbolSize: o.symbolSize,
       url: o.url,
+      ...(o.range ? { range: o.range } : {}),
     });
   }
 

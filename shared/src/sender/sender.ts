@@ -9,6 +9,7 @@ import { Layout } from '../layout';
 import { unitDigests, unitRoot, Sha256 } from '../integrity';
 import { UNIT_DIGEST_BYTES, UNLIMITED_IN_FLIGHT } from '../limits';
 import { Partition } from '../partition';
+import { ObjectAttributes } from '../range';
 import { Random } from '../random';
 import {
   DATA_FOUNTAIN_HEADER_BYTES,
@@ -90,6 +91,8 @@ export interface SenderOptions {
    * absent; a cache serving many transfers of one object computes it once per layout and passes it.
    */
   unitDigests?: Uint8Array;
+  /** The origin's Content-Type and, for a ranged REQUEST, where the object sits: reported in META. */
+  attributes?: ObjectAttributes;
   /** SHA-256 for the unit digests when they are computed here (Node hosts pass node:crypto's). */
   sha256?: Sha256;
   codec: Codec;
@@ -224,6 +227,7 @@ export class Sender implements ScheduleView {
       mode: r.mode,
       digest: opts.digest,
       unitRoot: unitRoot(digests, opts.sha256),
+      attributes: opts.attributes,
     });
     this.digests = [];
     const perMessage = MAX_DIGESTS_PER_MESSAGE * UNIT_DIGEST_BYTES;
