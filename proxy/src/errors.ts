@@ -13,6 +13,8 @@ export type ServeErrorKind =
   | 'timeout'
   /** Larger than the proxy's object limit. */
   | 'too-large'
+  /** The requested range starts at or past the end of the resource (origin 416, or known length). */
+  | 'range-not-satisfiable'
   /** The URL is not acceptable: scheme, credentials, origin not allowed, private address. */
   | 'refused'
   /** The proxy is at its transfer limits. */
@@ -39,6 +41,8 @@ export function wireErrorCode(kind: ServeErrorKind): number {
       return ErrorCode.OriginError;
     case 'too-large':
       return ErrorCode.ObjectTooLarge;
+    case 'range-not-satisfiable':
+      return ErrorCode.RangeNotSatisfiable;
     case 'refused':
       return ErrorCode.BadRequest;
     case 'overloaded':
@@ -59,6 +63,8 @@ export function httpStatus(kind: ServeErrorKind): number {
       return 502;
     case 'too-large':
       return 413;
+    case 'range-not-satisfiable':
+      return 416;
     case 'refused':
       return 403;
     case 'overloaded':

@@ -10,6 +10,11 @@
  * limits key on the token's subject, plus a cap per remote address. CORS is granted only to
  * browser extensions and the configured page origins; the content type is passed on only when
  * it is a media or manifest type, and never sniffed.
+ *
+ * Optional `start` and `length` parameters ask for bytes start .. start + length - 1 of the
+ * object, served through the same cache as MUTP's ranged REQUESTs: 200 with those bytes (fewer
+ * only at the end of the resource), `x-mutp-range-start` and, when the origin said it,
+ * `x-mutp-complete-length`; 416 when the range starts past the end.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Admission } from '@mutp/shared';
@@ -17,6 +22,7 @@ import { bearerToken, ClientTokenVerifier } from './client-tokens';
 import { asServeError, httpStatus, ServeErrorKind } from './errors';
 import { ProxyMetrics } from './metrics';
 import { ObjectProvider } from './object-source';
+import { parseRangeQuery } from './range-query';
 import { RateMeter } from './rate-meter';
 import { TokenBucket } from './token-bucket';
 
@@ -53,7 +59,7 @@ export function corsHeaders(origin: string | undefined, allowed: readonly string
   if (!extension && !allowed.includes(origin)) return { vary: 'origin' };
   return {
     'access-control-allow-origin': origin,
-    'access-control-expose-headers': 'content-length, x-mutp-sha256',
+    'access-control-expose-headers': 'content-length, x-mutp-sha256, x-mutp-range-start, x-mutp-complete-length',
     vary: 'origin',
   };
 }
@@ -82,6 +88,7 @@ const PUBLIC_MESSAGES: Record<ServeErrorKind, string> = {
   'origin-error': 'the origin could not be fetched',
   timeout: 'the origin could not be fetched',
   'too-large': 'the object is larger than this proxy serves',
+  'range-not-satisfiable': 'the range starts past the end of the object',
   refused: 'this URL is not served by this proxy',
   overloaded: 'the proxy is busy',
   unsupported: 'not supported',
@@ -123,6 +130,8 @@ export async function serveHttpBaseline(
   }
   const target = query.get('url');
   if (!target) return fail(400, 'bad-request', 'missing url parameter');
+  const ranged = parseRangeQuery(query);
+  if (!ranged.ok) return fail(400, 'bad-request', ranged.message);
   const address = req.socket.remoteAddress ?? '?';
   let inFlight = inFlightByAddress.get(deps);
   if (inFlight === undefined) inFlightByAddress.set(deps, (inFlight = new Map()));
@@ -143,7 +152,7 @@ export async function serveHttpBaseline(
       const onGone = () => withdraw.abort();
       res.once('close', onGone);
       try {
-        object = await deps.objects.get(target, withdraw.signal);
+        object = await deps.objects.get(target, withdraw.signal, ranged.range);
       } finally {
         res.off('close', onGone);
       }
@@ -161,6 +170,7 @@ export async function serveHttpBaseline(
       'content-length': object.bytes.byteLength,
       'cache-control': 'no-store',
       'x-mutp-sha256': Buffer.from(object.digest).toString('hex'),
+      ...rangeHeaders(object.range),
     });
     const completed = await streamShaped(deps, res, object.bytes);
     if (!completed) outcome = 'aborted';
@@ -178,6 +188,14 @@ export async function serveHttpBaseline(
     deps.metrics.transfersActive.dec({ mode: 'http' });
     deps.metrics.transfersTotal.inc({ mode: 'http', outcome });
   }
+}
+
+/** Where a ranged answer's bytes sit in the resource (nothing for a whole object). */
+function rangeHeaders(range: { start: number; completeLength?: number } | undefined): Record<string, string> {
+  if (!range) return {};
+  const headers: Record<string, string> = { 'x-mutp-range-start': String(range.start) };
+  if (range.completeLength !== undefined) headers['x-mutp-complete-length'] = String(range.completeLength);
+  return headers;
 }
 
 /** Writes the body under the token bucket and the socket's back-pressure; false if the client left. */

@@ -8,18 +8,30 @@
  *
  * Memory outside the LRU is charged to the budget too: an object evicted while transfers still
  * send it stays charged until the last of them lets go.
+ *
+ * Byte ranges: entries are keyed by (href, range). A ranged lookup is served by the entry of
+ * exactly that range, else by slicing any cached entry of the href that holds the range (a whole
+ * object holds all of them), else by joining a fetch under way that will hold it, else by a new
+ * origin fetch of exactly that range. So a player reading a file range by range, or twice, costs
+ * the origin each byte once. A slice shares its parent's bytes (it holds the parent while used)
+ * with its own digest, encoders and unit digests, memoised on the parent. Entries keep the
+ * origin's validators (ETag, Last-Modified): a response of another version of the href drops the
+ * entries of the old one, so slices are never cut from a resource that has changed.
  */
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { LayoutDigests, MemoryBudget, SharedEncoders } from '@mutp/shared';
+import { ByteRange, LayoutDigests, MemoryBudget, servedRangeProblem, SharedEncoders } from '@mutp/shared';
 import { cachePolicy } from './cache-policy';
 import { ServeError } from './errors';
+import { locateRange, rangeKey, ResourceExtent, sameVersion, Validators } from './range-cache';
 
 export interface CachedObject {
   bytes: Uint8Array;
   /** SHA-256 of bytes. */
   digest: Uint8Array;
   contentType?: string;
+  /** For a ranged lookup: where the bytes sit in the resource (completeLength undefined: unknown). */
+  range?: { start: number; completeLength?: number };
   /** Encoders shared by the transfers of this object (one codec copy per layout). */
   encoders: SharedEncoders;
   /** Integrity digests per layout, computed once for all transfers of this object. */
@@ -35,6 +47,13 @@ export interface FetchResult {
   contentType?: string;
   /** The origin's Cache-Control: no-store / private / no-cache keep it out, max-age bounds it. */
   cacheControl?: string;
+  /** The version's validators: a response whose validators differ drops the href's entries. */
+  etag?: string;
+  lastModified?: string;
+  /** For a ranged fetch, where bytes sit in the resource; absent: bytes are the whole resource. */
+  range?: { start: number; completeLength?: number };
+  /** The whole resource, when the origin sent it to a ranged fetch (bytes is a view into it). */
+  wholeBody?: Uint8Array;
 }
 
 export interface FetchControl {
@@ -42,6 +61,8 @@ export interface FetchControl {
   signal: AbortSignal;
   /** Called as body bytes arrive; false means the memory budget is full and the fetch must stop. */
   reserve(bytes: number): boolean;
+  /** The bytes to fetch; absent: the whole resource. */
+  range?: ByteRange;
 }
 
 export type ObjectFetcher = (url: string, control: FetchControl) => Promise<FetchResult>;
@@ -58,6 +79,12 @@ export interface ObjectCacheStats {
   fetchesRefused: number;
   /** Objects served but not stored because the origin's Cache-Control said so. */
   uncacheable: number;
+  /** Ranged requests served by slicing a larger object (cached or just fetched). */
+  sliced: number;
+  /** Entries dropped because a newer response of their href carried other validators. */
+  staleDropped: number;
+  /** Body bytes received from origins (the whole body when an origin ignored a Range). */
+  originBytes: number;
   entries: number;
   bytes: number;
   maxBytes: number;
@@ -80,27 +107,58 @@ export interface ObjectCacheOptions {
 }
 
 export const DEFAULT_MAX_CONCURRENT_FETCHES = 32;
+/**
+ * What a ranged entry costs the LRU besides its bytes (keys, digests, bookkeeping), so that a
+ * flood of tiny ranges fills the cache after a bounded number of entries.
+ */
+export const RANGE_ENTRY_OVERHEAD_BYTES = 1024;
+/** Ranged entries kept per href; past it the oldest goes (bounds the containment scan). */
+export const MAX_RANGE_ENTRIES_PER_HREF = 1024;
+/** Slices memoised per entry; past it the oldest is forgotten (its users keep it). */
+const MAX_SLICES_PER_ENTRY = 32;
 
 export function sha256(bytes: Uint8Array): Uint8Array {
   const digest = createHash('sha256').update(bytes).digest();
   return new Uint8Array(digest.buffer, digest.byteOffset, digest.byteLength);
 }
 
-/** A cache entry and its users; `evicted` once the LRU dropped it. */
+interface EntryFacts {
+  /** The cache key: the href, or the href and the range the entry was fetched for. */
+  key: string;
+  href: string;
+  contentType?: string;
+  range?: { start: number; completeLength?: number };
+  /** Where the bytes sit in the resource (a whole object: from 0, complete). */
+  extent: ResourceExtent;
+  validators: Validators;
+}
+
+/** A cache entry (or a slice of one) and its users; `evicted` once the LRU dropped it. */
 class Entry implements CachedObject {
   users = 0;
   evicted = false;
   cached = false;
+  /** Slices served from this entry, by range key. */
+  readonly slices = new Map<string, Entry>();
+  readonly contentType: string | undefined;
+  readonly range: { start: number; completeLength?: number } | undefined;
+
   constructor(
     readonly bytes: Uint8Array,
+    readonly facts: EntryFacts,
     readonly digest: Uint8Array,
-    readonly contentType: string | undefined,
     readonly encoders: SharedEncoders,
     readonly digests: LayoutDigests,
     private readonly heldOutside: (entry: Entry, held: boolean) => void,
-  ) {}
+    /** A slice's bytes are its parent's: holding the slice holds the parent. */
+    readonly parent?: Entry,
+  ) {
+    this.contentType = facts.contentType;
+    this.range = facts.range;
+  }
 
   hold(): () => void {
+    const releaseParent = this.parent?.hold();
     // Users of an object the LRU no longer accounts for pay for its bytes while they hold it.
     if (this.users++ === 0 && this.evicted) this.heldOutside(this, true);
     let done = false;
@@ -108,11 +166,16 @@ class Entry implements CachedObject {
       if (done) return;
       done = true;
       if (--this.users === 0 && this.evicted) this.heldOutside(this, false);
+      releaseParent?.();
     };
   }
 }
 
 interface Fetching {
+  key: string;
+  href: string;
+  /** The range fetched; undefined: the whole resource. */
+  range?: ByteRange;
   promise: Promise<Entry>;
   controller: AbortController;
   /** Waiters with a signal still waiting; the fetch is aborted when they all withdrew. */
@@ -124,6 +187,10 @@ interface Fetching {
 export class ObjectCache {
   private readonly lru: LRUCache<string, Entry> | undefined;
   private readonly inFlight = new Map<string, Fetching>();
+  /** Fetches under way per href, for ranged lookups that can join a larger one. */
+  private readonly inFlightByHref = new Map<string, Set<Fetching>>();
+  /** Entries in the LRU per href (insertion order), for containment. */
+  private readonly entriesByHref = new Map<string, Set<Entry>>();
   private readonly budget: MemoryBudget;
   private readonly maxConcurrentFetches: number;
   private heldAfterEviction = 0;
@@ -135,6 +202,9 @@ export class ObjectCache {
     abandoned: 0,
     fetchesRefused: 0,
     uncacheable: 0,
+    sliced: 0,
+    staleDropped: 0,
+    originBytes: 0,
   };
 
   constructor(private readonly options: ObjectCacheOptions) {
@@ -146,55 +216,205 @@ export class ObjectCache {
         ? new LRUCache<string, Entry>({
             maxSize: options.maxBytes,
             // Empty objects still take a slot: count them as one byte.
-            sizeCalculation: (value) => Math.max(1, value.bytes.byteLength),
+            sizeCalculation: (value) =>
+              Math.max(1, value.bytes.byteLength) + (value.range ? RANGE_ENTRY_OVERHEAD_BYTES : 0),
             perf: options.now ? { now: options.now } : undefined,
             // Read the clock on every check (a lookup per transfer, not per datagram).
             ttlResolution: 0,
             // Evicted, expired, replaced or deleted: the LRU no longer accounts for it.
-            dispose: (entry) => this.evicted(entry),
+            dispose: (entry) => {
+              this.unindex(entry);
+              this.evicted(entry);
+            },
           })
         : undefined;
   }
 
   /**
-   * The object at `url` (the cache key as given: callers pass a normalised href). With a signal,
-   * the caller may withdraw: its promise rejects, and the origin fetch stops if nobody else waits.
+   * The object at `url` (the cache key as given: callers pass a normalised href), or with
+   * `range` those bytes of it (callers check the range with rangeProblem). With a signal, the
+   * caller may withdraw: its promise rejects, and the origin fetch stops if nobody else waits.
    */
-  get(url: string, signal?: AbortSignal): Promise<CachedObject> {
+  get(url: string, signal?: AbortSignal, range?: ByteRange): Promise<CachedObject> {
     if (signal?.aborted) return Promise.reject(withdrawn());
-    const cached = this.lru?.get(url);
-    if (cached) {
-      this.counters.hits++;
-      this.options.onLookup?.('hit');
-      return Promise.resolve(cached);
+    const key = rangeKey(url, range);
+    const cached = this.lru?.get(key);
+    if (cached) return this.hit(cached);
+    if (range) {
+      const held = this.fromCached(url, range);
+      if (held instanceof ServeError) {
+        this.counters.hits++;
+        this.options.onLookup?.('hit');
+        return Promise.reject(held);
+      }
+      if (held) return this.hit(held);
     }
-    let fetching = this.inFlight.get(url);
-    if (fetching) {
+    const joinable = this.joinable(key, url, range);
+    if (joinable) {
       this.counters.joined++;
       this.options.onLookup?.('joined');
-    } else {
-      if (this.inFlight.size >= this.maxConcurrentFetches) {
-        this.counters.fetchesRefused++;
-        return Promise.reject(
-          new ServeError('overloaded', `proxy at its limit of ${this.maxConcurrentFetches} origin fetches`),
-        );
-      }
-      this.counters.misses++;
-      this.options.onLookup?.('miss');
-      const controller = new AbortController();
-      fetching = { promise: this.load(url, controller), controller, waiters: 0, pinned: false };
-      this.inFlight.set(url, fetching);
+      const waited = this.wait(joinable, signal);
+      if (!range) return waited;
+      return waited.then(
+        (entry) => this.servedFrom(entry, url, range, signal),
+        (e: unknown) => {
+          // A whole object too large for the proxy may still be served range by range.
+          if (joinable.range === undefined && e instanceof ServeError && e.kind === 'too-large')
+            return this.get(url, signal, range);
+          throw e;
+        },
+      );
     }
-    return this.wait(fetching, signal);
+    return this.fetchNew(key, url, signal, range);
   }
 
-  private wait(fetching: Fetching, signal?: AbortSignal): Promise<CachedObject> {
+  private hit(entry: Entry): Promise<CachedObject> {
+    this.counters.hits++;
+    this.options.onLookup?.('hit');
+    return Promise.resolve(entry);
+  }
+
+  /** Starts an origin fetch for exactly `range` (or the whole object) and waits for it. */
+  private fetchNew(
+    key: string,
+    url: string,
+    signal: AbortSignal | undefined,
+    range?: ByteRange,
+  ): Promise<CachedObject> {
+    if (signal?.aborted) return Promise.reject(withdrawn());
+    if (this.inFlight.size >= this.maxConcurrentFetches) {
+      this.counters.fetchesRefused++;
+      return Promise.reject(
+        new ServeError('overloaded', `proxy at its limit of ${this.maxConcurrentFetches} origin fetches`),
+      );
+    }
+    this.counters.misses++;
+    this.options.onLookup?.('miss');
+    const controller = new AbortController();
+    const fetching: Fetching = {
+      key,
+      href: url,
+      range,
+      promise: undefined as unknown as Promise<Entry>,
+      controller,
+      waiters: 0,
+      pinned: false,
+    };
+    this.inFlight.set(key, fetching);
+    let byHref = this.inFlightByHref.get(url);
+    if (!byHref) this.inFlightByHref.set(url, (byHref = new Set()));
+    byHref.add(fetching);
+    fetching.promise = this.load(fetching);
+    const waited = this.wait(fetching, signal);
+    if (!range) return waited;
+    return waited.then((entry) => this.servedFrom(entry, url, range, signal, false));
+  }
+
+  /** A fetch under way that will hold what is asked: the same key, or for a range a larger fetch. */
+  private joinable(key: string, url: string, range: ByteRange | undefined): Fetching | undefined {
+    const live = (f: Fetching | undefined) => (f && !f.controller.signal.aborted ? f : undefined);
+    const same = live(this.inFlight.get(key));
+    if (same || !range) return same;
+    for (const f of this.inFlightByHref.get(url) ?? []) {
+      if (!live(f)) continue;
+      if (f.range === undefined) return f;
+      if (f.range.start <= range.start && f.range.start + f.range.length >= range.start + range.length) return f;
+    }
+    return undefined;
+  }
+
+  /** What serves `range` from a fetched (or cached) entry: itself, a slice, a refusal, or nothing. */
+  private serve(entry: Entry, url: string, range: ByteRange): Entry | ServeError | undefined {
+    if (entry.facts.key === rangeKey(url, range)) return entry;
+    const place = locateRange(entry.facts.extent, entry.bytes.byteLength, range);
+    if (place === 'past-end')
+      return new ServeError(
+        'range-not-satisfiable',
+        `range starts at ${range.start}, the resource has ${entry.facts.extent.completeLength} bytes`,
+      );
+    if (!place) return undefined;
+    return this.slice(entry, range, place.offset, place.length);
+  }
+
+  /** The range from an entry a joined (or own) fetch produced; fetches it anew if it is not there. */
+  private servedFrom(
+    entry: Entry,
+    url: string,
+    range: ByteRange,
+    signal: AbortSignal | undefined,
+    mayRetry = true,
+  ): Promise<CachedObject> {
+    const served = this.serve(entry, url, range);
+    if (served instanceof ServeError) return Promise.reject(served);
+    if (served) return Promise.resolve(served);
+    // Only an origin contradicting itself gets here (checked answers always hold what was asked).
+    if (!mayRetry) return Promise.reject(new ServeError('origin-error', 'origin did not send the range asked for'));
+    return this.get(url, signal, range);
+  }
+
+  /** A cached entry of the href that holds `range` (sliced), or a refusal when it starts past the end. */
+  private fromCached(url: string, range: ByteRange): Entry | ServeError | undefined {
+    const entries = this.entriesByHref.get(url);
+    if (!entries) return undefined;
+    for (const entry of [...entries]) {
+      // has() skips an expired entry without making every entry scanned the most recent.
+      if (!this.lru?.has(entry.facts.key)) continue;
+      const served = this.serve(entry, url, range);
+      if (!served) continue;
+      this.lru.get(entry.facts.key); // the entry used is now the most recent
+      return served;
+    }
+    return undefined;
+  }
+
+  /** A slice of `parent` for `range`, memoised on the parent so a range asked twice shares its state. */
+  private slice(parent: Entry, range: ByteRange, offset: number, length: number): Entry {
+    const key = rangeKey('', range);
+    const known = parent.slices.get(key);
+    this.counters.sliced++;
+    if (known) return known;
+    // A cached parent's bytes are accounted for (and stay charged while a slice holds them after
+    // eviction); an uncached one's are not, so a slice of it copies rather than keep it all alive.
+    const shared = parent.cached;
+    const bytes = shared ? parent.bytes.subarray(offset, offset + length) : parent.bytes.slice(offset, offset + length);
+    const { completeLength } = parent.facts.extent;
+    const slice = this.newEntry(
+      bytes,
+      {
+        key: rangeKey(parent.facts.href, range),
+        href: parent.facts.href,
+        contentType: parent.facts.contentType,
+        range: { start: range.start, completeLength },
+        extent: { start: range.start, completeLength },
+        validators: parent.facts.validators,
+      },
+      shared ? parent : undefined,
+    );
+    slice.cached = shared;
+    if (parent.slices.size >= MAX_SLICES_PER_ENTRY) parent.slices.delete(parent.slices.keys().next().value!);
+    parent.slices.set(key, slice);
+    return slice;
+  }
+
+  private newEntry(bytes: Uint8Array, facts: EntryFacts, parent?: Entry): Entry {
+    return new Entry(
+      bytes,
+      facts,
+      sha256(bytes),
+      new SharedEncoders(bytes, this.budget),
+      new LayoutDigests(bytes, sha256),
+      (e, held) => this.heldOutside(e, held),
+      parent,
+    );
+  }
+
+  private wait(fetching: Fetching, signal?: AbortSignal): Promise<Entry> {
     if (!signal) {
       fetching.pinned = true;
       return fetching.promise;
     }
     fetching.waiters++;
-    return new Promise<CachedObject>((resolve, reject) => {
+    return new Promise<Entry>((resolve, reject) => {
       let waiting = true;
       const leave = () => {
         if (!waiting) return;
@@ -224,7 +444,8 @@ export class ObjectCache {
     });
   }
 
-  private async load(url: string, controller: AbortController): Promise<Entry> {
+  private async load(fetching: Fetching): Promise<Entry> {
+    const { href, range, controller } = fetching;
     let buffered = 0;
     const reserve = (bytes: number) => {
       if (!this.budget.tryTake(bytes)) return false;
@@ -232,30 +453,83 @@ export class ObjectCache {
       return true;
     };
     try {
-      const fetched = await this.options.fetch(url, { signal: controller.signal, reserve });
-      const entry = new Entry(
-        fetched.bytes,
-        sha256(fetched.bytes),
-        fetched.contentType,
-        new SharedEncoders(fetched.bytes, this.budget),
-        new LayoutDigests(fetched.bytes, sha256),
-        (e, held) => this.heldOutside(e, held),
-      );
+      const fetched = await this.options.fetch(href, {
+        signal: controller.signal,
+        reserve,
+        ...(range ? { range } : {}),
+      });
+      // Without a range (asked or answered) the body is the whole resource.
+      const whole = fetched.wholeBody ?? (range && fetched.range ? undefined : fetched.bytes);
+      this.counters.originBytes += (whole ?? fetched.bytes).byteLength;
+      if (range && !whole && fetched.range) {
+        const problem = servedRangeProblem(range, fetched.range, fetched.bytes.byteLength);
+        if (problem) throw new ServeError('origin-error', problem);
+      }
+      const validators: Validators = { etag: fetched.etag, lastModified: fetched.lastModified };
+      this.dropStale(href, validators);
+      // An origin that sent the whole resource (ignoring Range) gives the cache the whole object.
+      const entry = whole
+        ? this.newEntry(whole, {
+            key: href,
+            href,
+            contentType: fetched.contentType,
+            extent: { start: 0, completeLength: whole.byteLength },
+            validators,
+          })
+        : this.newEntry(fetched.bytes, {
+            key: fetching.key,
+            href,
+            contentType: fetched.contentType,
+            range: fetched.range,
+            extent: { ...fetched.range! },
+            validators,
+          });
       // An object larger than the whole cache is served but not stored (lru-cache skips it), as
       // is one the origin marked uncacheable.
       const policy = cachePolicy(fetched.cacheControl);
-      if (policy.store) {
-        this.lru?.set(url, entry, { ttl: policy.ttlMs });
-        entry.cached = this.lru?.get(url) === entry;
-      } else this.counters.uncacheable++;
+      if (policy.store) this.store(entry, policy.ttlMs);
+      else this.counters.uncacheable++;
       return entry;
     } catch (e) {
       this.counters.failures++;
       throw e;
     } finally {
       this.budget.give(buffered);
-      this.inFlight.delete(url);
+      if (this.inFlight.get(fetching.key) === fetching) this.inFlight.delete(fetching.key);
+      const byHref = this.inFlightByHref.get(href);
+      byHref?.delete(fetching);
+      if (byHref?.size === 0) this.inFlightByHref.delete(href);
     }
+  }
+
+  private store(entry: Entry, ttlMs: number | undefined): void {
+    if (!this.lru) return;
+    const { key, href } = entry.facts;
+    this.lru.set(key, entry, { ttl: ttlMs });
+    entry.cached = this.lru.get(key) === entry;
+    if (!entry.cached) return;
+    let entries = this.entriesByHref.get(href);
+    if (!entries) this.entriesByHref.set(href, (entries = new Set()));
+    entries.add(entry);
+    if (entry.range && entries.size > MAX_RANGE_ENTRIES_PER_HREF) {
+      const oldest = [...entries].find((e) => e.range !== undefined && e !== entry);
+      if (oldest) this.lru.delete(oldest.facts.key);
+    }
+  }
+
+  /** Drops the href's entries of another version than the response just received. */
+  private dropStale(href: string, validators: Validators): void {
+    for (const entry of [...(this.entriesByHref.get(href) ?? [])]) {
+      if (sameVersion(entry.facts.validators, validators)) continue;
+      this.counters.staleDropped++;
+      this.lru?.delete(entry.facts.key);
+    }
+  }
+
+  private unindex(entry: Entry): void {
+    const entries = this.entriesByHref.get(entry.facts.href);
+    entries?.delete(entry);
+    if (entries?.size === 0) this.entriesByHref.delete(entry.facts.href);
   }
 
   /** The LRU dropped an entry: transfers still sending it keep it charged to the budget. */
@@ -276,8 +550,9 @@ export class ObjectCache {
     this.heldAfterEviction += held ? n : -n;
   }
 
-  has(url: string): boolean {
-    return this.lru?.has(url) ?? false;
+  /** Whether the object (or exactly that range of it) is cached under its own key. */
+  has(url: string, range?: ByteRange): boolean {
+    return this.lru?.has(rangeKey(url, range)) ?? false;
   }
 
   stats(): ObjectCacheStats {

@@ -1,14 +1,19 @@
 /**
- * Where MUTP transfers and the HTTP baseline get objects: the URL policy first (cheap, no
- * network), then the cache, which fetches from the origin through the SSRF guard on a miss.
+ * Where MUTP transfers and the HTTP baseline get objects: the URL policy and the range first
+ * (cheap, no network), then the cache, which fetches from the origin through the SSRF guard on a
+ * miss.
  */
+import { ByteRange, rangeProblem } from '@mutp/shared';
 import { checkUrl, OriginPolicy } from './address-policy';
 import { asServeError, ServeError } from './errors';
 import { CachedObject, ObjectCache } from './object-cache';
 
 export interface ObjectProvider {
-  /** The object at `url`; rejects with a ServeError. Aborting `signal` withdraws this request. */
-  get(url: string, signal?: AbortSignal): Promise<CachedObject>;
+  /**
+   * The object at `url`, or with `range` those bytes of it (CachedObject.range says where they
+   * sit); rejects with a ServeError. Aborting `signal` withdraws this request.
+   */
+  get(url: string, signal?: AbortSignal, range?: ByteRange): Promise<CachedObject>;
 }
 
 export class ObjectSource implements ObjectProvider {
@@ -18,17 +23,19 @@ export class ObjectSource implements ObjectProvider {
     private readonly onRefused?: (error: ServeError) => void,
   ) {}
 
-  async get(url: string, signal?: AbortSignal): Promise<CachedObject> {
+  async get(url: string, signal?: AbortSignal, range?: ByteRange): Promise<CachedObject> {
     let href: string;
     try {
       href = checkUrl(url, this.policy).href;
+      const problem = range && rangeProblem(range);
+      if (problem) throw new ServeError('refused', problem);
     } catch (e) {
       const error = asServeError(e);
       this.onRefused?.(error);
       throw error;
     }
     try {
-      return await this.cache.get(href, signal);
+      return await this.cache.get(href, signal, range);
     } catch (e) {
       throw asServeError(e);
     }

@@ -4,13 +4,20 @@
  * timeouts, a size cap and manual redirects (each hop checked again). Failures are ServeErrors:
  * 404/410 and unknown hosts 'not-found', other statuses and network failures 'origin-error',
  * 'timeout', 'too-large', and 'refused' for what the policy forbids.
+ *
+ * With a range it asks for just those bytes (`Range`) and checks what comes back: a 206 must
+ * carry exactly the asked bytes (shorter only at the end of the resource), a 200 (the origin
+ * ignores Range) is taken only when the whole resource fits the size cap and is sliced here, a
+ * 416 is 'range-not-satisfiable'. The cap applies to what is buffered, never to the resource, so
+ * a file of any size can be served range by range.
  */
 import * as http from 'node:http';
 import * as https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { MAX_OBJECT_BYTES } from '@mutp/shared';
+import { ByteRange, MAX_OBJECT_BYTES, validContentType } from '@mutp/shared';
 import { checkUrl, LookupAll, OriginPolicy, resolveChecked } from './address-policy';
 import { ServeError } from './errors';
+import { parseContentRange, partialProblem, rangeHeader, sliceOfWhole } from './range-response';
 
 export interface OriginFetchOptions extends OriginPolicy {
   /** Largest object accepted, bytes (at most MAX_OBJECT_BYTES). */
@@ -28,13 +35,23 @@ export interface OriginFetchOptions extends OriginPolicy {
   signal?: AbortSignal;
   /** Charges body bytes to a memory budget as they arrive; false stops the fetch ('overloaded'). */
   reserve?: (bytes: number) => boolean;
+  /** Fetch only these bytes of the resource (at most maxBytes of them). */
+  range?: ByteRange;
 }
 
 export interface FetchedObject {
   bytes: Uint8Array;
+  /** The origin's Content-Type, only when validContentType accepts it. */
   contentType?: string;
   /** The origin's Cache-Control, for the cache's policy. */
   cacheControl?: string;
+  /** Validators, to tell whether two responses are of the same version of the resource. */
+  etag?: string;
+  lastModified?: string;
+  /** For a ranged fetch: where `bytes` sit in the resource (completeLength undefined: unknown). */
+  range?: { start: number; completeLength?: number };
+  /** The origin ignored Range and sent the whole resource: `bytes` is a view into it. */
+  wholeBody?: Uint8Array;
   /** The URL the body came from, after redirects. */
   finalUrl: string;
   redirects: number;
@@ -43,22 +60,23 @@ export interface FetchedObject {
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 export const DEFAULT_MAX_REDIRECTS = 5;
 
-type Hop =
-  | { kind: 'redirect'; location: string }
-  | { kind: 'body'; bytes: Uint8Array; contentType?: string; cacheControl?: string };
+/** Longest ETag / Last-Modified kept; a longer one is dropped (cut, two could compare equal). */
+export const MAX_VALIDATOR_CHARS = 256;
+
+type Body = Omit<FetchedObject, 'finalUrl' | 'redirects'>;
+type Hop = { kind: 'redirect'; location: string } | { kind: 'body'; body: Body };
 
 export async function fetchOrigin(rawUrl: string, options: OriginFetchOptions): Promise<FetchedObject> {
   const maxBytes = Math.min(options.maxBytes, MAX_OBJECT_BYTES);
   const maxRedirects = options.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
   const deadline = performance.now() + options.totalTimeoutMs;
   let url = checkUrl(rawUrl, options);
+  if (options.range && options.range.length > maxBytes)
+    throw new ServeError('too-large', `range of ${options.range.length} bytes exceeds the limit of ${maxBytes}`);
   for (let redirects = 0; ; redirects++) {
     const target = await withDeadline(resolveChecked(url, options, options.lookup), deadline, options.signal);
     const hop = await requestOnce(url, target, { ...options, maxBytes }, deadline);
-    if (hop.kind === 'body') {
-      const { bytes, contentType, cacheControl } = hop;
-      return { bytes, contentType, cacheControl, finalUrl: url.href, redirects };
-    }
+    if (hop.kind === 'body') return { ...hop.body, finalUrl: url.href, redirects };
     if (redirects >= maxRedirects) throw new ServeError('origin-error', `more than ${maxRedirects} redirects`);
     let next: URL;
     try {
@@ -133,6 +151,7 @@ function requestOnce(
         accept: '*/*',
         'accept-encoding': 'identity',
         'user-agent': options.userAgent ?? 'mutp-proxy/0.1',
+        ...(options.range ? { range: rangeHeader(options.range) } : {}),
       },
       agent: false,
       lookup: pinned,
@@ -169,6 +188,10 @@ function requestOnce(
         finish(new ServeError('not-found', `origin answered ${status}`));
         return;
       }
+      if (status === 416 && options.range) {
+        finish(new ServeError('range-not-satisfiable', `origin answered 416 to ${rangeHeader(options.range)}`));
+        return;
+      }
       if (status < 200 || status > 299) {
         finish(new ServeError('origin-error', `origin answered ${status}`));
         return;
@@ -178,26 +201,19 @@ function requestOnce(
         finish(new ServeError('origin-error', `origin sent content-encoding ${encoding}`));
         return;
       }
-      const lengthHeader = res.headers['content-length'];
-      let expected: number | undefined;
-      if (lengthHeader !== undefined) {
-        if (!/^\d+$/.test(lengthHeader)) {
-          finish(new ServeError('origin-error', 'invalid Content-Length'));
-          return;
-        }
-        expected = Number(lengthHeader);
-        if (expected > options.maxBytes) {
-          finish(new ServeError('too-large', `object of ${expected} bytes exceeds the limit of ${options.maxBytes}`));
-          return;
-        }
+      const expectation = expectBody(status, res.headers, options);
+      if (!expectation.ok) {
+        finish(expectation.error);
+        return;
       }
+      const { limit, overLimit, expected } = expectation;
       const chunks: Buffer[] = [];
       let received = 0;
       res.on('data', (chunk: Buffer) => {
         if (settled) return;
         received += chunk.length;
-        if (received > options.maxBytes) {
-          finish(new ServeError('too-large', `object exceeds the limit of ${options.maxBytes} bytes`));
+        if (received > limit) {
+          finish(overLimit());
           return;
         }
         if (options.reserve && !options.reserve(chunk.length)) {
@@ -208,7 +224,7 @@ function requestOnce(
       });
       res.on('end', () => {
         if (expected !== undefined && received !== expected) {
-          finish(new ServeError('origin-error', `body of ${received} bytes, Content-Length said ${expected}`));
+          finish(new ServeError('origin-error', `body of ${received} bytes, expected ${expected}`));
           return;
         }
         // The joined body is a second copy while the chunks await collection: charge it too.
@@ -216,10 +232,11 @@ function requestOnce(
           finish(new ServeError('overloaded', 'proxy memory budget is full'));
           return;
         }
-        const body = Buffer.concat(chunks, received);
-        const bytes = new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
-        const contentType = res.headers['content-type'];
-        finish(null, { kind: 'body', bytes, contentType, cacheControl: res.headers['cache-control'] });
+        const joined = Buffer.concat(chunks, received);
+        const body = new Uint8Array(joined.buffer, joined.byteOffset, joined.byteLength);
+        const shaped = shapeBody(body, expectation.served, options.range);
+        if (shaped instanceof ServeError) finish(shaped);
+        else finish(null, { kind: 'body', body: { ...shaped, ...describe(res.headers) } });
       });
       res.on('error', (e: NodeJS.ErrnoException) =>
         finish(new ServeError('origin-error', `origin connection failed: ${e.code ?? e.message}`)),
@@ -230,4 +247,87 @@ function requestOnce(
     });
     req.end();
   });
+}
+
+type Expectation =
+  | { ok: false; error: ServeError }
+  | {
+      ok: true;
+      /** Most body bytes accepted; past it the fetch stops with overLimit(). */
+      limit: number;
+      overLimit: () => ServeError;
+      /** Exact body length the headers promise, when they do. */
+      expected?: number;
+      /** What a 206 says it carries; undefined for a whole body. */
+      served?: { first: number; completeLength?: number };
+    };
+
+/** What body to accept, from the status and headers, before any of it is read. */
+function expectBody(status: number, headers: http.IncomingHttpHeaders, options: OriginFetchOptions): Expectation {
+  const fail = (message: string): Expectation => ({ ok: false, error: new ServeError('origin-error', message) });
+  const lengthHeader = headers['content-length'];
+  if (lengthHeader !== undefined && !/^\d{1,16}$/.test(lengthHeader)) return fail('invalid Content-Length');
+  const declared = lengthHeader === undefined ? undefined : Number(lengthHeader);
+  const { range, maxBytes } = options;
+  if (!range) {
+    if (status === 206) return fail('origin answered 206 to a request without Range');
+    if (declared !== undefined && declared > maxBytes)
+      return {
+        ok: false,
+        error: new ServeError('too-large', `object of ${declared} bytes exceeds the limit of ${maxBytes}`),
+      };
+    const overLimit = () => new ServeError('too-large', `object exceeds the limit of ${maxBytes} bytes`);
+    return { ok: true, limit: maxBytes, overLimit, expected: declared };
+  }
+  if (status === 206) {
+    const served = parseContentRange(headers['content-range']);
+    if (!served) return fail('206 without a valid single Content-Range');
+    const problem = partialProblem(range, served);
+    if (problem) return fail(problem);
+    const length = served.last - served.first + 1;
+    if (declared !== undefined && declared !== length)
+      return fail(`Content-Length ${declared} does not match Content-Range of ${length} bytes`);
+    const overLimit = () => new ServeError('origin-error', 'origin sent more bytes than its Content-Range');
+    return { ok: true, limit: length, overLimit, expected: length, served };
+  }
+  if (status === 200) {
+    // The origin ignores Range: only a whole resource that fits the cap is taken (and sliced).
+    const tooLarge = () =>
+      new ServeError('origin-error', `origin ignores Range and the resource is larger than ${maxBytes} bytes`);
+    if (declared !== undefined && declared > maxBytes) return { ok: false, error: tooLarge() };
+    return { ok: true, limit: maxBytes, overLimit: tooLarge, expected: declared };
+  }
+  return fail(`origin answered ${status} to a Range request`);
+}
+
+/** The object from a complete body: as is, as the 206 placed it, or sliced out of a whole resource. */
+function shapeBody(
+  body: Uint8Array,
+  served: { first: number; completeLength?: number } | undefined,
+  range: ByteRange | undefined,
+): Pick<FetchedObject, 'bytes' | 'range' | 'wholeBody'> | ServeError {
+  if (!range) return { bytes: body };
+  if (served) return { bytes: body, range: { start: served.first, completeLength: served.completeLength } };
+  const part = sliceOfWhole(body, range);
+  if (!part)
+    return new ServeError(
+      'range-not-satisfiable',
+      `range starts at ${range.start}, the resource has ${body.byteLength} bytes`,
+    );
+  return { bytes: part, range: { start: range.start, completeLength: body.byteLength }, wholeBody: body };
+}
+
+/** The response headers the proxy keeps: a valid Content-Type, Cache-Control and validators. */
+function describe(
+  headers: http.IncomingHttpHeaders,
+): Pick<FetchedObject, 'contentType' | 'cacheControl' | 'etag' | 'lastModified'> {
+  const contentType = headers['content-type'];
+  const validator = (value: string | undefined) =>
+    value !== undefined && value.length > 0 && value.length <= MAX_VALIDATOR_CHARS ? value : undefined;
+  return {
+    contentType: contentType !== undefined && validContentType(contentType) ? contentType : undefined,
+    cacheControl: headers['cache-control'],
+    etag: validator(headers.etag),
+    lastModified: validator(headers['last-modified']),
+  };
 }

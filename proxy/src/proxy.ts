@@ -117,6 +117,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
         lookup: deps.lookup,
         signal: AbortSignal.any([abort.signal, control.signal]),
         reserve: control.reserve,
+        range: control.range,
       }).catch((e: unknown) => {
         const error = asServeError(e);
         metrics.originErrors.inc({ kind: error.kind });

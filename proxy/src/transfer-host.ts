@@ -9,6 +9,7 @@
  */
 import {
   Admission,
+  type ByteRange,
   Codec,
   DATA_CHANNEL_LABEL,
   type DatagramChannel,
@@ -223,7 +224,7 @@ export class TransferHost {
     const { metrics } = this.services;
     switch (e.type) {
       case 'fetch':
-        this.fetch(e.transferId, e.url, e.mode);
+        this.fetch(e.transferId, e.url, e.mode, e.range);
         break;
       case 'cancel-fetch':
         this.fetches.get(e.transferId)?.abort();
@@ -269,11 +270,11 @@ export class TransferHost {
     }
   }
 
-  /** Fetches an object for the endpoint; the fetch lives while the transfer waits for it. */
-  private fetch(transferId: number, url: string, mode: Mode): void {
+  /** Fetches an object (or a range of it) for the endpoint; the fetch lives while the transfer waits for it. */
+  private fetch(transferId: number, url: string, mode: Mode, range: ByteRange | undefined): void {
     const controller = new AbortController();
     this.fetches.set(transferId, controller);
-    this.services.objects.get(url, controller.signal).then(
+    this.services.objects.get(url, controller.signal, range).then(
       (object) => {
         if (this.fetches.get(transferId) !== controller) return;
         this.fetches.delete(transferId);
