@@ -1,7 +1,7 @@
 #!/usr/bin/env -S node --enable-source-maps --conditions=mutp-compiled
 /**
- * `mutp get <url> --mode http|uncoded|rlnc|fountain --proxies N --origo <url>[,<url>...] [-o file]`:
- * one download through origo and N proxies, with a progress bar, then time, goodput, normalized
+ * `mutp get <url> --mode http|uncoded|rlnc|fountain --proxies N --origo <url>[,<url>...] [--range a-b] [-o file]`:
+ * one download (of the whole object, or of bytes a..b of it) through origo and N proxies, with a progress bar, then time, goodput, normalized
  * goodput and per-proxy shares. Several origo URLs are instances of one deployment: the client
  * starts at a random one and moves to the next if it fails.
  *
@@ -11,6 +11,7 @@
 import { writeFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { SingleBar } from 'cli-progress';
+import { ByteRange, rangeProblem } from '@mutp/shared';
 import { ClientError, GetResult, MutpClient, origoUrlProblem } from '@mutp/shared/client';
 import { releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
@@ -23,6 +24,19 @@ function positiveInt(v: string): number {
   const n = Number(v);
   if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive integer');
   return n;
+}
+
+/** `a-b` (inclusive, as in an HTTP Range header) to the range the proxies fetch. */
+function byteRange(v: string): ByteRange {
+  const m = /^(\d{1,16})-(\d{1,16})$/.exec(v.trim());
+  if (!m) throw new InvalidArgumentError('expected first-last byte offsets, e.g. 0-1048575');
+  const start = Number(m[1]);
+  const end = Number(m[2]);
+  if (end < start) throw new InvalidArgumentError('the last byte comes before the first');
+  const range = { start, length: end - start + 1 };
+  const problem = rangeProblem(range);
+  if (problem) throw new InvalidArgumentError(problem);
+  return range;
 }
 
 const program = new Command()
@@ -45,6 +59,7 @@ program
     process.env.MUTP_ORIGO_CLIENT_URL ?? 'ws://127.0.0.1:8700/v1/client',
   )
   .option('--insecure', 'accept a plain ws:// origo on a non-loopback host (a man in the middle could inject proxies)')
+  .option('--range <first-last>', 'only these bytes of the object (inclusive offsets, as in HTTP Range)', byteRange)
   .option('-o, --output <file>', 'write the object to this file')
   .option('--timeout <ms>', 'give up after this long', positiveInt, 120_000)
   .option('--no-progress', 'no progress bar')
@@ -58,6 +73,7 @@ interface GetFlags {
   origo: string;
   insecure?: boolean;
   output?: string;
+  range?: ByteRange;
   timeout: number;
   progress: boolean;
   json?: boolean;
@@ -94,6 +110,7 @@ async function get(url: string, flags: GetFlags): Promise<void> {
       mode: flags.mode,
       proxies: flags.proxies,
       scheduler: flags.scheduler,
+      ...(flags.range ? { range: flags.range } : {}),
       signal: abort.signal,
       onProgress: ({ dof, totalDof }) => {
         if (!bar || totalDof === 0) return;
@@ -129,6 +146,7 @@ function summary(url: string, r: GetResult) {
     url,
     mode: r.mode,
     bytes: r.object.length,
+    ...(r.attributes ? { attributes: r.attributes } : {}),
     durationMs: r.durationMs,
     goodputBps: r.goodputBps,
     normalizedGoodput: r.normalizedGoodput,

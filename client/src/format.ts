@@ -8,6 +8,13 @@ export function formatResult(url: string, r: GetResult): string {
     `${url}: ${r.object.length} bytes in ${r.durationMs.toFixed(0)} ms (${r.mode}), goodput ${mb(r.goodputBps)}, ` +
       `normalized goodput ${r.normalizedGoodput.toFixed(3)}`,
   ];
+  const range = r.attributes?.range;
+  if (range)
+    lines.push(
+      `  bytes ${range.start}-${range.start + r.object.length - 1} of ${range.completeLength ?? 'an unknown length'}` +
+        (r.attributes?.contentType ? `, ${r.attributes.contentType}` : ''),
+    );
+  else if (r.attributes?.contentType) lines.push(`  ${r.attributes.contentType}`);
   for (const s of r.sources) {
     const detail = 'useful' in s ? `${s.useful} useful of ${s.received} received` : `${s.bytes} bytes received`;
     lines.push(`  ${s.name.padEnd(16)} share ${(s.share * 100).toFixed(1).padStart(5)}%  ${detail}`);

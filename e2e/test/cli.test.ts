@@ -120,3 +120,40 @@ test.each([
   expect(run.code).toBe(2);
   expect(run.stderr).toMatch(message);
 });
+
+test.each(['rlnc', 'uncoded', 'http'])(
+  '%s --range: only those bytes, byte-exact, with where they sit in the object and its type',
+  async (mode) => {
+    const out = join(dir, `${mode}-range.bin`);
+    const run = await get(
+      '/object/300000/43',
+      '--mode',
+      mode,
+      '--proxies',
+      '2',
+      '--range',
+      '1000-200999',
+      '-o',
+      out,
+      '--json',
+    );
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
+    expect(Buffer.from(readFileSync(out)).equals(Buffer.from(syntheticObject(300000, 43).subarray(1000, 201000)))).toBe(
+      true,
+    );
+    expect(run.stdout).toMatch(/bytes 1000-200999 of 300000/);
+    const lines = run.stdout.trim().split('\n');
+    const summary = JSON.parse(lines[lines.length - 1]) as { bytes: number; attributes?: { range?: unknown } };
+    expect(summary).toMatchObject({ bytes: 200000, attributes: { range: { start: 1000, completeLength: 300000 } } });
+    // The proxies asked the origin for the range only.
+    const fetched = origin.log.filter((r) => r.path === '/object/300000/43' && r.userAgent.startsWith('mutp-proxy'));
+    expect(fetched.length).toBeGreaterThan(0);
+    for (const r of fetched) expect(r).toMatchObject({ range: 'bytes=1000-200999' });
+  },
+);
+
+test('--range past the end of the object: exit 1, the proxies say the range is not satisfiable', async () => {
+  const run = await get('/object/300000/43', '--proxies', '2', '--range', '300000-300099');
+  expect(run.code).toBe(1);
+  expect(run.stderr).toMatch(/range not satisfiable/);
+});

@@ -1,3 +1,4 @@
+import type { ObjectAttributes } from '@mutp/shared';
 import { ClientError, GetOptions, GetResult } from '@mutp/shared/client';
 import { ClientLike, Downloader, ORIGO_RETRY_MS } from '../src/downloader/downloader';
 import { ByteLru } from '../src/downloader/lru';
@@ -8,8 +9,9 @@ function object(length: number, seed = 1): Uint8Array {
   return Uint8Array.from({ length }, (_, i) => (i * 13 + seed) & 0xff);
 }
 
-function result(bytes: Uint8Array): GetResult {
+function result(bytes: Uint8Array, attributes?: ObjectAttributes): GetResult {
   return {
+    ...(attributes ? { attributes } : {}),
     object: bytes,
     mode: 'rlnc',
     startedAt: 0,
@@ -26,7 +28,7 @@ function result(bytes: Uint8Array): GetResult {
 interface Call {
   url: string;
   options: GetOptions;
-  resolve(bytes: Uint8Array): void;
+  resolve(bytes: Uint8Array, attributes?: ObjectAttributes): void;
   reject(e: Error): void;
 }
 
@@ -37,7 +39,7 @@ class FakeClient implements ClientLike {
   get(url: string, options: GetOptions): Promise<GetResult> {
     return new Promise((resolve, reject) => {
       options.signal?.addEventListener('abort', () => reject(new ClientError('cancelled', 'aborted')));
-      this.calls.push({ url, options, resolve: (b) => resolve(result(b)), reject });
+      this.calls.push({ url, options, resolve: (b, a) => resolve(result(b, a)), reject });
     });
   }
   close(): void {
@@ -117,37 +119,98 @@ test('a whole object: 200, the bytes, a type from the path, a record with per-pr
   ]);
 });
 
-test('ranges: the whole object is fetched once, kept, and every range is sliced from it', async () => {
-  const t = setup();
+test('ranges: each is a ranged transfer; the 206 says what META said (range, complete length, type)', async () => {
+  const t = setup({ concurrency: 4 });
   const url = 'https://cdn.example/movie.mp4';
+  const file = object(8000);
+  /** Serves a call as a proxy would: the asked bytes, where they sit, the origin's type. */
+  const serve = (call: Call) => {
+    const { start, length } = call.options.range!;
+    const bytes = file.slice(start, Math.min(file.length, start + length));
+    call.resolve(bytes, { contentType: 'video/mp4; codecs="avc1"', range: { start, completeLength: file.length } });
+  };
   const first = t.d.handle(req(url, { range: { kind: 'from', start: 0, end: 99 } }));
-  const second = t.d.handle(req(url, { range: { kind: 'from', start: 100, end: 199 } })); // shares the download
+  const second = t.d.handle(req(url, { range: { kind: 'from', start: 100, end: 199 } }));
+  const same = t.d.handle(req(url, { range: { kind: 'from', start: 100, end: 199 } })); // shares the download
   await flush();
-  expect(t.client().calls).toHaveLength(1);
-  t.client().calls[0].resolve(object(8000));
+  expect(t.client().calls.map((c) => c.options.range)).toEqual([
+    { start: 0, length: 100 },
+    { start: 100, length: 100 },
+  ]);
+  t.client().calls.forEach(serve);
   const a = ok(await first);
-  const b = ok(await second);
-  expect(a).toMatchObject({ status: 206, contentRange: 'bytes 0-99/8000', contentType: 'video/mp4' });
-  expect(bytesOf(a)).toEqual(object(8000).subarray(0, 100));
-  expect(b).toMatchObject({ status: 206, contentRange: 'bytes 100-199/8000' });
-  expect(bytesOf(b)).toEqual(object(8000).subarray(100, 200));
-  // later ranges come from the cache, without a download
-  const c = ok(await t.d.handle(req(url, { range: { kind: 'suffix', length: 10 } })));
-  expect(c).toMatchObject({ status: 206, contentRange: 'bytes 7990-7999/8000' });
-  const open = ok(await t.d.handle(req(url, { range: { kind: 'from', start: 7000 } })));
-  expect(open).toMatchObject({ contentRange: 'bytes 7000-7999/8000' });
-  expect(bytesOf(open)).toEqual(object(8000).subarray(7000));
-  expect(t.client().calls).toHaveLength(1);
-  expect(t.records.map((r) => r.cached)).toEqual([false, false, true, true]);
-  // beyond the end: the server would say 416, the page asks the network
+  expect(a).toMatchObject({ status: 206, contentRange: 'bytes 0-99/8000', contentType: 'video/mp4; codecs="avc1"' });
+  expect(bytesOf(a)).toEqual(file.subarray(0, 100));
+  for (const b of [ok(await second), ok(await same)]) {
+    expect(b).toMatchObject({ status: 206, contentRange: 'bytes 100-199/8000' });
+    expect(bytesOf(b)).toEqual(file.subarray(100, 200));
+  }
+  // The complete length is known now: an open-ended and a suffix range ask for exactly the rest.
+  const open = t.d.handle(req(url, { range: { kind: 'from', start: 7000 } }));
+  const tail = t.d.handle(req(url, { range: { kind: 'suffix', length: 10 } }));
+  await flush();
+  expect(
+    t
+      .client()
+      .calls.slice(2)
+      .map((c) => c.options.range),
+  ).toEqual([
+    { start: 7000, length: 1000 },
+    { start: 7990, length: 10 },
+  ]);
+  t.client().calls.slice(2).forEach(serve);
+  expect(ok(await open)).toMatchObject({ contentRange: 'bytes 7000-7999/8000' });
+  expect(bytesOf(ok(await tail))).toEqual(file.subarray(7990));
+  // A range that ends past the file is served to its end, as an origin would.
+  const past = t.d.handle(req(url, { range: { kind: 'from', start: 7900, end: 9999 } }));
+  await flush();
+  serve(t.client().calls[4]);
+  expect(ok(await past)).toMatchObject({ contentRange: 'bytes 7900-7999/8000' });
+  // Beyond the end: the server would say 416, the page asks the network (no download).
   const beyond = failed(await t.d.handle(req(url, { range: { kind: 'from', start: 9000 } })));
   expect(beyond).toMatchObject({ ok: false, reason: 'range-unsatisfiable' });
+  expect(t.client().calls).toHaveLength(5);
+  expect(t.records.filter((r) => r.ok).map((r) => r.bytes)).toEqual([100, 100, 100, 1000, 10, 100]);
+});
+
+test('ranges: longer than maxObjectBytes go to the network; an open-ended one when the rest is longer', async () => {
+  const t = setup({ maxObjectBytes: 1024 });
+  const url = 'https://cdn.example/long.mp4';
+  const big = failed(await t.d.handle(req(url, { range: { kind: 'from', start: 0, end: 4999 } })));
+  expect(big).toMatchObject({ reason: 'too-large' });
+  expect(t.clients).toHaveLength(0);
+  // Open-ended, length unknown: up to maxObjectBytes is asked for; the file goes on past it.
+  const open = t.d.handle(req(url, { range: { kind: 'from', start: 100 } }));
+  await flush();
+  const call = t.client().calls[0];
+  expect(call.options.range).toEqual({ start: 100, length: 1024 });
+  call.resolve(object(1024), { range: { start: 100, completeLength: 1_000_000 } });
+  expect(failed(await open)).toMatchObject({ reason: 'too-large' });
+  // Ranges of it still work: the file is not marked too large.
+  const small = t.d.handle(req(url, { range: { kind: 'from', start: 0, end: 9 } }));
+  await flush();
+  t.client().calls[1].resolve(object(10), { range: { start: 0, completeLength: 1_000_000 } });
+  expect(ok(await small)).toMatchObject({ contentRange: 'bytes 0-9/1000000' });
+});
+
+test('ranges: a suffix of a file of unknown length fetches the whole object once and slices ranges from it', async () => {
+  const t = setup();
+  const url = 'https://cdn.example/clip.mp4';
+  const tail = t.d.handle(req(url, { range: { kind: 'suffix', length: 10 } }));
+  await flush();
+  expect(t.client().calls[0].options.range).toBeUndefined();
+  t.client().calls[0].resolve(object(8000));
+  expect(ok(await tail)).toMatchObject({ status: 206, contentRange: 'bytes 7990-7999/8000', contentType: 'video/mp4' });
+  const later = ok(await t.d.handle(req(url, { range: { kind: 'from', start: 0, end: 9 } })));
+  expect(bytesOf(later)).toEqual(object(8000).subarray(0, 10));
+  expect(t.client().calls).toHaveLength(1);
+  expect(t.records.map((r) => r.cached)).toEqual([false, true]);
 });
 
 test('objects above maxObjectBytes: the download stops when the length is known; the URL goes to the network from then on', async () => {
   const t = setup({ maxObjectBytes: 1024 });
   const url = 'https://cdn.example/huge.mp4';
-  const answer = t.d.handle(req(url, { range: { kind: 'from', start: 0, end: 9 } }));
+  const answer = t.d.handle(req(url));
   await flush();
   const call = t.client().calls[0];
   call.options.onProgress?.({ dof: 0, totalDof: 100, bytes: 50_000_000 });
@@ -192,7 +255,7 @@ test('cancel: the download stops only when nobody waits for it; cancelled reques
   const t = setup();
   const url = 'https://cdn.example/movie.webm';
   const r1 = req(url, { range: { kind: 'from', start: 0, end: 9 } });
-  const r2 = req(url, { range: { kind: 'from', start: 10, end: 19 } });
+  const r2 = req(url, { range: { kind: 'from', start: 0, end: 9 } });
   const a1 = t.d.handle(r1);
   const a2 = t.d.handle(r2);
   await flush();
@@ -276,14 +339,14 @@ function transferAway(a: GetSuccess): ArrayBuffer {
 test('the range cache never hands out a buffer it keeps (a whole request sharing a range download)', async () => {
   const t = setup();
   const url = 'https://cdn.example/movie.mp4';
-  const ranged = t.d.handle(req(url, { range: { kind: 'from', start: 0, end: 9 } }));
+  const ranged = t.d.handle(req(url, { range: { kind: 'suffix', length: 8000 } }));
   const whole = t.d.handle(req(url));
   await flush();
   expect(t.client().calls).toHaveLength(1);
   t.client().calls[0].resolve(object(8000));
   const first = ok(await ranged);
   const all = ok(await whole);
-  expect(new Uint8Array(transferAway(first))).toEqual(object(8000).subarray(0, 10));
+  expect(new Uint8Array(transferAway(first))).toEqual(object(8000));
   expect(new Uint8Array(transferAway(all))).toEqual(object(8000));
   // The cached object is intact: later ranges come from it.
   const later = ok(await t.d.handle(req(url, { range: { kind: 'from', start: 7990 } })));

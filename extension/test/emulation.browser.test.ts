@@ -383,7 +383,7 @@ describe('manifests', () => {
         contentRange: 'bytes 0-499/2000',
         response: { matches: true },
       });
-      // a second range of the same file comes from the range cache
+      // a second range of the same file is a ranged transfer of its own
       const next = await xhr(
         { url: `${server.url}/seg/all.mp4`, responseType: 'arraybuffer', headers: { Range: 'bytes=500-999' } },
         p,
@@ -394,8 +394,14 @@ describe('manifests', () => {
         contentRange: 'bytes 500-999/2000',
         response: { matches: true },
       });
-      const records = (await p.evaluate(() => (window as any).__harness.records())) as { cached: boolean }[]; // eslint-disable-line @typescript-eslint/no-explicit-any
-      expect(records.map((r) => r.cached)).toEqual([false, false, false, true]);
+      type Record = { cached: boolean; bytes: number };
+      const records = (await p.evaluate(() => (window as any).__harness.records())) as Record[]; // eslint-disable-line @typescript-eslint/no-explicit-any
+      expect(records.map((r) => [r.cached, r.bytes])).toEqual([
+        [false, expect.any(Number)],
+        [false, 1001],
+        [false, 500],
+        [false, 500],
+      ]);
       expect(await counters(p)).toMatchObject({ media: 4, intercepted: 4, served: 4, fallbacks: {} });
     } finally {
       await p.close();
@@ -411,6 +417,42 @@ describe('manifests', () => {
       const seg = await doFetch({ url: `${server.url}/dseg/v-2.m4s` }, p);
       expect(seg).toMatchObject({ status: 200, body: { length: 700, matches: true } });
       expect(seg.headers['x-from']).toBeUndefined();
+    } finally {
+      await p.close();
+    }
+  });
+});
+
+describe('dedicated workers', () => {
+  test('are counted as not covered, and still behave as native workers', async () => {
+    const p = await openPage();
+    try {
+      const before = (await counters(p)).workers;
+      const r = await p.evaluate(async () => {
+        const source = 'onmessage = (e) => postMessage(e.data * 2);';
+        const url = URL.createObjectURL(new Blob([source], { type: 'text/javascript' }));
+        const w = new Worker(url);
+        const answer = await new Promise((resolve) => {
+          w.onmessage = (e) => resolve(e.data);
+          w.postMessage(21);
+        });
+        w.terminate();
+        let called = true;
+        try {
+          (Worker as unknown as () => void)();
+        } catch (e) {
+          called = !(e instanceof TypeError);
+        }
+        return {
+          answer,
+          isWorker: w instanceof Worker,
+          name: Worker.name,
+          proto: Object.getPrototypeOf(w) === Worker.prototype,
+          called,
+        };
+      });
+      expect(r).toEqual({ answer: 42, isWorker: true, name: 'Worker', proto: true, called: false });
+      expect((await counters(p)).workers).toBe(before + 1);
     } finally {
       await p.close();
     }

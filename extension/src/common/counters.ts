@@ -31,6 +31,11 @@ export interface Counters {
   segmentsKnown: number;
   /** Requests of any kind the hook looked at (media or not). */
   requests: number;
+  /**
+   * Dedicated workers the page started. Not covered: the hook runs in the page's main world,
+   * and a worker's fetch/XHR go to the network unseen (see extension/README.md, Workers).
+   */
+  workers: number;
 }
 
 export function emptyCounters(): Counters {
@@ -45,6 +50,7 @@ export function emptyCounters(): Counters {
     manifests: 0,
     segmentsKnown: 0,
     requests: 0,
+    workers: 0,
   };
 }
 
@@ -64,6 +70,7 @@ export function sumCounters(list: Counters[]): Counters {
     out.manifests += c.manifests;
     out.segmentsKnown += c.segmentsKnown;
     out.requests += c.requests;
+    out.workers += c.workers ?? 0;
     for (const [reason, n] of Object.entries(c.fallbacks)) out.fallbacks[reason] = (out.fallbacks[reason] ?? 0) + n;
     for (const [cause, n] of Object.entries(c.origoCauses ?? {}))
       out.origoCauses[cause] = (out.origoCauses[cause] ?? 0) + n;
@@ -84,6 +91,7 @@ export function sanitizeCounters(raw: unknown): Counters {
   out.manifests = num(r.manifests);
   out.segmentsKnown = num(r.segmentsKnown);
   out.requests = num(r.requests);
+  out.workers = num(r.workers);
   const names = (v: unknown, into: Record<string, number>) => {
     const f = v && typeof v === 'object' ? (v as Record<string, unknown>) : {};
     for (const [name, n] of Object.entries(f).slice(0, 64)) {

@@ -3,18 +3,22 @@
  * lazily, made again when origo's URL changes), downloads queued `concurrency` at a time,
  * identical requests sharing one download, and the answers the hook turns into responses.
  *
- * Byte ranges: a proxy fetches exactly the URL it is given, with no request headers (the MUTP
- * REQUEST carries a URL, nothing else), so a Range request is served by fetching the whole object
- * once through MUTP, keeping it in a bounded LRU, and slicing every range of it from there. Objects
- * larger than `maxObjectBytes` are not fetched (the download stops as soon as the proxies report
- * the length) and that URL is sent to the network from then on ('too-large'). URLs that name
- * their bytes themselves (YouTube-style `range=`) need no Range header and are fetched as they are.
+ * Byte ranges: a Range request becomes a ranged MUTP transfer (the REQUEST names the bytes, the
+ * proxies fetch only them from the origin, META says where they sit and the Content-Type), so
+ * the page waits for its range, not the file, and a file of any size plays range by range; only
+ * a range longer than `maxObjectBytes` goes to the network ('too-large'). An open-ended range
+ * (`bytes=a-`) asks for the rest when an earlier answer told the file's length, otherwise for up
+ * to `maxObjectBytes` (and goes to the network when the rest is longer). A suffix range
+ * (`bytes=-n`) of a file whose length is unknown is served the old way: the whole object once
+ * through MUTP, kept in a bounded LRU, the range sliced from it. URLs that name their bytes
+ * themselves (YouTube-style `range=`) need no Range header and are fetched as they are.
  *
  * Deadlines: each request's limits for origo, the proxy connections and the first byte derive
  * from the hook's deadline for it (common/deadlines.ts), so the downloader answers with the real
  * cause before the hook gives up with 'timeout'. While the client has origo in its back-off
  * period, requests are answered at once (reason 'origo-unreachable', cause 'origo-down').
  */
+import type { ByteRange } from '@mutp/shared';
 import { ClientError, describeDown, GetOptions, GetResult, OrigoDown } from '@mutp/shared/client';
 import { limitsFor, origoCause } from '../common/deadlines';
 import { GetFailure, GetRequest, GetSuccess, ProxyShareRecord, SegmentRecord } from '../common/messages';
@@ -48,6 +52,17 @@ export interface DownloaderDeps {
  */
 export const ORIGO_RETRY_MS = 5000;
 const MAX_TOO_LARGE_URLS = 256;
+/** Files whose complete length an answer told (open-ended and suffix ranges of them are exact). */
+const MAX_KNOWN_LENGTHS = 256;
+
+/** How a page's Range request is fetched through MUTP. */
+type RangePlan =
+  /** A ranged transfer; `open`: the page asked to the end without the length being known. */
+  | { kind: 'ranged'; range: ByteRange; open: boolean }
+  /** The whole object, sliced (a suffix range of a file of unknown length). */
+  | { kind: 'whole' }
+  | { kind: 'unsatisfiable'; message: string }
+  | { kind: 'too-large'; message: string };
 
 interface Fetched {
   bytes: Uint8Array;
@@ -59,6 +74,8 @@ interface Job {
   key: string;
   url: string;
   mode: ExtensionMode;
+  /** The bytes this download asks for (undefined: the whole object). */
+  range?: ByteRange;
   controller: AbortController;
   waiters: Set<number>;
   promise: Promise<Fetched>;
@@ -89,6 +106,7 @@ export class Downloader {
   private cache: ByteLru;
   private cacheCapacity: number;
   private readonly tooLarge = new Set<string>();
+  private readonly completeLengths = new Map<string, number>();
   private origoDownUntil = -Infinity;
 
   constructor(private readonly deps: DownloaderDeps) {
@@ -111,17 +129,22 @@ export class Downloader {
     const origoProblem = origoUrlProblem(settings.origoUrl);
     if (origoProblem) return fail('origo-insecure', origoProblem);
     if (this.deps.modeAvailable && !this.deps.modeAvailable(req.mode)) return fail('codec-unavailable');
-    if (this.tooLarge.has(req.url)) return fail('too-large');
     this.resizeCache(settings.rangeCacheBytes);
 
+    let plan: RangePlan | undefined;
     if (req.range) {
       const cached = this.cache.get(req.url);
       if (cached) return this.answer(req, startedAt, cached, guessContentType(req.url), undefined);
+      plan = this.planRange(req, settings);
+      if (plan.kind === 'unsatisfiable') return fail('range-unsatisfiable', plan.message);
+      if (plan.kind === 'too-large') return fail('too-large', plan.message);
     }
+    // A file too large to fetch whole may still be read range by range.
+    if (plan?.kind !== 'ranged' && this.tooLarge.has(req.url)) return fail('too-large');
     const down = this.origoDown(settings);
     if (down) return fail('origo-unreachable', down, 'origo-down');
 
-    const job = this.jobFor(req);
+    const job = this.jobFor(req, plan?.kind === 'ranged' ? plan.range : undefined);
     job.waiters.add(req.id);
     this.byRequest.set(req.id, job);
     let fetched: Fetched;
@@ -140,6 +163,7 @@ export class Downloader {
       this.byRequest.delete(req.id);
     }
     if (this.cancelled.delete(req.id)) return undefined;
+    if (plan?.kind === 'ranged') return this.answerRanged(req, startedAt, plan, fetched, job.waiters.size === 0, fail);
     if (req.range && fetched.bytes.byteLength <= settings.maxObjectBytes && this.cache.set(req.url, fetched.bytes)) {
       job.cached = true;
     }
@@ -165,6 +189,80 @@ export class Downloader {
     this.client = undefined;
     client?.promise.then((c) => c.close()).catch(() => undefined);
     this.cache.clear();
+  }
+
+  /** How to fetch the page's range: from what it asked and the file lengths answers told. */
+  private planRange(req: GetRequest, settings: Settings): RangePlan {
+    const spec = req.range!;
+    const max = settings.maxObjectBytes;
+    const complete = this.completeLengths.get(req.url);
+    let start: number;
+    let length: number;
+    let open = false;
+    if (spec.kind === 'suffix') {
+      if (complete === undefined) return { kind: 'whole' };
+      if (spec.length === 0 || complete === 0)
+        return { kind: 'unsatisfiable', message: `${formatRange(spec)} of ${complete} bytes` };
+      start = Math.max(0, complete - spec.length);
+      length = complete - start;
+    } else if (spec.end !== undefined) {
+      start = spec.start;
+      length = spec.end - spec.start + 1;
+      if (complete !== undefined && start >= complete)
+        return { kind: 'unsatisfiable', message: `${formatRange(spec)} of ${complete} bytes` };
+    } else if (complete !== undefined) {
+      start = spec.start;
+      length = complete - spec.start;
+      if (length <= 0) return { kind: 'unsatisfiable', message: `${formatRange(spec)} of ${complete} bytes` };
+    } else {
+      start = spec.start;
+      length = max;
+      open = true;
+    }
+    if (length > max) return { kind: 'too-large', message: `a range of ${length} bytes (at most ${max} per request)` };
+    if (start + length - 1 > MAX_RANGE_END)
+      return { kind: 'unsatisfiable', message: `${formatRange(spec)}: beyond 2^48 bytes` };
+    return { kind: 'ranged', range: { start, length }, open };
+  }
+
+  /** A ranged transfer's bytes as the 206 the origin would have sent (or why not). */
+  private answerRanged(
+    req: GetRequest,
+    startedAt: number,
+    plan: Extract<RangePlan, { kind: 'ranged' }>,
+    fetched: Fetched,
+    exclusive: boolean,
+    fail: (reason: string, message?: string) => GetFailure,
+  ): GetSuccess | GetFailure {
+    const served = fetched.result.attributes?.range;
+    if (!served || served.start !== plan.range.start)
+      return fail('internal', 'the client did not serve the range asked for');
+    const complete = served.completeLength;
+    if (complete !== undefined) this.rememberLength(req.url, complete);
+    const bytes = fetched.bytes;
+    const end = served.start + bytes.byteLength - 1;
+    // Open-ended: the page wants everything to the end; a partial answer would be a wrong one.
+    if (plan.open && (complete === undefined || end + 1 < complete))
+      return fail('too-large', `the rest of the file is longer than ${plan.range.length} bytes`);
+    const body =
+      exclusive && bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength
+        ? (bytes.buffer as ArrayBuffer)
+        : bytes.slice().buffer;
+    this.record(req, startedAt, {
+      ok: true,
+      bytes: body.byteLength,
+      objectBytes: bytes.byteLength,
+      result: fetched.result,
+    });
+    return {
+      type: 'result',
+      id: req.id,
+      ok: true,
+      body,
+      status: 206,
+      contentType: fetched.contentType,
+      contentRange: `bytes ${served.start}-${end}/${complete ?? '*'}`,
+    };
   }
 
   private answer(
@@ -210,8 +308,8 @@ export class Downloader {
     return success;
   }
 
-  private jobFor(req: GetRequest): Job {
-    const key = `${req.mode} ${req.proxies} ${req.url}`;
+  private jobFor(req: GetRequest, range: ByteRange | undefined): Job {
+    const key = `${req.mode} ${req.proxies} ${req.url}${range ? ` ${range.start}+${range.length}` : ''}`;
     const existing = this.jobs.get(key);
     if (existing && !existing.controller.signal.aborted) return existing;
     const controller = new AbortController();
@@ -220,6 +318,7 @@ export class Downloader {
       key,
       url: req.url,
       mode: req.mode,
+      range,
       controller,
       waiters: new Set(),
       promise: Promise.resolve() as unknown as Promise<Fetched>,
@@ -256,6 +355,7 @@ export class Downloader {
     const result = await client.get(req.url, {
       mode: req.mode,
       proxies: req.proxies,
+      ...(job.range ? { range: job.range } : {}),
       signal: job.controller.signal,
       origoTimeoutMs: limits.origoMs,
       connectTimeoutMs: limits.proxyConnectMs,
@@ -271,7 +371,9 @@ export class Downloader {
       job.stopReason = 'too-large';
       throw new Failure('too-large', `${result.object.byteLength} bytes`);
     }
-    const contentType = ('contentType' in result && result.contentType) || guessContentType(req.url);
+    // The origin's type as the sources agreed on it; a guess from the path only without one.
+    const contentType =
+      result.attributes?.contentType ?? (('contentType' in result && result.contentType) || guessContentType(req.url));
     return { bytes: result.object, contentType, result };
   }
 
@@ -341,6 +443,7 @@ export class Downloader {
     if (e instanceof Failure) return { reason: e.reason, message: e.message };
     const message = e instanceof Error ? e.message : String(e);
     if (message.includes('codec-unavailable')) return { reason: 'codec-unavailable', message };
+    if (message.includes('range not satisfiable')) return { reason: 'range-unsatisfiable', message };
     if (e instanceof ClientError) {
       const cause = origoCause(e.code, e.message);
       // Counted as origo-unreachable (it is, from the page's side); the cause says which way.
@@ -348,6 +451,13 @@ export class Downloader {
       return cause ? { reason, message, cause } : { reason, message };
     }
     return { reason: 'internal', message };
+  }
+
+  private rememberLength(url: string, complete: number): void {
+    this.completeLengths.delete(url);
+    if (this.completeLengths.size >= MAX_KNOWN_LENGTHS)
+      this.completeLengths.delete(this.completeLengths.keys().next().value as string);
+    this.completeLengths.set(url, complete);
   }
 
   private rememberTooLarge(url: string): void {
@@ -415,6 +525,9 @@ function validRequest(req: GetRequest): boolean {
   }
   return true;
 }
+
+/** Largest last byte a range may name (the protocol's offsets are 48-bit). */
+const MAX_RANGE_END = 2 ** 48 - 1;
 
 /** A new client is made when these settings change. */
 function clientKey(settings: Settings): string {

@@ -87,6 +87,12 @@ export class HookCore {
     return d;
   }
 
+  /** The page started a dedicated worker: what it fetches is not covered (counted for the popup). */
+  noteWorker(): void {
+    this.counters.workers++;
+    this.changed();
+  }
+
   /** The deadline for one request: 2× the segment's duration when known, at most the configured one. */
   deadlineFor(d: InterceptDecision): number {
     return hookDeadline(this.config?.deadlineMs ?? 10_000, d.segment?.duration);

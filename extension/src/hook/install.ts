@@ -9,6 +9,7 @@ import { createXhrClass } from './xhr';
 
 export function installHook(core: HookCore, g: PageGlobals): void {
   const win = g.window;
+  countWorkers(core, win);
   const hookedFetch = createFetch(core, g);
   Object.defineProperty(hookedFetch, 'name', { value: 'fetch' });
   Object.defineProperty(hookedFetch, 'length', { value: 1 });
@@ -27,6 +28,25 @@ export function installHook(core: HookCore, g: PageGlobals): void {
     enumerable: xhrDescriptor?.enumerable ?? false,
     configurable: xhrDescriptor?.configurable ?? true,
   });
+}
+
+/**
+ * Counts the dedicated workers the page starts, so the popup can say that media fetched inside
+ * them is not covered. A Proxy of the native constructor: `new Worker(...)`, `instanceof Worker`
+ * and `Worker.prototype` behave as before; nothing about the worker changes.
+ */
+function countWorkers(core: HookCore, win: Window): void {
+  const descriptor = Object.getOwnPropertyDescriptor(win, 'Worker');
+  const Native = descriptor?.value as (new (...args: unknown[]) => unknown) | undefined;
+  if (typeof Native !== 'function') return;
+  const Counted = new Proxy(Native, {
+    construct(target, args, newTarget) {
+      const worker = Reflect.construct(target, args, newTarget === Counted ? target : newTarget) as object;
+      core.noteWorker();
+      return worker;
+    },
+  });
+  Object.defineProperty(win, 'Worker', { ...descriptor, value: Counted });
 }
 
 /** A random session id (per page document). */

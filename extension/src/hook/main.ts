@@ -44,7 +44,7 @@ function start(): void {
   const publish = () => {
     countersTimer = undefined;
     const c = core.counters;
-    if (c.media === 0 && c.manifests === 0) return;
+    if (c.media === 0 && c.manifests === 0 && c.workers === 0) return;
     send({ type: 'counters', session, pageUrl: win.location.href, counters: structuredClone(c) as Counters });
   };
   core.onCountersChanged = () => {

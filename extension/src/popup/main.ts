@@ -70,6 +70,14 @@ function renderCounters(c: Counters): void {
     ...Object.entries(c.fallbacks)
       .sort((a, b) => b[1] - a[1])
       .map(([reason, n]) => el('li', `${reason}: ${n}`)),
+    ...(c.workers > 0
+      ? [
+          el(
+            'li',
+            `not covered: ${c.workers} page worker${c.workers === 1 ? '' : 's'} (media a player fetches inside a worker goes to the network unseen)`,
+          ),
+        ]
+      : []),
   );
 }
 

@@ -19,8 +19,11 @@ import { runFetch, runXhr, syncXhr } from './page-helpers';
 const params = new URLSearchParams(location.search);
 const g = captureGlobals(window);
 
-function fakeResult(object: Uint8Array, durationMs: number): GetResult {
+/** What the proxies would answer: the whole object, or the asked range of it with where it sits. */
+function fakeResult(whole: Uint8Array, durationMs: number, range?: GetOptions['range']): GetResult {
+  const object = range ? whole.slice(range.start, range.start + range.length) : whole;
   return {
+    ...(range ? { attributes: { range: { start: range.start, completeLength: whole.length } } } : {}),
     object,
     mode: 'rlnc',
     startedAt: 0,
@@ -47,16 +50,18 @@ const fakeClient: ClientLike = {
           .then((r) =>
             r.ok ? r.arrayBuffer() : Promise.reject(new ClientError('download-failed', `HTTP ${r.status}`)),
           )
-          .then((buf) => resolve(fakeResult(new Uint8Array(buf), 1)), reject);
+          .then((buf) => resolve(fakeResult(new Uint8Array(buf), 1, o.range)), reject);
         return;
       }
       setTimeout(() => {
         if (fail) return reject(new ClientError(fail as ClientError['code'], `fake ${fail}`));
         const obj = objectFor(u.pathname);
         if (!obj) return reject(new ClientError('download-failed', 'not found'));
-        const object = obj.bytes.slice();
-        o.onProgress?.({ dof: 1, totalDof: 1, bytes: object.length });
-        resolve(fakeResult(object, delay));
+        if (o.range && o.range.start >= obj.bytes.length)
+          return reject(new ClientError('download-failed', 'all sources failed: range not satisfiable (8)'));
+        const result = fakeResult(obj.bytes.slice(), delay, o.range);
+        o.onProgress?.({ dof: 1, totalDof: 1, bytes: result.object.length });
+        resolve(result);
       }, delay);
     });
   },
