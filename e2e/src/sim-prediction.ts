@@ -47,6 +47,8 @@ export function simulateCell(cell: PredictionCell, codecs: CodecSet): { scenario
       generationSize: DEFAULT_GENERATION_SIZE,
       symbolSize: DEFAULT_SYMBOL_SIZE,
       seed,
+      // The benchmarks' proxies have an upload limit, so they start at it on a cold connection.
+      startAtCap: true,
       ...(links && n
         ? {
             paths: n.hosts.map((h) => linkAt(links.paths[h], n.offsetMs ?? 0)),

@@ -139,6 +139,8 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
     meter,
     logger,
     endpointLimits: { minSymbolSize: config.minSymbolSize, idleTimeoutMs: config.peerIdleTimeoutMs },
+    // With an upload limit the proxy knows its capacity: a new client's first transfer starts at it.
+    uploadCapBps: capacityBps > 0 ? capacityBps : undefined,
   };
   const rtc =
     deps.rtc ??

@@ -44,6 +44,8 @@ export interface TransferServices {
   lowWaterBytes?: number;
   senderConfig?: Partial<SenderConfig>;
   endpointLimits?: Partial<EndpointLimits>;
+  /** The proxy's upload capacity in bytes/s when configured (SourceEndpoint uploadCapBps). */
+  uploadCapBps?: number;
   /** Seeds of the per-transfer coefficient generators (default: crypto random). */
   seed?: () => number;
   clock?: () => number;
@@ -64,6 +66,8 @@ export interface TransferHostStats {
   codecFailures: number;
   /** Transfers that started from the previous transfer's path estimate (warm start). */
   warmStarts: number;
+  /** Transfers that started at the proxy's upload capacity (no earlier estimate on this connection). */
+  capStarts: number;
   /** Times the pump stopped because the upload limit had no tokens. */
   uploadLimited: number;
   /** Times it stopped because the data channel was full (bufferedAmount at the low-water mark). */
@@ -106,6 +110,7 @@ export class TransferHost {
       seed: services.seed ?? cryptoSeed,
       now: this.clock(),
       senderConfig: services.senderConfig,
+      uploadCapBps: services.uploadCapBps,
       limits: services.endpointLimits,
       sha256,
     });
@@ -181,6 +186,7 @@ export class TransferHost {
       unknownTransfer: e.unknownTransfer,
       codecFailures: e.codecFailures,
       warmStarts: e.warmStarts,
+      capStarts: e.capStarts,
       ...this.counters,
     };
   }

@@ -175,6 +175,24 @@ describe('SourceEndpoint', () => {
     expect(ep.sender(2)!.inFlightLimit).toBeGreaterThan(DEFAULT_SENDER_CONFIG.initialWindowPackets);
   });
 
+  test('a source that knows its upload capacity starts at it; a remembered path still comes first', () => {
+    const { ep, admission } = endpoint(undefined, { uploadCapBps: 1792 * 1024 });
+    ep.handleDatagram(request({ transferId: 1 }), 0);
+    for (const e of events(ep)) if (e.type === 'fetch') ep.objectReady(e.transferId, objectFor(admission), 0);
+    // One initial RTT (100 ms) at 1792 KB/s, with the sender's gain: far above the cold 16 packets.
+    expect(ep.sender(1)!.inFlightLimit).toBeGreaterThan(4 * DEFAULT_SENDER_CONFIG.initialWindowPackets);
+    expect(ep.stats()).toMatchObject({ capStarts: 1, warmStarts: 0 });
+    const cold = endpoint().ep;
+    cold.handleDatagram(request({ transferId: 1 }), 0);
+    for (const e of events(cold)) if (e.type === 'fetch') cold.objectReady(e.transferId, objectFor(admission), 0);
+    expect(cold.sender(1)!.inFlightLimit).toBe(DEFAULT_SENDER_CONFIG.initialWindowPackets);
+    expect(cold.stats()).toMatchObject({ capStarts: 0, warmStarts: 0 });
+    ep.rememberPath({ rateBps: 100_000, minRttMs: 40 }, 1);
+    ep.handleDatagram(request({ transferId: 2 }), 2);
+    for (const e of events(ep)) if (e.type === 'fetch') ep.objectReady(e.transferId, objectFor(admission), 2);
+    expect(ep.stats()).toMatchObject({ capStarts: 1, warmStarts: 1 });
+  });
+
   test('a path estimate older than pathMemoryMs is not used', () => {
     const { ep, admission } = endpoint(undefined, { limits: { pathMemoryMs: 5000 } });
     ep.rememberPath({ rateBps: 2_000_000, minRttMs: 40 }, 0);

@@ -3,7 +3,8 @@
  * simulator, every mode against Parallel HTTP in the same run. Prints a table, then (with --json)
  * the rows as one JSON array on the last line of stdout.
  */
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
+import { SIM_CONFIG_NAMES, SimConfigName } from './configs';
 import { aggregate, buildGrid, compareWithHttp, GridOptions, GridRow, PAPER_GRID, VARIANTS } from './grid';
 import { runAll } from './run-pool';
 import { KB, PAPER_DEFAULTS } from './scenario';
@@ -16,6 +17,11 @@ const program = new Command()
   .option('--seeds <n>', 'seeds per scenario', (v) => parsePositive(v), PAPER_GRID.seeds)
   .option('--demo', 'a small grid for the demo: mixed caps, 2 MiB, no loss, N = 1, 2, 4, 6')
   .option('--no-window-study', 'skip the extra rows with a larger window that show what bounds efficiency')
+  .addOption(
+    new Option('--config <name>', "protocol configuration: the paper's as published, or today's default")
+      .choices(SIM_CONFIG_NAMES)
+      .default('default'),
+  )
   .parse();
 
 function parsePositive(v: string): number {
@@ -25,7 +31,13 @@ function parsePositive(v: string): number {
 }
 
 async function main(): Promise<void> {
-  const o = program.opts<{ json?: boolean; seeds: number; demo?: boolean; windowStudy: boolean }>();
+  const o = program.opts<{
+    json?: boolean;
+    seeds: number;
+    demo?: boolean;
+    windowStudy: boolean;
+    config: SimConfigName;
+  }>();
   const grids: GridOptions[] = o.demo
     ? [
         {
@@ -35,9 +47,10 @@ async function main(): Promise<void> {
           objects: [2 << 20],
           losses: [0],
           seeds: o.seeds === PAPER_GRID.seeds ? 5 : o.seeds,
+          config: o.config,
         },
       ]
-    : [{ ...PAPER_GRID, seeds: o.seeds }];
+    : [{ ...PAPER_GRID, seeds: o.seeds, config: o.config }];
   if (o.windowStudy && !o.demo) {
     grids.push({
       sources: [4, 6],
@@ -47,6 +60,7 @@ async function main(): Promise<void> {
       windows: [960],
       seeds: o.seeds,
       variants: VARIANTS,
+      config: o.config,
     });
   }
   const groups = grids.flatMap(buildGrid);

@@ -5,6 +5,7 @@
 import { Command, Option } from 'commander';
 import { DEFAULT_SCHEDULER, SchedulerName } from '@mutp/shared';
 import { loadNodeCodecs } from '@mutp/wasm/node';
+import { SIM_CONFIG_NAMES, SIM_CONFIGS, SimConfigName } from './configs';
 import { aggregate, median } from './grid';
 import { simulate } from './index';
 import { PAPER_DEFAULTS, Scenario, SimMode, SimResult } from './scenario';
@@ -41,8 +42,13 @@ const program = new Command()
   .option('--loss <p>', 'datagram loss probability, source to client', parseNumber, 0)
   .option('--reverse-loss <p>', 'datagram loss probability, client to source (default: --loss)', parseNumber)
   .option('--duplicate <p>', 'probability a datagram is delivered twice', parseNumber, 0)
-  .option('--window <packets>', 'strict moving window w', parseNumber, PAPER_DEFAULTS.window)
-  .option('--generation <g>', 'generation size g (rlnc)', parseNumber, PAPER_DEFAULTS.generationSize)
+  .addOption(
+    new Option('--config <name>', "protocol configuration: the paper's as published, or today's default")
+      .choices(SIM_CONFIG_NAMES)
+      .default('default'),
+  )
+  .option('--window <packets>', "strict moving window w (default: the configuration's, 240)", parseNumber)
+  .option('--generation <g>', "generation size g (rlnc) (default: the configuration's, 24)", parseNumber)
   .option('--symbol <bytes>', 'payload bytes per packet', parseNumber, PAPER_DEFAULTS.symbolSize)
   .option('--fail <source@ms...>', 'kill a source at a time, e.g. 2@300', (v: string, prev: string[] = []) => [
     ...prev,
@@ -56,6 +62,7 @@ const program = new Command()
 
 const o = program.opts();
 const mode = o.mode as SimMode;
+const config = SIM_CONFIGS[o.config as SimConfigName];
 if (o.scheduler && mode === 'http') program.error('--scheduler does not apply to --mode http');
 const failures = ((o.fail as string[] | undefined) ?? []).map((f) => {
   const [source, at] = f.split('@').map(Number);
@@ -82,8 +89,9 @@ async function main(): Promise<void> {
       loss: o.loss,
       reverseLoss: o.reverseLoss,
       duplicate: o.duplicate,
-      window: o.window,
-      generationSize: o.generation,
+      window: (o.window as number | undefined) ?? config.window,
+      generationSize: (o.generation as number | undefined) ?? config.generationSize,
+      startAtCap: config.startAtCap,
       symbolSize: o.symbol,
       seed: o.seed + i,
       failures,

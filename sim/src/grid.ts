@@ -1,5 +1,6 @@
 /** The paper's experiment grid (Fig. 2) and how seeds are aggregated into rows. */
 import { SchedulerName } from '@mutp/shared';
+import { SIM_CONFIGS, SimConfigName } from './configs';
 import { PAPER_DEFAULTS, Scenario, SimMode, SimResult } from './scenario';
 
 export interface Variant {
@@ -33,6 +34,8 @@ export interface GridOptions {
   windows: number[];
   seeds: number;
   variants: Variant[];
+  /** The protocol configuration (configs.ts); default 'default'. */
+  config?: SimConfigName;
 }
 
 export const PAPER_GRID: GridOptions = {
@@ -64,6 +67,8 @@ export function buildGrid(o: GridOptions): ScenarioGroup[] {
             for (const variant of o.variants) {
               const scenarios = Array.from({ length: o.seeds }, (_, i) => ({
                 ...PAPER_DEFAULTS,
+                generationSize: SIM_CONFIGS[o.config ?? 'default'].generationSize,
+                startAtCap: SIM_CONFIGS[o.config ?? 'default'].startAtCap,
                 window,
                 mode: variant.mode,
                 scheduler: variant.scheduler,
@@ -80,7 +85,7 @@ export function buildGrid(o: GridOptions): ScenarioGroup[] {
 
 /** Identifies the network scenario, whatever the mode: rows with the same key are compared. */
 export function scenarioKey(s: Scenario): string {
-  return [s.capsKBps.join('/'), s.objectBytes, s.loss, s.rttMs, s.window, s.generationSize].join('|');
+  return [s.capsKBps.join('/'), s.objectBytes, s.loss, s.rttMs, s.window, s.generationSize, !!s.startAtCap].join('|');
 }
 
 export interface GridRow {
@@ -93,6 +98,8 @@ export interface GridRow {
   loss: number;
   window: number;
   generationSize: number;
+  /** Sources started at their known upload cap (configs.ts). */
+  startAtCap: boolean;
   seeds: number;
   failed: number;
   byteExact: boolean;
@@ -126,6 +133,7 @@ export function aggregate(variant: Variant, results: SimResult[]): GridRow {
     loss: s.loss,
     window: s.window,
     generationSize: s.generationSize,
+    startAtCap: !!s.startAtCap,
     seeds: results.length,
     failed: results.length - ok.length,
     byteExact: ok.every((r) => r.byteExact),

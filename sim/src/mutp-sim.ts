@@ -244,6 +244,7 @@ export function simulateMutp(s: Scenario, options: MutpSimOptions = {}): SimResu
       seed: () => (s.seed * 31 + index) * 1000003,
       now: 0,
       senderConfig: options.senderConfig,
+      uploadCapBps: s.startAtCap ? s.capsKBps[index] * KB : undefined,
       sha256: nodeSha256,
       // The simulated proxy serves one client that never idles out within a run, and the
       // properties explore the protocol's whole symbol range (a proxy's policy is tighter).

@@ -2,6 +2,7 @@
  * Turns bench:sim's JSON rows into the Markdown tables of docs/sim-results.md:
  *   npm run --silent bench:sim -- --json | tail -n 1 > /tmp/rows.json
  *   npx tsx sim/src/results-doc.ts /tmp/rows.json > docs/sim-results.md
+ * and with `--config paper`, into docs/sim-results-paper.md.
  */
 import { readFileSync } from 'node:fs';
 import { GridRow } from './grid';
@@ -17,11 +18,15 @@ const capsName = (caps: number[]) =>
 const cell = (r: GridRow) =>
   `${(r.speedupVsHttp ?? 0).toFixed(2)}× · ${r.efficiency.toFixed(2)} · ${r.normalizedGoodput.toFixed(2)}`;
 
+const paperConfig = rows.every((r) => !r.startAtCap);
 const out: string[] = [
-  "# Simulator results: the paper's grid",
+  `# Simulator results: the paper's grid, ${paperConfig ? "the paper's configuration" : 'the default configuration'}`,
   '',
-  'Output of `npm run bench:sim -- --json` (20 seeds per cell, medians), turned into tables by',
+  `Output of \`npm run bench:sim -- --json --config ${paperConfig ? 'paper' : 'default'}\` (20 seeds per cell, medians), turned into tables by`,
   '`sim/src/results-doc.ts`. RTT 40 ms, jitter 2 ms, g = 24, symbols of 1120 bytes, WebAssembly codecs.',
+  paperConfig
+    ? "Sources as the paper's: no knowledge of their path at the start (they grow from 16 packets in flight)."
+    : 'Sources start sending at their known upload cap (SourceEndpoint `uploadCapBps`, sim/src/configs.ts).',
   'Cells: goodput as a multiple of Parallel HTTP in the same scenario · efficiency · normalized goodput.',
   '',
 ];

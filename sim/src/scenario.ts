@@ -26,6 +26,11 @@ export interface Scenario {
   generationSize: number;
   symbolSize: number;
   seed: number;
+  /**
+   * Each source knows its upload cap and starts sending at it (SourceEndpoint uploadCapBps), as
+   * the proxies do; false (the paper's sources) grows from the sender's initial window.
+   */
+  startAtCap?: boolean;
   /** Sources that die (stop sending and receiving) at a given time. */
   failures?: { source: number; atMs: number }[];
   /** Give up after this much simulated time (default 120 s; schedules with disconnections may need more). */

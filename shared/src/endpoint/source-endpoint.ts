@@ -14,7 +14,7 @@ import { Layout } from '../layout';
 import { schedulerSupports } from '../modes';
 import { seededRandom } from '../random';
 import { ByteRange, ObjectAttributes, servedRangeProblem, validContentType } from '../range';
-import { PathEstimate, Sender, SenderConfig } from '../sender/sender';
+import { DEFAULT_SENDER_CONFIG, PathEstimate, Sender, SenderConfig } from '../sender/sender';
 import { decode, encodeError, ErrorCode, MessageType, Mode, RequestMessage } from '../wire';
 import { Admission, Grant } from './admission';
 import { LayoutDigests } from './layout-digests';
@@ -93,6 +93,14 @@ export interface SourceEndpointOptions {
   seed: () => number;
   now: number;
   senderConfig?: Partial<SenderConfig>;
+  /**
+   * The source's own upload capacity in bytes/s, when it knows it (a proxy's upload limit). A
+   * transfer with no recent path estimate starts sending at this rate instead of growing from
+   * `initialWindowPackets`: the first round trip is otherwise spent at a fraction of the link,
+   * which costs most at the start of short downloads. The client's rate reports take over after
+   * the first round trip, so a source shared by several clients settles at its share.
+   */
+  uploadCapBps?: number;
   limits?: Partial<EndpointLimits>;
   /** SHA-256 for integrity digests (Node hosts pass node:crypto's; default a portable one). */
   sha256?: Sha256;
@@ -122,6 +130,8 @@ export interface SourceEndpointStats {
   controlDropped: number;
   /** Transfers that started from the previous transfer's path estimate. */
   warmStarts: number;
+  /** Transfers that started at the source's known upload capacity (no recent path estimate). */
+  capStarts: number;
 }
 
 interface Transfer {
@@ -161,6 +171,7 @@ export class SourceEndpoint {
     codecFailures: 0,
     controlDropped: 0,
     warmStarts: 0,
+    capStarts: 0,
   };
 
   constructor(private readonly opts: SourceEndpointOptions) {
@@ -237,7 +248,8 @@ export class SourceEndpoint {
       this.failPending(t, ErrorCode.Overloaded, 'proxy memory budget for transfers is full', now);
       return;
     }
-    const warmStart = this.recentPath(now);
+    const remembered = this.recentPath(now);
+    const warmStart = remembered ?? this.capStart();
     try {
       t.sender = new Sender({
         request,
@@ -252,7 +264,8 @@ export class SourceEndpoint {
         config: this.opts.senderConfig,
         warmStart,
       });
-      if (warmStart) this.counters.warmStarts++;
+      if (remembered) this.counters.warmStarts++;
+      else if (warmStart) this.counters.capStarts++;
     } catch (e) {
       const overloaded = e instanceof EncoderBudgetError;
       if (!overloaded) this.counters.codecFailures++;
@@ -440,6 +453,13 @@ export class SourceEndpoint {
    */
   rememberPath(estimate: PathEstimate, now: number): void {
     this.lastPath = { estimate, at: now };
+  }
+
+  /** A first estimate from the known capacity; the RTT is the sender's initial guess until measured. */
+  private capStart(): PathEstimate | undefined {
+    const cap = this.opts.uploadCapBps;
+    if (cap === undefined || !(cap > 0)) return undefined;
+    return { rateBps: cap, minRttMs: this.opts.senderConfig?.initialRttMs ?? DEFAULT_SENDER_CONFIG.initialRttMs };
   }
 
   private recentPath(now: number): PathEstimate | undefined {
