@@ -140,3 +140,17 @@ test('without a back-off policy (the Node client) every request tries origo', as
   expect((await failure(c.get(URL_, { mode: 'rlnc', proxies: 1 }))).code).toBe('origo-unreachable');
   expect(c.origoDown()).toBeUndefined();
 });
+
+test('prepare() opens origo ahead of the first request: a hung origo is down before any get()', async () => {
+  const c = client(hungUrl);
+  const before = hung.accepted;
+  c.prepare(300);
+  c.prepare(300); // while connecting: nothing more
+  await until(() => hung.accepted - before === 1, 'the hung server to accept the connection');
+  await until(() => c.origoDown() !== undefined, 'origo to be marked down');
+  expect(c.origoDown()).toMatchObject({ periodMs: 400, failures: 1 });
+  // The first request is answered at once, without a new connection; prepare() in back-off does nothing.
+  expect((await failure(c.get(URL_, { mode: 'rlnc', proxies: 2 }))).code).toBe('origo-down');
+  c.prepare(300);
+  expect(hung.accepted - before).toBe(1);
+});

@@ -45,6 +45,10 @@ class FakeClient implements ClientLike {
   close(): void {
     this.closed = true;
   }
+  prepared: number[] = [];
+  prepare(timeoutMs: number): void {
+    this.prepared.push(timeoutMs);
+  }
 }
 
 const flush = () => new Promise((r) => setImmediate(r));
@@ -392,4 +396,23 @@ test('download records carry origin and path only: no query (signed tokens), no 
   await t.d.handle(req('ftp://user:pw@cdn.example/x?token=SECRET'));
   expect(t.records.map((r) => r.url)).toEqual(['https://cdn.example/v/seg-7.m4s', 'ftp://cdn.example/x']);
   expect(JSON.stringify(t.records)).not.toContain('SECRET');
+});
+
+test('prepare: the client is made and told to open origo before the first request, within the origo limit', async () => {
+  const t = setup({ deadlineMs: 8000 });
+  t.d.prepare();
+  await flush();
+  expect(t.clients).toHaveLength(1);
+  expect(t.client().prepared).toEqual([1000]);
+  // The first request uses the same client.
+  const answer = t.d.handle(req('https://cdn.example/v/seg-1.m4s'));
+  await flush();
+  t.client().calls[0].resolve(object(10));
+  expect(ok(await answer).status).toBe(200);
+  expect(t.clients).toHaveLength(1);
+  // Disabled: nothing is prepared.
+  const off = setup({ enabled: false });
+  off.d.prepare();
+  await flush();
+  expect(off.clients).toHaveLength(0);
 });

@@ -32,6 +32,8 @@ export interface ClientLike {
   close(): void;
   /** Set while origo is in its back-off period (MutpClient with a back-off policy). */
   origoDown?(): OrigoDown | undefined;
+  /** Opens the origo session ahead of the first request (MutpClient). */
+  prepare?(timeoutMs: number): void;
 }
 
 export interface DownloaderDeps {
@@ -171,6 +173,19 @@ export class Downloader {
     // range cache keeps them (a range request of the same download put them there first).
     const exclusive = job.waiters.size === 0 && !req.range && !job.cached;
     return this.answer(req, startedAt, fetched.bytes, fetched.contentType, fetched.result, exclusive);
+  }
+
+  /**
+   * A page is about to play: make the client and start its origo connection now, so a hung or
+   * refused origo is known (and in back-off) by the time the first segment is asked for.
+   */
+  prepare(): void {
+    const settings = this.deps.settings();
+    if (!settings.enabled || origoUrlProblem(settings.origoUrl)) return;
+    const origoMs = limitsFor(settings.deadlineMs).origoMs;
+    this.clientFor(settings)
+      .then((client) => client.prepare?.(origoMs))
+      .catch(() => undefined);
   }
 
   /** The page no longer waits for `id`; the download stops when nobody else waits for it. */

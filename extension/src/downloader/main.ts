@@ -83,7 +83,11 @@ function attach(port: MessagePort): void {
     else if (m.type === 'cancel') downloader.cancel(Number(m.id));
     else if (m.type === 'get') serve(port, m);
   };
-  settingsReady.then(() => port.postMessage({ type: 'ready' }));
+  settingsReady.then(() => {
+    port.postMessage({ type: 'ready' });
+    // The frame exists because the page has media: connect to origo before the first segment.
+    downloader.prepare();
+  });
   // Load the WebAssembly now: the first segment should not wait for it.
   getCodecs().catch(() => undefined);
 }

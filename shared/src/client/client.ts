@@ -150,6 +150,16 @@ export class MutpClient {
     return this.backoff?.down();
   }
 
+  /**
+   * Opens the origo session now, unless it is open, being opened or in its back-off period, so the
+   * first download does not wait for the handshake (a page about to play calls this). A failure
+   * counts like any attempt (back-off included); it never rejects.
+   */
+  prepare(timeoutMs = this.config.origoTimeoutMs): void {
+    if (this.session?.isOpen || this.connecting || this.backoff?.down()) return;
+    this.origo(Math.min(timeoutMs, this.config.origoTimeoutMs)).catch(() => undefined);
+  }
+
   /** The origo instance the client is on (or tries next). */
   get origoUrl(): string {
     return this.session?.url ?? this.origoUrls[this.nextOrigo];
