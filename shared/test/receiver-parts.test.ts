@@ -150,7 +150,8 @@ function sourceAt(bytesPerSecond: number, until = 100): Source {
   return s;
 }
 
-const steeringConfig: SteeringConfig = { ...config, inFlightCaps: true };
+// 32 levels (the paper configuration's) keep the expected weights small enough to read.
+const steeringConfig: SteeringConfig = { ...config, inFlightCaps: true, weightLevels: 32 };
 
 describe('Steering weights', () => {
   test('shares are proportional to the measured rates, quantised to weightLevels', () => {

@@ -513,7 +513,7 @@ describe('rates, weights and in-flight caps', () => {
     const fb1 = h.lastFeedback(end + 21, 1);
     expect(Math.abs(fb0.rateBps / 100_000 - 1)).toBeLessThan(0.01);
     expect(Math.abs(fb1.rateBps / 300_000 - 1)).toBeLessThan(0.01);
-    expect(Array.from(fb1.weights)).toEqual([8, 24]);
+    expect(Array.from(fb1.weights)).toEqual([64, 191]); // 1:3 in 255 levels
     expect(h.receiver.stats().sources.map((s) => Math.round(s.rateBps / 1000))).toEqual([100, 300]);
   });
 
@@ -523,7 +523,7 @@ describe('rates, weights and in-flight caps', () => {
     for (const s of [0, 1, 2]) h.meta(s, 0);
     h.poll(0);
     const end = deliverAtRates(h, [200_000, 200_000, 200_000], 40, 1);
-    expect(Array.from(h.lastFeedback(end + 25, 0).weights)).toEqual([11, 11, 11]);
+    expect(Array.from(h.lastFeedback(end + 25, 0).weights)).toEqual([85, 85, 85]);
     // Sources 1 and 2 go on, source 0 falls silent for more than inactiveAfterMs (500 ms).
     let at = end;
     for (let i = 0; i < 400; i++) {
@@ -531,13 +531,13 @@ describe('rates, weights and in-flight caps', () => {
       h.data(1, i % 100, at);
       h.data(2, i % 100, at);
     }
-    expect(Array.from(h.lastFeedback(at + 25, 1).weights)).toEqual([0, 16, 16]);
+    expect(Array.from(h.lastFeedback(at + 25, 1).weights)).toEqual([0, 128, 128]);
     h.receiver.handleDatagram(
       2,
       encodeError({ transferId: TRANSFER, code: ErrorCode.Internal, message: 'x' }),
       at + 30,
     );
-    expect(Array.from(h.lastFeedback(at + 60, 1).weights)).toEqual([0, 32, 0]);
+    expect(Array.from(h.lastFeedback(at + 60, 1).weights)).toEqual([0, 255, 0]);
   });
 
   test('inFlightCap: share of what the window misses, with loss margin and slack (partitioned)', () => {

@@ -4,7 +4,7 @@
  * the rows as one JSON array on the last line of stdout.
  */
 import { Command, Option } from 'commander';
-import { SIM_CONFIG_NAMES, SimConfigName } from './configs';
+import { SIM_CONFIG_NAMES, SIM_CONFIGS, SimConfigName } from './configs';
 import { aggregate, buildGrid, compareWithHttp, GridOptions, GridRow, PAPER_GRID, VARIANTS } from './grid';
 import { runAll } from './run-pool';
 import { KB, PAPER_DEFAULTS } from './scenario';
@@ -50,7 +50,7 @@ async function main(): Promise<void> {
           config: o.config,
         },
       ]
-    : [{ ...PAPER_GRID, seeds: o.seeds, config: o.config }];
+    : [{ ...PAPER_GRID, windows: [SIM_CONFIGS[o.config].window], seeds: o.seeds, config: o.config }];
   if (o.windowStudy && !o.demo) {
     grids.push({
       sources: [4, 6],

@@ -69,6 +69,7 @@ export function buildGrid(o: GridOptions): ScenarioGroup[] {
                 ...PAPER_DEFAULTS,
                 generationSize: SIM_CONFIGS[o.config ?? 'default'].generationSize,
                 startAtCap: SIM_CONFIGS[o.config ?? 'default'].startAtCap,
+                weightLevels: SIM_CONFIGS[o.config ?? 'default'].weightLevels,
                 window,
                 mode: variant.mode,
                 scheduler: variant.scheduler,

@@ -182,7 +182,10 @@ export function simulateMutp(s: Scenario, options: MutpSimOptions = {}): SimResu
     symbolSize: s.symbolSize,
     codec,
     now: 0,
-    config: options.receiverConfig,
+    config:
+      s.weightLevels === undefined
+        ? options.receiverConfig
+        : { weightLevels: s.weightLevels, ...options.receiverConfig },
     sha256: nodeSha256,
   });
   let completedAt = -1;

@@ -31,6 +31,8 @@ export interface Scenario {
    * the proxies do; false (the paper's sources) grows from the sender's initial window.
    */
   startAtCap?: boolean;
+  /** Levels of the client's quantised source weights (ReceiverConfig weightLevels); default the core's. */
+  weightLevels?: number;
   /** Sources that die (stop sending and receiving) at a given time. */
   failures?: { source: number; atMs: number }[];
   /** Give up after this much simulated time (default 120 s; schedules with disconnections may need more). */

@@ -59,7 +59,8 @@ export const DEFAULT_RECEIVER_CONFIG: ReceiverConfig = {
   trainLength: 16,
   medianWindow: 5,
   inactiveAfterMs: 500,
-  weightLevels: 32,
+  // Fine enough for a 1:2 cap mix (32 levels gave 4:7, and the slower sources a fifth more work).
+  weightLevels: 255,
   weightHysteresis: 0.25,
   capSlackPackets: 2,
   capLossMargin: 0.05,
