@@ -47,7 +47,11 @@ const program = new Command()
       .choices(SIM_CONFIG_NAMES)
       .default('default'),
   )
-  .option('--window <packets>', "strict moving window w (default: the configuration's: paper 240, default 480)", parseNumber)
+  .option(
+    '--window <packets>',
+    "strict moving window w (default: the configuration's: paper 240, default 480)",
+    parseNumber,
+  )
   .option('--generation <g>', "generation size g (rlnc) (default: the configuration's, 24 in both)", parseNumber)
   .option('--symbol <bytes>', 'payload bytes per packet', parseNumber, PAPER_DEFAULTS.symbolSize)
   .option('--fail <source@ms...>', 'kill a source at a time, e.g. 2@300', (v: string, prev: string[] = []) => [
