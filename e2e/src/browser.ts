@@ -54,14 +54,18 @@ function newestMtime(path: string): number {
 
 /** Builds the extension (production, `npm run build -w extension`) when dist/ is missing or stale. */
 export function ensureExtensionBuilt(): void {
-  const built = ['chrome', 'firefox'].map((b) => join(EXTENSION_DIR, 'dist', b, 'manifest.json'));
+  // A stamp written after each build here: the copied manifest.json keeps its source's mtime, so
+  // it never looked newer than the sources and every run rebuilt.
+  const stamp = join(EXTENSION_DIR, 'dist', '.e2e-built');
+  const manifests = ['chrome', 'firefox'].map((b) => join(EXTENSION_DIR, 'dist', b, 'manifest.json'));
   const inputs = [
     ...['src', 'static', 'webpack.config.mjs', 'package.json'].map((p) => join(EXTENSION_DIR, p)),
     ...['shared/src', 'wasm/src', 'wasm/dist'].map((p) => join(ROOT, p)),
   ];
   const newestInput = Math.max(...inputs.map(newestMtime));
-  if (built.every((m) => existsSync(m) && statSync(m).mtimeMs >= newestInput)) return;
+  if (manifests.every((m) => existsSync(m)) && existsSync(stamp) && statSync(stamp).mtimeMs >= newestInput) return;
   execFileSync('npm', ['run', 'build', '-w', 'extension'], { cwd: ROOT, stdio: 'pipe', timeout: 300_000 });
+  writeFileSync(stamp, `${new Date().toISOString()}\n`);
 }
 
 export function requireBrowser(path: string, apt: string): void {

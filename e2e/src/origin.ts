@@ -1,7 +1,9 @@
 /**
  * A local origin for the demo, tests and benchmarks: serves the generated streams
  * (e2e/media/out) and synthetic objects over plain HTTP, with byte ranges and CORS, and counts
- * requests. Fault paths for tests: /status/<code>, /hang, /big/<bytes>.
+ * requests and the body bytes sent for each (bench:ranges compares what the proxies fetched with
+ * what the page got). Fault paths for tests: /status/<code>, /hang, /big/<bytes>; any file also
+ * under /fresh/<tag>/<path>, a URL no cache has seen.
  */
 import { createReadStream, existsSync, statSync } from 'node:fs';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -26,6 +28,8 @@ export interface OriginRequest {
   path: string;
   userAgent: string;
   range?: string;
+  /** Body bytes handed to the connection so far (a response cut short counts what was sent). */
+  bytes: number;
 }
 
 export interface Origin {
@@ -52,6 +56,9 @@ export function syntheticObject(bytes: number, seed: number): Uint8Array {
 
 const MAX_SYNTHETIC_BYTES = 256 * 1024 * 1024;
 
+/** `/fresh/<tag>/` in front of a media path (see route()). */
+export const FRESH_ALIAS = /^\/fresh\/[\w-]{1,64}\//;
+
 export function startOrigin(options: { port?: number; host?: string; root?: string } = {}): Promise<Origin> {
   const root = options.root ?? MEDIA_DIR;
   const requests = new Map<string, number>();
@@ -60,12 +67,15 @@ export function startOrigin(options: { port?: number; host?: string; root?: stri
     const path = decodeURIComponent((req.url ?? '/').split('?')[0]);
     requests.set(path, (requests.get(path) ?? 0) + 1);
     if (log.length >= 100_000) log.shift();
-    log.push({
+    const entry: OriginRequest = {
       method: req.method ?? '?',
       path,
       userAgent: String(req.headers['user-agent'] ?? ''),
       ...(req.headers.range ? { range: String(req.headers.range) } : {}),
-    });
+      bytes: 0,
+    };
+    log.push(entry);
+    countBodyBytes(res, entry);
     res.setHeader('access-control-allow-origin', '*');
     res.setHeader('access-control-expose-headers', 'content-length, content-range, content-type');
     if (req.method === 'OPTIONS') {
@@ -95,6 +105,22 @@ export function startOrigin(options: { port?: number; host?: string; root?: stri
       });
     });
   });
+}
+
+/** Adds every body chunk written to `res` to `entry.bytes`. */
+function countBodyBytes(res: ServerResponse, entry: OriginRequest): void {
+  const size = (chunk: unknown) =>
+    typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk instanceof Uint8Array ? chunk.byteLength : 0;
+  const write = res.write.bind(res) as (...args: unknown[]) => boolean;
+  const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
+  res.write = ((chunk: unknown, ...rest: unknown[]) => {
+    entry.bytes += size(chunk);
+    return write(chunk, ...rest);
+  }) as ServerResponse['write'];
+  res.end = ((chunk?: unknown, ...rest: unknown[]) => {
+    if (typeof chunk !== 'function') entry.bytes += size(chunk);
+    return end(chunk, ...rest);
+  }) as ServerResponse['end'];
 }
 
 function route(req: IncomingMessage, res: ServerResponse, path: string, root: string): void {
@@ -132,7 +158,9 @@ function route(req: IncomingMessage, res: ServerResponse, path: string, root: st
     pump();
     return;
   }
-  const file = normalize(join(root, path));
+  // /fresh/<tag>/<path> is <path> under another URL: a cold object for every cache on the way
+  // (proxies, the extension), so each benchmark play pays its origin fetches.
+  const file = normalize(join(root, path.replace(FRESH_ALIAS, '/')));
   if (!file.startsWith(root + sep) || !existsSync(file) || !statSync(file).isFile()) {
     res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
     return;

@@ -12,17 +12,21 @@
  *   through its public FRAGMENT_LOADING_COMPLETED event, which carries the response body. Each
  *   body is copied synchronously (hls.js may transfer it to its transmux worker afterwards).
  *
- * URL: /player.html?player=hls|dash&src=<manifest URL>
+ * URL: /hls.html?player=hls&src=<manifest URL> (or dash.html). The byte-range pages (shaka-player,
+ * a hand-written MSE player) are in range-pages.ts and served here too: /shaka.html, /mse.html.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
+import { rangePageHtml } from './range-pages';
+
+export type PageKind = 'hls' | 'dash' | 'shaka' | 'mse';
 
 export interface PlayerPages {
   url: string;
-  /** The player page for a manifest. */
-  playerUrl(player: 'hls' | 'dash', manifestUrl: string): string;
+  /** The player page for a manifest (the MSE page: a fragmented MP4), with extra page options. */
+  playerUrl(player: PageKind, manifestUrl: string, options?: Record<string, string | number>): string;
   close(): Promise<void>;
 }
 
@@ -138,6 +142,12 @@ export function startPlayerPages(): Promise<PlayerPages> {
     },
     '/hls.html': { body: playerHtml('/lib/hls.min.js'), type: 'text/html; charset=utf-8' },
     '/dash.html': { body: playerHtml('/lib/dash.all.min.js'), type: 'text/html; charset=utf-8' },
+    '/lib/shaka-player.compiled.js': {
+      body: packageFile('shaka-player', 'dist/shaka-player.compiled.js'),
+      type: 'text/javascript',
+    },
+    '/shaka.html': { body: rangePageHtml('shaka', '/lib/shaka-player.compiled.js'), type: 'text/html; charset=utf-8' },
+    '/mse.html': { body: rangePageHtml('mse'), type: 'text/html; charset=utf-8' },
   };
   const server: Server = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;
@@ -159,8 +169,11 @@ export function startPlayerPages(): Promise<PlayerPages> {
       const url = `http://127.0.0.1:${port}`;
       resolve({
         url,
-        playerUrl: (player, manifestUrl) =>
-          `${url}/${player}.html?player=${player}&src=${encodeURIComponent(manifestUrl)}`,
+        playerUrl: (player, manifestUrl, options = {}) => {
+          const query = new URLSearchParams({ player, src: manifestUrl });
+          for (const [k, v] of Object.entries(options)) query.set(k, String(v));
+          return `${url}/${player}.html?${query.toString()}`;
+        },
         close: () =>
           new Promise<void>((done) => {
             server.closeAllConnections();
