@@ -196,7 +196,11 @@ test('a cross-origin URL goes to the downloader only with the origin’s CORS co
   try {
     // Same server, other origin: localhost vs 127.0.0.1.
     const other = server.url.replace('127.0.0.1', 'localhost');
-    const before = origoConnections.length;
+    // Origo connections are no evidence here: the downloader frame, made for the page's first media
+    // request, opens origo when it attaches (MutpClient.prepare) whatever happens to that request.
+    // Whether a URL reached the downloader shows in the reason the hook counts: 'cors' is the content
+    // script's refusal; the downloader would have answered 'origo-unreachable' (origo, a silent
+    // listener here, never welcomes it).
     // No Access-Control-Allow-Origin: the content script refuses it, the page's own request fails CORS.
     const refused = await page.evaluate(
       (u) => (window as unknown as AttackerWindow).load(u, { Range: 'bytes=0-9' }),
@@ -205,7 +209,6 @@ test('a cross-origin URL goes to the downloader only with the origin’s CORS co
     expect(refused.length).toBe(-1);
     let c = (await page.evaluate(() => (window as unknown as AttackerWindow).__mutp.counters())) as Counters;
     expect(c.fallbacks).toEqual({ cors: 1 });
-    expect(origoConnections.length).toBe(before);
     expect(server.log).toContain('HEAD /private/secret.m4s');
 
     // `Access-Control-Allow-Origin: *`: consent given, the request reaches the downloader (and origo).
@@ -216,7 +219,6 @@ test('a cross-origin URL goes to the downloader only with the origin’s CORS co
     expect(allowed).toEqual({ status: 206, length: 10 });
     c = (await page.evaluate(() => (window as unknown as AttackerWindow).__mutp.counters())) as Counters;
     expect(c.fallbacks).toEqual({ cors: 1, 'origo-unreachable': 1 });
-    expect(origoConnections.length).toBeGreaterThan(before);
   } finally {
     await page.close();
   }
