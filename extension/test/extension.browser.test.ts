@@ -247,6 +247,24 @@ describe('a page with an HLS stream while origo is down', () => {
     expect(counters.fallbacks['site-disabled']).toBe(1);
     expect(counters.intercepted).toBe(1);
   });
+
+  test('a page of a disabled site gets no downloader frame (the frame would open origo at once)', async () => {
+    const other = await browser.browser.newPage();
+    try {
+      await other.goto(`${server.url}/video.html`, { waitUntil: 'load' });
+      await waitFor(
+        'the hook to get its configuration',
+        () => other.evaluate(() => ((window as any).__mutp?.config()?.enabled === false ? true : undefined)), // eslint-disable-line @typescript-eslint/no-explicit-any
+      );
+      // A playlist makes the hook ask for the downloader before any segment.
+      await other.evaluate((u) => (window as any).load(u), `${server.url}/hls/index.m3u8`); // eslint-disable-line @typescript-eslint/no-explicit-any
+      const seg = await other.evaluate((u) => (window as any).load(u), `${server.url}/seg/0.m4s`); // eslint-disable-line @typescript-eslint/no-explicit-any
+      expect(seg).toMatchObject({ status: 200, from: 'network' });
+      expect(await other.evaluate(() => document.querySelectorAll('iframe').length)).toBe(0);
+    } finally {
+      await other.close();
+    }
+  });
 });
 
 test('a settings preset in the package is applied on install (the way to configure Firefox)', async () => {

@@ -166,8 +166,9 @@ function onHookMessage(event: MessageEvent): void {
   if (!isObject(data)) return;
   const m = data as unknown as HookToContent;
   if (m.type === 'need-downloader') {
-    if (settings?.enabled) ensureFrame();
-    else toHook({ type: 'downloader-failed', reason: 'disabled' });
+    // No frame for a disabled site either: the frame opens origo as soon as it attaches.
+    if (settings?.enabled && siteEnabled(settings, siteHost())) ensureFrame();
+    else toHook({ type: 'downloader-failed', reason: settings?.enabled ? 'site-disabled' : 'disabled' });
   } else if (m.type === 'counters') {
     const message: ToBackground = {
       type: 'counters',
