@@ -168,21 +168,6 @@ describe('Steering weights', () => {
     expect([...steering.weights([sourceAt(1e6), sourceAt(3e6), fresh], 100)]).toEqual([5, 16, 11]);
   });
 
-  test('capacity hints: a measured rate is raised towards the known capacity, at most twofold; alone before any estimate', () => {
-    // Source 1 measures 1 MB/s (it idled: too few slots of its own) but can do 1.5 MB/s; source 2 has no hint.
-    const steering = new Steering(steeringConfig, [1e6, 1.5e6, 0]);
-    steering.onData(0);
-    expect([...steering.weights([sourceAt(1e6), sourceAt(1e6), sourceAt(2e6)], 100)]).toEqual([7, 11, 14]);
-    // A capacity far above the measured rate raises it at most twofold (a proxy cannot claim its way in).
-    const boasting = new Steering(steeringConfig, [0, 1e12]);
-    boasting.onData(0);
-    expect([...boasting.weights([sourceAt(1e6), sourceAt(1e6)], 100)]).toEqual([11, 21]);
-    // Before any estimate the hints alone set the shares (the unknown one counts as the average).
-    const fresh = new Steering(steeringConfig, [1e6, 3e6, 0]);
-    const none = [new Source(0, config), new Source(0, config), new Source(0, config)];
-    expect([...fresh.weights(none, 0)]).toEqual([5, 16, 11]);
-  });
-
   test('no source has an estimate: all equal', () => {
     const steering = new Steering(steeringConfig);
     expect([...steering.weights([new Source(0, config), new Source(0, config)], 0)]).toEqual([16, 16]);

@@ -96,8 +96,6 @@ async function main(): Promise<void> {
       window: (o.window as number | undefined) ?? config.window,
       generationSize: (o.generation as number | undefined) ?? config.generationSize,
       startAtCap: config.startAtCap,
-      weightLevels: config.weightLevels,
-      capacityHints: config.capacityHints,
       symbolSize: o.symbol,
       seed: o.seed + i,
       failures,

@@ -16,8 +16,6 @@ export interface SimConfig {
   startAtCap: boolean;
   /** Levels of the client's quantised source weights (ReceiverConfig weightLevels). */
   weightLevels: number;
-  /** The client weights sources by their known caps too (origo's capacityBps; Receiver capacityHints). */
-  capacityHints: boolean;
 }
 
 export const SIM_CONFIGS = {
@@ -26,14 +24,12 @@ export const SIM_CONFIGS = {
     generationSize: PAPER_DEFAULTS.generationSize,
     startAtCap: false,
     weightLevels: 32,
-    capacityHints: false,
   },
   default: {
     window: DEFAULT_WINDOW,
     generationSize: PAPER_DEFAULTS.generationSize,
     startAtCap: true,
     weightLevels: DEFAULT_RECEIVER_CONFIG.weightLevels,
-    capacityHints: true,
   },
 } as const satisfies Record<string, SimConfig>;
 

@@ -70,7 +70,6 @@ export function buildGrid(o: GridOptions): ScenarioGroup[] {
                 generationSize: SIM_CONFIGS[o.config ?? 'default'].generationSize,
                 startAtCap: SIM_CONFIGS[o.config ?? 'default'].startAtCap,
                 weightLevels: SIM_CONFIGS[o.config ?? 'default'].weightLevels,
-                capacityHints: SIM_CONFIGS[o.config ?? 'default'].capacityHints,
                 window,
                 mode: variant.mode,
                 scheduler: variant.scheduler,

@@ -182,7 +182,6 @@ export function simulateMutp(s: Scenario, options: MutpSimOptions = {}): SimResu
     symbolSize: s.symbolSize,
     codec,
     now: 0,
-    capacityHints: s.capacityHints ? s.capsKBps.map((cap) => cap * KB) : undefined,
     config:
       s.weightLevels === undefined
         ? options.receiverConfig

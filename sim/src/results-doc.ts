@@ -26,7 +26,7 @@ const out: string[] = [
   '`sim/src/results-doc.ts`. RTT 40 ms, jitter 2 ms, g = 24, symbols of 1120 bytes, WebAssembly codecs.',
   paperConfig
     ? "w = 240, weights in 32 levels, and sources as the paper's: no knowledge of their path at the start (they grow from 16 packets in flight)."
-    : 'w = 480, the client weights sources in 255 levels and by their known caps, and sources start sending at their known upload cap (sim/src/configs.ts).',
+    : 'w = 480, the client weights sources in 255 levels, and sources start sending at their known upload cap (sim/src/configs.ts).',
   'Cells: goodput as a multiple of Parallel HTTP in the same scenario · efficiency · normalized goodput.',
   '',
 ];

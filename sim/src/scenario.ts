@@ -33,8 +33,6 @@ export interface Scenario {
   startAtCap?: boolean;
   /** Levels of the client's quantised source weights (ReceiverConfig weightLevels); default the core's. */
   weightLevels?: number;
-  /** The client knows each source's cap (origo's ProxyInfo capacityBps) and weights by it too. */
-  capacityHints?: boolean;
   /** Sources that die (stop sending and receiving) at a given time. */
   failures?: { source: number; atMs: number }[];
   /** Give up after this much simulated time (default 120 s; schedules with disconnections may need more). */

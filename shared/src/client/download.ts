@@ -78,7 +78,6 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
     codec: o.codec,
     now: startedAt,
     range: o.range,
-    capacityHints: links.map((link) => link.proxy.capacityBps),
     config: o.receiverConfig,
     sha256: o.sha256,
   });

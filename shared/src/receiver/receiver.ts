@@ -60,8 +60,6 @@ export interface ReceiverOptions {
   now: number;
   /** Ask the sources for these bytes of the resource only (see range.ts). */
   range?: ByteRange;
-  /** Each source's upload capacity in bytes/s, when known (origo's ProxyInfo capacityBps; 0 = unknown). */
-  capacityHints?: readonly number[];
   config?: Partial<ReceiverConfig>;
   /** SHA-256 used to verify the object; defaults to a portable one, Node hosts pass node:crypto's. */
   sha256?: (data: Uint8Array) => Uint8Array;
@@ -128,7 +126,7 @@ export class Receiver {
     const checkCountOf = (length: number) =>
       new CheckLayout(new Layout(opts.mode, length, opts.symbolSize, opts.generationSize)).checkCount;
     this.quorum = new IdentityQuorum(opts.sourceCount, checkCountOf, hash, config.quorum, config.agreementWaitMs);
-    this.steering = new Steering(config, opts.capacityHints);
+    this.steering = new Steering(config);
     this.completion = new Completion({
       mode: opts.mode,
       symbolSize: opts.symbolSize,

@@ -18,24 +18,12 @@ export type SteeringConfig = Pick<
   | 'capHeadroom'
 >;
 
-/** A known capacity raises a measured rate by at most this factor (see rateOf). */
-const MAX_HINT_GAIN = 2;
-
 export class Steering {
   private published?: Uint8Array;
   /** When the first data packet from any source arrived (-1: none yet). */
   private firstDataAt = -1;
 
-  /**
-   * `capacityHints`: each source's upload capacity in bytes/s as origo reported it (the proxy's
-   * configured limit; 0 = unknown). A source's share is taken from the larger of its measured
-   * rate and its capacity: a fast source that owns too few slots idles and so measures slow, and
-   * shares from measured rates alone never correct that.
-   */
-  constructor(
-    private readonly config: SteeringConfig,
-    private readonly capacityHints: readonly number[] = [],
-  ) {}
+  constructor(private readonly config: SteeringConfig) {}
 
   onData(now: number): void {
     if (this.firstDataAt < 0) this.firstDataAt = now;
@@ -60,10 +48,11 @@ export class Steering {
           ? now - s.lastArrivalAt > this.config.inactiveAfterMs
           : this.firstDataAt >= 0 && now - this.firstDataAt > this.config.inactiveAfterMs;
       if (silent) continue;
-      rates[i] = this.rateOf(s, i) || -1;
-      if (rates[i] > 0) {
+      const rate = s.rate.bytesPerSecond;
+      rates[i] = rate > 0 ? rate : -1;
+      if (rate > 0) {
         known++;
-        knownSum += rates[i];
+        knownSum += rate;
       }
     }
     const average = known > 0 ? knownSum / known : 1;
@@ -78,20 +67,6 @@ export class Steering {
     for (let i = 0; i < n; i++) if (rates[i] > 0) weights[i] = Math.max(1, Math.round((levels * rates[i]) / total));
     if (!this.published || this.moved(this.published, weights)) this.published = weights;
     return this.published;
-  }
-
-  /**
-   * The rate a source's share is taken from: its measured rate, raised towards its known capacity
-   * by at most MAX_HINT_GAIN once measured (a source claiming a capacity it does not have gains at
-   * most that factor of share, and slots it leaves overdue are helped with), the capacity alone
-   * before (0: nothing known).
-   */
-  private rateOf(source: Source, index: number): number {
-    const measured = source.rate.bytesPerSecond;
-    const hint = this.capacityHints[index];
-    const capacity = hint !== undefined && hint > 0 && Number.isFinite(hint) ? hint : 0;
-    if (measured > 0) return Math.max(measured, Math.min(capacity, MAX_HINT_GAIN * measured));
-    return capacity;
   }
 
   private moved(published: Uint8Array, next: Uint8Array): boolean {
