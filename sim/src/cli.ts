@@ -96,6 +96,7 @@ async function main(): Promise<void> {
       window: (o.window as number | undefined) ?? config.window,
       generationSize: (o.generation as number | undefined) ?? config.generationSize,
       startAtCap: config.startAtCap,
+      weightLevels: config.weightLevels,
       symbolSize: o.symbol,
       seed: o.seed + i,
       failures,
