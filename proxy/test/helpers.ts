@@ -3,6 +3,7 @@ import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http
 import type { AddressInfo } from 'node:net';
 import { Codec, type DatagramChannel, Mode, Receiver, type RtcFactory, type RtcPeer, seededRandom } from '@mutp/shared';
 import pino from 'pino';
+import { ServeError, ServeErrorKind } from '../src/errors';
 
 export const silentLogger = () => pino({ level: 'silent' });
 
@@ -263,4 +264,21 @@ export async function testTokens() {
       .setExpirationTime(Math.floor(Date.now() / 1000) + expiresInSeconds)
       .sign(key);
   return { verifier, sign };
+}
+
+/** Awaits `promise` and expects it to reject with a ServeError of `kind` (and, if given, that text). */
+export async function expectKind(
+  promise: Promise<unknown>,
+  kind: ServeErrorKind,
+  text?: string | RegExp,
+): Promise<void> {
+  let error: unknown;
+  try {
+    await promise;
+  } catch (e) {
+    error = e;
+  }
+  expect(error).toBeInstanceOf(ServeError);
+  expect((error as ServeError).kind).toBe(kind);
+  if (text) expect((error as ServeError).message).toMatch(text);
 }

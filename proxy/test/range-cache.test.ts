@@ -6,10 +6,9 @@
  */
 import type { ServerResponse } from 'node:http';
 import { ByteRange, MemoryBudget, seededRandom } from '@mutp/shared';
-import { ServeError, ServeErrorKind } from '../src/errors';
 import { CachedObject, ObjectCache, ObjectCacheOptions, RANGE_ENTRY_OVERHEAD_BYTES, sha256 } from '../src/object-cache';
 import { fetchOrigin } from '../src/origin-fetch';
-import { LOOPBACK_ONLY, makeObject, startServer, TestServer, until, within } from './helpers';
+import { expectKind, LOOPBACK_ONLY, makeObject, startServer, TestServer, until, within } from './helpers';
 
 interface OriginFile {
   bytes: Uint8Array;
@@ -126,17 +125,6 @@ function expectServed(object: CachedObject, bytes: Uint8Array, range: ByteRange)
   expect(Buffer.from(object.bytes).equals(Buffer.from(expected))).toBe(true);
   expect(object.range).toEqual({ start: range.start, completeLength: bytes.length });
   expect(Buffer.from(object.digest).equals(Buffer.from(sha256(expected)))).toBe(true);
-}
-
-async function expectKind(promise: Promise<unknown>, kind: ServeErrorKind): Promise<void> {
-  let error: unknown;
-  try {
-    await promise;
-  } catch (e) {
-    error = e;
-  }
-  expect(error).toBeInstanceOf(ServeError);
-  expect((error as ServeError).kind).toBe(kind);
 }
 
 /** Origin requests and body bytes a block of work cost. */

@@ -6,10 +6,9 @@
  */
 import type { ServerResponse } from 'node:http';
 import { ByteRange } from '@mutp/shared';
-import { ServeError, ServeErrorKind } from '../src/errors';
 import { fetchOrigin, MAX_VALIDATOR_CHARS, OriginFetchOptions } from '../src/origin-fetch';
 import { parseContentRange, partialProblem } from '../src/range-response';
-import { LOOPBACK_ONLY, makeObject, startServer, TestServer } from './helpers';
+import { expectKind, LOOPBACK_ONLY, makeObject, startServer, TestServer } from './helpers';
 
 const FILE = makeObject(10_000, 11);
 const MAX_BYTES = 4000;
@@ -113,18 +112,6 @@ function options(over: Partial<OriginFetchOptions> = {}): OriginFetchOptions {
 
 const ranged = (path: string, range: ByteRange, over: Partial<OriginFetchOptions> = {}) =>
   fetchOrigin(`${origin.url}${path}`, options({ range, ...over }));
-
-async function expectKind(promise: Promise<unknown>, kind: ServeErrorKind, text?: string | RegExp): Promise<void> {
-  let error: unknown;
-  try {
-    await promise;
-  } catch (e) {
-    error = e;
-  }
-  expect(error).toBeInstanceOf(ServeError);
-  expect((error as ServeError).kind).toBe(kind);
-  if (text) expect((error as ServeError).message).toMatch(text);
-}
 
 describe('206 answers', () => {
   test('sends Range and takes a 206 with the asked bytes, its place and validators', async () => {
