@@ -16,6 +16,7 @@ export { Sender, DEFAULT_SENDER_CONFIG } from './sender/sender';
 export type { PathEstimate } from './sender/sender';
 export type { SenderConfig, SenderOptions, SenderStatus, SenderStats } from './sender/sender';
 export * from './modes';
+export * from './window-size';
 export { createScheduler } from './sender/schedulers';
 export type { Scheduler, ScheduleView } from './sender/schedulers';
 export { RttEstimator } from './sender/rtt';

@@ -107,6 +107,11 @@ export interface RequestMessage {
   url: string;
   /** Serve only these bytes of the resource (absent: the whole object). */
   range?: ByteRange;
+  /**
+   * The client's weights for the transfer's first slots, one per source (§9.3), until its first
+   * FEEDBACK; absent: equal shares. Lets a source start from the share the client expects.
+   */
+  weights?: Uint8Array;
 }
 
 export interface MetaMessage {
@@ -302,7 +307,11 @@ export function encodeRequest(m: Omit<RequestMessage, 'type'>): Uint8Array {
     const problem = rangeProblem(m.range);
     if (problem) throw new RangeError(problem);
   }
-  const buf = new Uint8Array(HEADER_BYTES + 11 + url.length + (m.range ? REQUEST_RANGE_BYTES : 0));
+  if (m.weights && m.weights.length !== m.sourceCount)
+    throw new RangeError(`${m.weights.length} initial weights for ${m.sourceCount} sources`);
+  // Weights follow a range; a whole-object REQUEST with weights carries the empty range (0, 0).
+  const trailer = m.weights ? REQUEST_RANGE_BYTES + m.weights.length : m.range ? REQUEST_RANGE_BYTES : 0;
+  const buf = new Uint8Array(HEADER_BYTES + 11 + url.length + trailer);
   const v = header(buf, MessageType.Request, m.transferId);
   buf[6] = modeId(m.mode);
   const scheduler = SCHEDULER_IDS[m.scheduler];
@@ -315,11 +324,12 @@ export function encodeRequest(m: Omit<RequestMessage, 'type'>): Uint8Array {
   v.setUint16(13, m.symbolSize);
   v.setUint16(15, url.length);
   buf.set(url, 17);
+  const at = 17 + url.length;
   if (m.range) {
-    const at = 17 + url.length;
     setUint48(v, at, m.range.start);
     v.setUint32(at + 6, m.range.length);
   }
+  if (m.weights) buf.set(m.weights, at + REQUEST_RANGE_BYTES);
   return buf;
 }
 
@@ -621,14 +631,18 @@ function decodeRequest(buf: Uint8Array, v: DataView, transferId: number): Result
     checkRange('generationSize', generationSize, 1, MAX_GENERATION_SIZE) ??
     checkRange('symbolSize', symbolSize, MIN_SYMBOL_SIZE, MAX_SYMBOL_SIZE) ??
     checkRange('url length', urlLength, 0, MAX_URL_BYTES) ??
-    (buf.length === 17 + urlLength + REQUEST_RANGE_BYTES ? null : exact(buf, 17 + urlLength, 'REQUEST'));
+    requestTrailerProblem(buf, 17 + urlLength, sourceCount);
   if (bad) return err(bad);
+  const at = 17 + urlLength;
   let range: ByteRange | undefined;
-  if (buf.length > 17 + urlLength) {
-    range = { start: getUint48(v, 17 + urlLength), length: v.getUint32(17 + urlLength + 6) };
-    const problem = rangeProblem(range);
+  if (buf.length > at) {
+    range = { start: getUint48(v, at), length: v.getUint32(at + 6) };
+    const withWeights = buf.length > at + REQUEST_RANGE_BYTES;
+    if (withWeights && range.start === 0 && range.length === 0) range = undefined;
+    const problem = range && rangeProblem(range);
     if (problem) return fail('out-of-range', problem);
   }
+  const weights = buf.length > at + REQUEST_RANGE_BYTES ? buf.subarray(at + REQUEST_RANGE_BYTES) : undefined;
   let url: string;
   try {
     url = utf8Decoder.decode(buf.subarray(17, 17 + urlLength));
@@ -647,7 +661,18 @@ function decodeRequest(buf: Uint8Array, v: DataView, transferId: number): Result
     symbolSize,
     url,
     ...(range ? { range } : {}),
+    ...(weights ? { weights } : {}),
   });
+}
+
+/** After the URL: nothing, a range, or a range (possibly the empty (0, 0)) and one weight per source. */
+function requestTrailerProblem(buf: Uint8Array, at: number, sourceCount: number): WireError | null {
+  const rest = buf.length - at;
+  if (rest === 0 || rest === REQUEST_RANGE_BYTES || rest === REQUEST_RANGE_BYTES + sourceCount) return null;
+  return (
+    need(buf, at, 'REQUEST') ??
+    new WireError('trailing-bytes', `REQUEST: ${rest} bytes after the URL (0, 10 or ${10 + sourceCount} allowed)`)
+  );
 }
 
 function decodeMeta(buf: Uint8Array, v: DataView, transferId: number): Result<Message> {

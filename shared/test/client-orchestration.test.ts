@@ -5,14 +5,14 @@
  * gone, proxies that fail, never answer or never send META, the caller aborting) ends with a
  * clear ClientError within its timeout, and leaves nothing behind.
  */
-import { Codec, Mode, rlncCodec, uncodedCodec } from '../src';
+import { Codec, DEFAULT_WINDOW, MAX_PATH_WINDOW, Mode, rlncCodec, uncodedCodec } from '../src';
 import { ClientError, MutpClient } from '../src/client';
 import { FakeHost, objectOf, OrigoScript, proxy, settle } from './helpers/fake-host';
 
 const URL_ = 'https://media.example/seg-1.m4s';
 const codecs = { rlnc: rlncCodec, uncoded: uncodedCodec, fountain: rlncCodec } as unknown as Record<Mode, Codec>;
 
-function setup(script: OrigoScript, object = objectOf(20_000)) {
+function setup(script: OrigoScript, object = objectOf(20_000), window: number | 'path' = 64) {
   const host = new FakeHost(script);
   host.objects.set(URL_, object);
   const client = new MutpClient(host, {
@@ -20,7 +20,7 @@ function setup(script: OrigoScript, object = objectOf(20_000)) {
     codecs,
     symbolSize: 512,
     generationSize: 8,
-    window: 64,
+    window,
     connectTimeoutMs: 5000,
   });
   return { host, client, object };
@@ -62,6 +62,18 @@ describe('a download through N proxies', () => {
     await settle(host.clock, client.get(URL_, { mode: 'rlnc', proxies: 2 }));
     expect(host.peers.length).toBe(peers);
     expect(host.sockets.length).toBe(1);
+    client.close();
+  });
+
+  test("window 'path': the default until a transfer measured the proxies, then sized from their path", async () => {
+    // Proxies claiming 1 GB/s each, 2 ms away: five bandwidth-delay products are far above the largest path window.
+    const fast = (id: string) => ({ ...proxy(id), info: { ...proxy(id).info, capacityBps: 1e9 } });
+    const { host, client } = setup({ proxies: [fast('a'), fast('b')] }, objectOf(20_000), 'path');
+    await settle(host.clock, client.get(URL_, { mode: 'rlnc', proxies: 2 }));
+    expect(host.proxyStats.get('a')!.windows).toEqual([DEFAULT_WINDOW]);
+    await settle(host.clock, client.get(URL_, { mode: 'rlnc', proxies: 2 }));
+    expect(host.proxyStats.get('a')!.windows).toEqual([DEFAULT_WINDOW, MAX_PATH_WINDOW]);
+    expect(host.proxyStats.get('b')!.windows).toEqual([DEFAULT_WINDOW, MAX_PATH_WINDOW]);
     client.close();
   });
 });

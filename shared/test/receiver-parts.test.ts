@@ -203,6 +203,40 @@ describe('Steering weights', () => {
   });
 });
 
+describe('Steering with known capacities (origo capacityBps)', () => {
+  test('the initial weights (carried by the REQUEST) are the capacities, and are the first published', () => {
+    const steering = new Steering(steeringConfig, [1e6, 3e6]);
+    const initial = steering.initialWeights(2);
+    expect(initial && [...initial]).toEqual([8, 24]);
+    steering.onData(0);
+    expect(steering.weights([new Source(0, config), new Source(0, config)], 10)).toBe(initial);
+  });
+
+  test('no initial weights when some capacity is unknown: the sources start from equal shares', () => {
+    expect(new Steering(steeringConfig, [1e6, 0]).initialWeights(2)).toBeUndefined();
+    expect(new Steering(steeringConfig, [1e6]).initialWeights(2)).toBeUndefined();
+    expect(new Steering(steeringConfig).initialWeights(2)).toBeUndefined();
+    expect(new Steering(steeringConfig, [NaN, Infinity]).initialWeights(2)).toBeUndefined();
+  });
+
+  test('no capacity counts for more than 4 times the median of the known ones', () => {
+    // The claim of 1e12 B/s is cut to 4 x 1e6 (the median of 1e6, 1e6, 1e12).
+    const weights = new Steering(steeringConfig, [1e6, 1e6, 1e12]).initialWeights(3);
+    expect(weights && [...weights]).toEqual([5, 5, 21]);
+  });
+
+  test('a measured rate is raised towards the capacity, at most twofold', () => {
+    const steering = new Steering(steeringConfig, [4e6, 1e6]);
+    steering.onData(0);
+    // Source 0 measures 1e6 (it owned too few slots to show more): counted as 2e6, not 4e6.
+    expect([...steering.weights([sourceAt(1e6), sourceAt(1e6)], 100)]).toEqual([21, 11]);
+    // Measured above its capacity: the measurement stands.
+    const fast = new Steering(steeringConfig, [1e6, 1e6]);
+    fast.onData(0);
+    expect([...fast.weights([sourceAt(3e6), sourceAt(1e6)], 100)]).toEqual([24, 8]);
+  });
+});
+
 describe('Steering in-flight caps', () => {
   test('unlimited when caps are off', () => {
     const steering = new Steering({ ...steeringConfig, inFlightCaps: false });

@@ -283,9 +283,28 @@ describe('REQUEST', () => {
     const sent = h.runUntil(1500, 150);
     expect(sent.filter((x) => x.source === 0 && x.m.type === MessageType.Request)).toEqual([]);
     expect(sent.filter((x) => x.source === 0 && x.m.type === MessageType.FeedbackUncoded).length).toBeGreaterThan(10);
+    // Source 0 answered in 150 ms: source 1 is asked again every 2 x 150 ms, doubling, not 400 ms after its first retry.
     expect(sent.filter((x) => x.source === 1 && x.m.type === MessageType.Request).map((x) => x.at)).toEqual([
-      200, 600, 1400,
+      200, 500, 1100,
     ]);
+  });
+
+  test('once one source answers fast, a silent one is asked again after twice that time (at least 20 ms)', () => {
+    const h = new Harness(makeObject(1000), { sourceCount: 3 });
+    h.poll(0);
+    h.meta(0, 30);
+    const sent = h.runUntil(400, 30).filter((x) => x.m.type === MessageType.Request);
+    const times = (source: number) => sent.filter((x) => x.source === source).map((x) => x.at);
+    expect(times(1)).toEqual([60, 120, 240]);
+    expect(times(2)).toEqual(times(1));
+    expect(h.receiver.stats().sources[0].answerMs).toBe(30);
+    expect(h.receiver.stats().sources[1].answerMs).toBeUndefined();
+
+    const loopback = new Harness(makeObject(1000), { sourceCount: 2 });
+    loopback.poll(0);
+    loopback.meta(0, 1);
+    const again = loopback.runUntil(100, 1).filter((x) => x.m.type === MessageType.Request && x.source === 1);
+    expect(again.map((x) => x.at)).toEqual([20, 40, 80]);
   });
 
   test('uses the scheduler asked for (rlnc default: partitioned)', () => {

@@ -49,6 +49,8 @@ interface SenderSetup {
   seed?: number;
   now?: number;
   warmStart?: PathEstimate;
+  /** The REQUEST's initial weights. */
+  weights?: number[];
 }
 
 function makeSender(o: SenderSetup = {}): Sender {
@@ -64,6 +66,7 @@ function makeSender(o: SenderSetup = {}): Sender {
     generationSize: o.generationSize ?? 4,
     symbolSize: o.symbolSize ?? 16,
     url: 'test://object',
+    ...(o.weights ? { weights: Uint8Array.from(o.weights) } : {}),
   };
   const object = new Uint8Array(o.objectLength ?? 16 * 40);
   for (let i = 0; i < object.length; i++) object[i] = (i * 31 + 7) & 0xff;
@@ -237,7 +240,7 @@ describe('META', () => {
     expect(sender.stats.metaSent).toBe(4);
   });
 
-  test('a repeated REQUEST brings META back at once, but only while it is unacknowledged', () => {
+  test('a repeated REQUEST brings META back, at most once per round trip and only while it is unacknowledged', () => {
     const request = encodeRequest({
       transferId: TRANSFER,
       mode: 'uncoded',
@@ -251,12 +254,108 @@ describe('META', () => {
     });
     const sender = makeSender();
     expect(drain(sender, 0).metas).toBe(1);
+    // Before any RTT sample a round trip counts as 100 ms.
     sender.handleDatagram(request, 10);
-    expect(drain(sender, 10).metas).toBe(1);
-    sender.handleDatagram(feedback('uncoded', { metaKnown: true }), 20);
-    sender.handleDatagram(request, 30);
-    expect(drain(sender, 30).metas).toBe(0);
+    expect(drain(sender, 10).metas).toBe(0);
+    sender.handleDatagram(request, 100);
+    expect(drain(sender, 100).metas).toBe(1);
+    sender.handleDatagram(request, 150);
+    expect(drain(sender, 150).metas).toBe(0);
+    sender.handleDatagram(feedback('uncoded', { metaKnown: true }), 160);
+    sender.handleDatagram(request, 300);
+    expect(drain(sender, 300).metas).toBe(0);
     expect(sender.stats.metaSent).toBe(2);
+  });
+
+  test('comes back once data sent after it has arrived without it, at most once per round trip', () => {
+    const sender = makeSender({ window: 4 });
+    const first = drain(sender, 0);
+    expect(first.metas).toBe(1);
+    const seqs = first.data.map((d) => d.seq);
+    // The client has data sent after the META but not the META: it was lost. RTT sample: 40 ms.
+    sender.handleDatagram(feedback('uncoded', { metaKnown: false, seqs, received: [] }), 40);
+    expect(sender.pollDatagram(40)).not.toBeNull();
+    expect(sender.stats.metaSent).toBe(2);
+    // The next feedback, sooner than a round trip later, does not repeat it again.
+    sender.handleDatagram(feedback('uncoded', { metaKnown: false, seqs, received: [] }), 50);
+    drain(sender, 50);
+    expect(sender.stats.metaSent).toBe(2);
+    // Nor does one that acknowledges only data sent before the repeated META, however late.
+    sender.handleDatagram(feedback('uncoded', { metaKnown: false, seqs, received: [] }), 200);
+    drain(sender, 200);
+    expect(sender.stats.metaSent).toBe(2);
+  });
+
+  test('a feedback acknowledging nothing sent after the META does not bring it back early', () => {
+    const sender = makeSender({ window: 4 });
+    drain(sender, 0);
+    sender.handleDatagram(feedback('uncoded', { metaKnown: false }), 60);
+    drain(sender, 60);
+    expect(sender.stats.metaSent).toBe(1);
+  });
+});
+
+// ------------------------------------------------------------------ initial weights
+
+describe('initial weights', () => {
+  test("the REQUEST's weights set the slot partition until the first feedback", () => {
+    const sender = makeSender({ sourceIndex: 1, sourceCount: 3, weights: [1, 2, 5] });
+    expect(sender.partition.share(0)).toBeCloseTo(1 / 8, 6);
+    expect(sender.partition.share(1)).toBeCloseTo(2 / 8, 6);
+    expect(sender.partition.share(2)).toBeCloseTo(5 / 8, 6);
+    sender.handleDatagram(feedback('uncoded', { weights: [1, 1, 1] }), 10);
+    expect(sender.partition.share(1)).toBeCloseTo(1 / 3, 6);
+  });
+
+  test('without weights the sources start from equal shares', () => {
+    const sender = makeSender({ sourceIndex: 0, sourceCount: 4 });
+    expect(sender.partition.share(0)).toBeCloseTo(1 / 4, 6);
+  });
+});
+
+// ------------------------------------------------------------------ redundancy
+
+describe('coded redundancy', () => {
+  // 100 generations of 4 symbols of 16 bytes; one source.
+  const setup = (window: number) =>
+    makeSender({
+      mode: 'rlnc',
+      scheduler: 'partitioned',
+      generationSize: 4,
+      symbolSize: 16,
+      objectLength: 16 * 400,
+      window,
+    });
+
+  /** Sends one window, then reports 1 of every 5 packets lost, a rate and a 40 ms RTT sample. */
+  function lossy(sender: Sender, rateBps: number): void {
+    const sent = drain(sender, 0).data.map((d) => d.seq);
+    const seqs = sent.filter((seq) => seq % 5 !== 0);
+    sender.handleDatagram(feedback('rlnc', { seqs, rateBps, ranks: [] }), 40);
+    expect(sender.stats.lost).toBeGreaterThan(0);
+  }
+
+  test('none before any loss', () => {
+    expect(setup(400).redundancy(0)).toBe(0);
+  });
+
+  test('a window that hides a repair round trip: only the tail of the object gets extra packets', () => {
+    // 1000 datagrams of 34 bytes per second x 40 ms: a BDP of 40 packets, so the tail is the last
+    // 1.5 BDPs (15 generations) and the window (400 packets) spans more than 4 BDPs.
+    const sender = setup(400);
+    lossy(sender, 34 * 1000);
+    expect(sender.redundancy(0)).toBe(0);
+    expect(sender.redundancy(84)).toBe(0);
+    expect(sender.redundancy(85)).toBeGreaterThan(0);
+    expect(sender.redundancy(99)).toBeGreaterThan(0);
+  });
+
+  test('a window too small to hide one: every generation gets extra packets', () => {
+    // 3400 packets/s: a BDP of about 136 packets, and the window covers 8.
+    const sender = setup(8);
+    lossy(sender, 3400 * 34);
+    expect(sender.redundancy(0)).toBeGreaterThan(0);
+    expect(sender.redundancy(50)).toBeGreaterThan(0);
   });
 });
 

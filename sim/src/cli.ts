@@ -5,7 +5,7 @@
 import { Command, Option } from 'commander';
 import { DEFAULT_SCHEDULER, SchedulerName } from '@mutp/shared';
 import { loadNodeCodecs } from '@mutp/wasm/node';
-import { SIM_CONFIG_NAMES, SIM_CONFIGS, SimConfigName } from './configs';
+import { configWindow, SIM_CONFIG_NAMES, SIM_CONFIGS, SimConfigName } from './configs';
 import { aggregate, median } from './grid';
 import { simulate } from './index';
 import { PAPER_DEFAULTS, Scenario, SimMode, SimResult } from './scenario';
@@ -93,10 +93,11 @@ async function main(): Promise<void> {
       loss: o.loss,
       reverseLoss: o.reverseLoss,
       duplicate: o.duplicate,
-      window: (o.window as number | undefined) ?? config.window,
+      window: (o.window as number | undefined) ?? configWindow(config.window, o.caps, o.rtt, o.symbol),
       generationSize: (o.generation as number | undefined) ?? config.generationSize,
       startAtCap: config.startAtCap,
       weightLevels: config.weightLevels,
+      capacityHints: config.capacityHints,
       symbolSize: o.symbol,
       seed: o.seed + i,
       failures,

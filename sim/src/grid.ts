@@ -1,6 +1,6 @@
 /** The paper's experiment grid (Fig. 2) and how seeds are aggregated into rows. */
 import { SchedulerName } from '@mutp/shared';
-import { SIM_CONFIGS, SimConfigName } from './configs';
+import { configWindow, SIM_CONFIGS, SimConfigName } from './configs';
 import { PAPER_DEFAULTS, Scenario, SimMode, SimResult } from './scenario';
 
 export interface Variant {
@@ -31,7 +31,8 @@ export interface GridOptions {
   capKinds: ('uniform' | 'mixed')[];
   objects: number[];
   losses: number[];
-  windows: number[];
+  /** Windows in packets, or 'path' (sized per scenario from its caps and RTT, see configs.ts). */
+  windows: (number | 'path')[];
   seeds: number;
   variants: Variant[];
   /** The protocol configuration (configs.ts); default 'default'. */
@@ -70,7 +71,8 @@ export function buildGrid(o: GridOptions): ScenarioGroup[] {
                 generationSize: SIM_CONFIGS[o.config ?? 'default'].generationSize,
                 startAtCap: SIM_CONFIGS[o.config ?? 'default'].startAtCap,
                 weightLevels: SIM_CONFIGS[o.config ?? 'default'].weightLevels,
-                window,
+                capacityHints: SIM_CONFIGS[o.config ?? 'default'].capacityHints,
+                window: configWindow(window, capsKBps, PAPER_DEFAULTS.rttMs, PAPER_DEFAULTS.symbolSize),
                 mode: variant.mode,
                 scheduler: variant.scheduler,
                 capsKBps,

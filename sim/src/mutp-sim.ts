@@ -182,6 +182,7 @@ export function simulateMutp(s: Scenario, options: MutpSimOptions = {}): SimResu
     symbolSize: s.symbolSize,
     codec,
     now: 0,
+    ...(s.capacityHints ? { capacityHints: s.capsKBps.map((c) => c * KB) } : {}),
     config:
       s.weightLevels === undefined
         ? options.receiverConfig

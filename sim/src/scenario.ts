@@ -33,6 +33,11 @@ export interface Scenario {
   startAtCap?: boolean;
   /** Levels of the client's quantised source weights (ReceiverConfig weightLevels); default the core's. */
   weightLevels?: number;
+  /**
+   * The client knows each source's upload cap (origo's capacityBps, from the proxy's
+   * --upload-limit) and weights the sources by it from the REQUEST on (ReceiverOptions capacityHints).
+   */
+  capacityHints?: boolean;
   /** Sources that die (stop sending and receiving) at a given time. */
   failures?: { source: number; atMs: number }[];
   /** Give up after this much simulated time (default 120 s; schedules with disconnections may need more). */

@@ -5,7 +5,7 @@
  */
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import { CodecSet, simulateMutp } from '../src';
-import { SIM_CONFIGS, SimConfigName } from '../src/configs';
+import { configWindow, SIM_CONFIGS, SimConfigName } from '../src/configs';
 import { PAPER_DEFAULTS } from '../src/scenario';
 
 let codecs: CodecSet;
@@ -22,7 +22,12 @@ function run(config: SimConfigName, mode: 'rlnc' | 'fountain', seed: number) {
       capsKBps: [896, 896, 896, 1792, 1792, 1792],
       objectBytes: 2 << 20,
       loss: 0,
-      window: c.window,
+      window: configWindow(
+        c.window,
+        [896, 896, 896, 1792, 1792, 1792],
+        PAPER_DEFAULTS.rttMs,
+        PAPER_DEFAULTS.symbolSize,
+      ),
       generationSize: c.generationSize,
       startAtCap: c.startAtCap,
       seed,

@@ -21,12 +21,12 @@ import {
   DEFAULT_GENERATION_SIZE,
   DEFAULT_SCHEDULER,
   DEFAULT_SYMBOL_SIZE,
-  DEFAULT_WINDOW,
   DownloadRecord,
   Mode,
   PollutionKind,
   ProxyInfo,
   SchedulerName,
+  windowForPath,
 } from '..';
 import { DownloadResult, runDownload } from './download';
 import { sha256 } from '@noble/hashes/sha256';
@@ -50,7 +50,11 @@ export interface ClientConfig {
   /** The client endpoints of several origo instances sharing state (after `origoUrl` if both are given). */
   origoUrls?: readonly string[];
   codecs: Record<Mode, Codec>;
-  window: number;
+  /**
+   * The strict window in packets, or 'path': sized from what earlier transfers measured of these
+   * proxies (window-size.ts; DEFAULT_WINDOW until a transfer has).
+   */
+  window: number | 'path';
   generationSize: number;
   symbolSize: number;
   connectTimeoutMs: number;
@@ -68,7 +72,7 @@ export interface ClientConfig {
 }
 
 export const DEFAULT_CLIENT_CONFIG = {
-  window: DEFAULT_WINDOW,
+  window: 'path' as const,
   generationSize: DEFAULT_GENERATION_SIZE,
   symbolSize: DEFAULT_SYMBOL_SIZE,
   connectTimeoutMs: 10_000,
@@ -293,7 +297,7 @@ export class MutpClient {
         url,
         mode,
         scheduler,
-        window: this.config.window,
+        window: this.windowFor(links),
         generationSize: this.config.generationSize,
         symbolSize: this.config.symbolSize,
         codec: this.config.codecs[mode],
@@ -363,6 +367,20 @@ export class MutpClient {
    * A download proved these proxies polluting: report each to origo (always, records or not: it
    * is what lets origo stop offering them), drop the connection, and do not ask for them again.
    */
+  /** The configured window, or one sized from the links' measured paths (the slowest round trip). */
+  private windowFor(links: readonly ProxyLink[]): number {
+    if (this.config.window !== 'path') return this.config.window;
+    let capacityBps = 0;
+    let rttMs = 0;
+    for (const link of links) {
+      const path = link.path;
+      capacityBps += path.capacityBps;
+      if (path.rttMs === undefined) return windowForPath(undefined, this.config.symbolSize);
+      rttMs = Math.max(rttMs, path.rttMs);
+    }
+    return windowForPath({ capacityBps, rttMs }, this.config.symbolSize);
+  }
+
   private onPolluters(session: OrigoSession, polluters: { proxyId: string; kind: PollutionKind }[]): void {
     for (const p of polluters) {
       if (!this.pollutedAt.has(p.proxyId)) this.liveSession(session).sendReport(p.proxyId, p.kind);

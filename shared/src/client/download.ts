@@ -78,6 +78,7 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
     codec: o.codec,
     now: startedAt,
     range: o.range,
+    capacityHints: links.map((link) => link.proxy.capacityBps),
     config: o.receiverConfig,
     sha256: o.sha256,
   });
@@ -107,6 +108,10 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
       // STOPs were flushed above. A lost STOP is repeated when that proxy's data keeps coming, so
       // the transfer stays attached for a while; the links stay open for the next download.
       clock.setTimer(STOP_LINGER_MS, () => links.forEach((link) => link.detach(o.transferId)), true);
+      const sourceStats = receiver.stats().sources;
+      links.forEach((link, i) => {
+        if (!sourceStats[i].polluter) link.observe(sourceStats[i]);
+      });
       const polluters = receiver.polluters();
       if (polluters.length > 0)
         o.onPolluters?.(

@@ -2,7 +2,15 @@
  * One client–proxy connection: an RTCPeerConnection with the two MUTP channels, set up through
  * origo's signalling relay, shared by every transfer to that proxy (told apart by transferId).
  */
-import { DATA_CHANNEL_LABEL, DatagramChannel, FEEDBACK_CHANNEL_LABEL, ProxyInfo, RtcFactory, RtcPeer } from '..';
+import {
+  DATA_CHANNEL_LABEL,
+  DatagramChannel,
+  FEEDBACK_CHANNEL_LABEL,
+  ProxyInfo,
+  RtcFactory,
+  RtcPeer,
+  SourceStats,
+} from '..';
 import { ClientError } from './errors';
 import { Clock, withTimeout } from './host';
 import { OrigoSession } from './origo-session';
@@ -19,6 +27,13 @@ export class ProxyLink {
   private readonly transfers = new Map<number, TransferHandler>();
   private closedReason?: string;
   private signals?: ReturnType<OrigoSession['openConnection']>;
+  /**
+   * The shortest REQUEST-to-META time a transfer on this link saw, ms: the round trip (an origin
+   * fetch only adds to it, and the minimum drops those). Infinity until one answered.
+   */
+  private shortestAnswerMs = Infinity;
+  /** The delivery rate the last transfer on this link measured, bytes/s (0: none yet). */
+  private measuredRateBps = 0;
 
   constructor(
     readonly proxy: ProxyInfo,
@@ -75,6 +90,25 @@ export class ProxyLink {
   /** Client-to-proxy messages go on the feedback channel, never behind bulk data. */
   send(bytes: Uint8Array): boolean {
     return this.alive && this.feedback!.send(bytes);
+  }
+
+  /** Learns the path from a finished transfer's view of this proxy, for the next transfer's window. */
+  observe(stats: Pick<SourceStats, 'answerMs' | 'rateBps'>): void {
+    if (stats.answerMs !== undefined && stats.answerMs >= 0)
+      this.shortestAnswerMs = Math.min(this.shortestAnswerMs, stats.answerMs);
+    if (stats.rateBps > 0) this.measuredRateBps = stats.rateBps;
+  }
+
+  /**
+   * The path as transfers on this link measured it: the round trip (undefined before any), and
+   * the larger of the rate last measured and the capacity origo reported for the proxy.
+   */
+  get path(): { rttMs?: number; capacityBps: number } {
+    const reported = Number.isFinite(this.proxy.capacityBps) && this.proxy.capacityBps > 0 ? this.proxy.capacityBps : 0;
+    return {
+      rttMs: Number.isFinite(this.shortestAnswerMs) ? this.shortestAnswerMs : undefined,
+      capacityBps: Math.max(reported, this.measuredRateBps),
+    };
   }
 
   attach(transferId: number, handler: TransferHandler): void {

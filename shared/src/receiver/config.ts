@@ -7,6 +7,8 @@ export interface ReceiverConfig {
   ackEveryPackets: number;
   requestRetryMs: number;
   maxRequestRetryMs: number;
+  /** Once another source has answered, a silent one is asked again after twice its answer time, but no sooner than this. */
+  minRequestRetryMs: number;
   /** The download fails when no degree of freedom arrives for this long. */
   stallTimeoutMs: number;
   maxObjectBytes: number;
@@ -54,6 +56,7 @@ export const DEFAULT_RECEIVER_CONFIG: ReceiverConfig = {
   ackEveryPackets: 8,
   requestRetryMs: 200,
   maxRequestRetryMs: 2000,
+  minRequestRetryMs: 20,
   stallTimeoutMs: 15000,
   maxObjectBytes: 256 * 1024 * 1024,
   trainLength: 16,

@@ -60,6 +60,8 @@ export interface ReceiverOptions {
   now: number;
   /** Ask the sources for these bytes of the resource only (see range.ts). */
   range?: ByteRange;
+  /** Each source's upload capacity in bytes/s, when known (origo's ProxyInfo capacityBps; 0 = unknown). */
+  capacityHints?: readonly number[];
   config?: Partial<ReceiverConfig>;
   /** SHA-256 used to verify the object; defaults to a portable one, Node hosts pass node:crypto's. */
   sha256?: (data: Uint8Array) => Uint8Array;
@@ -126,7 +128,7 @@ export class Receiver {
     const checkCountOf = (length: number) =>
       new CheckLayout(new Layout(opts.mode, length, opts.symbolSize, opts.generationSize)).checkCount;
     this.quorum = new IdentityQuorum(opts.sourceCount, checkCountOf, hash, config.quorum, config.agreementWaitMs);
-    this.steering = new Steering(config);
+    this.steering = new Steering(config, opts.capacityHints);
     this.completion = new Completion({
       mode: opts.mode,
       symbolSize: opts.symbolSize,
@@ -181,7 +183,14 @@ export class Receiver {
 
   private onMeta(sourceIndex: number, m: MetaMessage, now: number): void {
     const o = this.opts;
-    this.sources[sourceIndex].hear();
+    const answering = this.sources[sourceIndex];
+    answering.hear();
+    answering.answered(now);
+    const answerMs = answering.stats.answerMs;
+    if (answerMs !== undefined) {
+      for (let i = 0; i < this.sources.length; i++)
+        if (!this.quorum.proposalOf(i)) this.sources[i].paceRequests(answerMs, this.config.minRequestRetryMs);
+    }
     if (m.mode !== o.mode || m.symbolSize !== o.symbolSize || m.generationSize !== o.generationSize) {
       this.dropPolluter(sourceIndex, 'meta', 'metadata does not match the request');
       return;
@@ -476,6 +485,7 @@ export class Receiver {
 
   private request(index: number): Uint8Array {
     const o = this.opts;
+    const weights = this.steering.initialWeights(this.sources.length);
     return encodeRequest({
       transferId: this.transferId,
       mode: o.mode,
@@ -487,6 +497,7 @@ export class Receiver {
       symbolSize: o.symbolSize,
       url: o.url,
       ...(o.range ? { range: o.range } : {}),
+      ...(weights ? { weights } : {}),
     });
   }
 

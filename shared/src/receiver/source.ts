@@ -33,6 +33,11 @@ export interface SourceStats {
   malformed: number;
   bytes: number;
   rateBps: number;
+  /**
+   * From the last REQUEST sent to it to its first META, ms: a round trip plus the source's
+   * origin fetch (none when cached). Undefined until its META arrived.
+   */
+  answerMs?: number;
   error?: string;
   /** Excluded as a polluter (wrong META or DIGESTS, or a packet that failed a verified unit). */
   polluter: boolean;
@@ -40,7 +45,13 @@ export interface SourceStats {
 
 export type SourceConfig = Pick<
   ReceiverConfig,
-  'requestRetryMs' | 'maxRequestRetryMs' | 'feedbackIntervalMs' | 'ackEveryPackets' | 'trainLength' | 'medianWindow'
+  | 'requestRetryMs'
+  | 'maxRequestRetryMs'
+  | 'minRequestRetryMs'
+  | 'feedbackIntervalMs'
+  | 'ackEveryPackets'
+  | 'trainLength'
+  | 'medianWindow'
 >;
 
 export class Source {
@@ -65,6 +76,8 @@ export class Source {
   requested = false;
   requestDueAt: number;
   private requestBackoff: number;
+  /** When the last REQUEST went to it (-Infinity: none yet). */
+  lastRequestAt = -Infinity;
   readonly acks = new AckTracker();
   readonly rate: RateEstimator;
   lastArrivalAt = 0;
@@ -116,7 +129,27 @@ export class Source {
     this.requestDueAt = now + this.requestBackoff;
     this.requestBackoff = Math.min(this.requestBackoff * 2, this.config.maxRequestRetryMs);
     this.requested = true;
+    this.lastRequestAt = now;
     return true;
+  }
+
+  /**
+   * Another source answered its REQUEST in `answerMs`: a source still silent after twice that
+   * has probably lost its REQUEST (or its META was lost), so ask again then instead of after the
+   * fixed retry, and back off from there. The floor keeps a loopback answer of a millisecond from
+   * turning into a REQUEST per millisecond to a source that is merely fetching.
+   */
+  paceRequests(answerMs: number, floorMs: number): void {
+    const pace = Math.max(floorMs, 2 * answerMs);
+    if (pace >= this.requestBackoff) return;
+    this.requestBackoff = pace;
+    this.requestDueAt = Math.min(this.requestDueAt, this.lastRequestAt + pace);
+  }
+
+  /** Its first META arrived. */
+  answered(now: number): void {
+    if (this.stats.answerMs === undefined && this.lastRequestAt > -Infinity)
+      this.stats.answerMs = now - this.lastRequestAt;
   }
 
   /** Whether feedback is due now (asked for, or its interval is up); if so it counts as sent. */

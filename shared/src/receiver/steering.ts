@@ -18,12 +18,45 @@ export type SteeringConfig = Pick<
   | 'capHeadroom'
 >;
 
+/** A known capacity raises a measured rate by at most this factor (see rateOf). */
+const MAX_HINT_GAIN = 2;
+/** No capacity hint counts for more than this multiple of the hints' median (a proxy's claim is not proof). */
+const MAX_HINT_OVER_MEDIAN = 4;
+
 export class Steering {
   private published?: Uint8Array;
   /** When the first data packet from any source arrived (-1: none yet). */
   private firstDataAt = -1;
+  /** Each source's known upload capacity, bytes/s (0: unknown); see the constructor. */
+  private readonly capacities: number[];
 
-  constructor(private readonly config: SteeringConfig) {}
+  /**
+   * `capacityHints`: each source's upload capacity in bytes/s as origo reported it (the proxy's
+   * configured limit; 0 or absent = unknown). A source's share is taken from the larger of its
+   * measured rate and its capacity (at most MAX_HINT_GAIN times the measured rate): a fast source
+   * that owns too few slots idles, so measures slow, and shares from measured rates alone never
+   * correct that. Before any measurement the capacities alone set the shares, and the REQUEST
+   * carries them (initialWeights) so the sources start from them too.
+   */
+  constructor(
+    private readonly config: SteeringConfig,
+    capacityHints: readonly number[] = [],
+  ) {
+    this.capacities = boundedHints(capacityHints);
+  }
+
+  /**
+   * The weights the REQUEST carries: from the known capacities, or undefined (equal shares) when
+   * some source's is unknown. They are also the first published weights, so the first FEEDBACK
+   * does not hand slots already in flight to other owners.
+   */
+  initialWeights(sourceCount: number): Uint8Array | undefined {
+    if (this.published) return this.published;
+    const capacities = Array.from({ length: sourceCount }, (_, i) => this.capacities[i] ?? 0);
+    if (capacities.some((c) => c <= 0)) return undefined;
+    this.published = this.quantise(capacities);
+    return this.published;
+  }
 
   onData(now: number): void {
     if (this.firstDataAt < 0) this.firstDataAt = now;
@@ -48,7 +81,7 @@ export class Steering {
           ? now - s.lastArrivalAt > this.config.inactiveAfterMs
           : this.firstDataAt >= 0 && now - this.firstDataAt > this.config.inactiveAfterMs;
       if (silent) continue;
-      const rate = s.rate.bytesPerSecond;
+      const rate = this.rateOf(s, i);
       rates[i] = rate > 0 ? rate : -1;
       if (rate > 0) {
         known++;
@@ -56,17 +89,35 @@ export class Steering {
       }
     }
     const average = known > 0 ? knownSum / known : 1;
-    let total = 0;
-    for (let i = 0; i < n; i++) {
-      if (rates[i] < 0) rates[i] = average;
-      total += rates[i];
-    }
-    const weights = new Uint8Array(n);
-    if (total === 0) return weights; // all zero = equal shares (see Partition)
-    const levels = this.config.weightLevels;
-    for (let i = 0; i < n; i++) if (rates[i] > 0) weights[i] = Math.max(1, Math.round((levels * rates[i]) / total));
+    for (let i = 0; i < n; i++) if (rates[i] < 0) rates[i] = average;
+    const weights = this.quantise(rates);
     if (!this.published || this.moved(this.published, weights)) this.published = weights;
     return this.published;
+  }
+
+  /** Shares in `weightLevels` levels; a source with a positive rate gets at least 1. All zero = equal (see Partition). */
+  private quantise(rates: readonly number[]): Uint8Array {
+    const weights = new Uint8Array(rates.length);
+    let total = 0;
+    for (const r of rates) total += r;
+    if (total === 0) return weights;
+    const levels = this.config.weightLevels;
+    for (let i = 0; i < rates.length; i++)
+      if (rates[i] > 0) weights[i] = Math.max(1, Math.round((levels * rates[i]) / total));
+    return weights;
+  }
+
+  /**
+   * The rate a source's share is taken from: its measured rate, raised towards its known capacity
+   * by at most MAX_HINT_GAIN once measured (a source claiming a capacity it does not have gains at
+   * most that factor of share, and the slots it leaves overdue are helped with); the capacity alone
+   * before (0: nothing known).
+   */
+  private rateOf(source: Source, index: number): number {
+    const measured = source.rate.bytesPerSecond;
+    const capacity = this.capacities[index] ?? 0;
+    if (measured > 0) return Math.max(measured, Math.min(capacity, MAX_HINT_GAIN * measured));
+    return capacity;
   }
 
   private moved(published: Uint8Array, next: Uint8Array): boolean {
@@ -98,4 +149,12 @@ export class Steering {
       Math.ceil(windowMissing * Math.min(1, share * c.capHeadroom) * (1 + loss + c.capLossMargin)) + c.capSlackPackets;
     return Math.min(cap, UNLIMITED_IN_FLIGHT - 1);
   }
+}
+
+/** Finite positive hints, each at most MAX_HINT_OVER_MEDIAN times the median of the known ones; others 0. */
+function boundedHints(hints: readonly number[]): number[] {
+  const known = hints.filter((h) => Number.isFinite(h) && h > 0).sort((a, b) => a - b);
+  if (known.length === 0) return hints.map(() => 0);
+  const ceiling = MAX_HINT_OVER_MEDIAN * known[Math.floor((known.length - 1) / 2)];
+  return hints.map((h) => (Number.isFinite(h) && h > 0 ? Math.min(h, ceiling) : 0));
 }

@@ -55,10 +55,26 @@ export interface SenderConfig {
   /** A unit in this source's window longer than this many RTTs (+ ack slack) is overdue. */
   overdueRtts: number;
   /**
-   * Coded mode sends each generation ceil(size x measured loss x this) packets beyond its size
-   * (spread over the owners), so losses are repaired without waiting a round trip.
+   * Coded mode sends a generation ceil(size x measured loss x this) packets beyond its size
+   * (spread over the owners), so its losses need no repair round trip, where such a round trip
+   * would hold the transfer up: everywhere while the window is too small to hide one (below
+   * repairWindowBdps), else only in the object's tail.
    */
   redundancyFactor: number;
+  /**
+   * The tail: the units the sources send in the last this-many bandwidth-delay products of the
+   * object. Nothing comes after them to work on while a repair travels, so each of their losses
+   * costs a round trip at the end.
+   */
+  tailBdps: number;
+  /** ... and the tail's generations get ceil(size x loss x this) extra packets. */
+  tailRedundancyFactor: number;
+  /**
+   * A window of at least this many bandwidth-delay products keeps the sources busy while a
+   * repair travels, so generations outside the tail get no redundancy: repairing the few that
+   * lose more than nothing costs less than sending every one extra packets.
+   */
+  repairWindowBdps: number;
 }
 
 /**
@@ -78,6 +94,9 @@ export const DEFAULT_SENDER_CONFIG: SenderConfig = {
   idleTimeoutMs: 5000,
   overdueRtts: 2,
   redundancyFactor: 1.5,
+  tailBdps: 1.5,
+  tailRedundancyFactor: 3,
+  repairWindowBdps: 4,
 };
 
 export interface SenderOptions {
@@ -191,6 +210,9 @@ export class Sender implements ScheduleView {
   /** META goes out first and again each timeout until a feedback says the client has it. */
   private metaPending = true;
   private metaDueAt: number;
+  /** When the last META went out, and the first DATA seq sent after it. */
+  private metaSentAt = -Infinity;
+  private firstSeqAfterMeta = 0;
   private lastHeardAt: number;
 
   constructor(opts: SenderOptions) {
@@ -205,7 +227,7 @@ export class Sender implements ScheduleView {
     this.encoder = opts.codec.createEncoder(opts.object, this.layout);
     this.scheduler = createScheduler(r.mode, r.scheduler, opts.random);
     this.random = opts.random;
-    this.partition = Partition.equal(r.sourceCount);
+    this.partition = r.weights ? new Partition(r.weights) : Partition.equal(r.sourceCount);
     const warm = opts.warmStart;
     const warmUsable = warm !== undefined && warm.rateBps > 0 && warm.minRttMs > 0 && Number.isFinite(warm.minRttMs);
     // The warm RTT stands in until this transfer's own samples arrive (the minimum is re-learnt).
@@ -262,13 +284,33 @@ export class Sender implements ScheduleView {
     return this.delivered[unit];
   }
   redundancy(unit: number): number {
-    return this.lossAllowance(this.layout.unitSize(unit));
+    if (this.lostPackets === 0) return 0;
+    const c = this.config;
+    const size = this.layout.unitSize(unit);
+    const bdp = this.transferBdpPackets();
+    // Before a rate estimate the BDP is unknown: every unit gets the plain allowance.
+    if (bdp === 0) return Math.ceil(size * this.lossRate() * c.redundancyFactor);
+    const tailUnits = Math.ceil((c.tailBdps * bdp) / this.layout.symbolsPerUnit);
+    if (unit >= this.layout.unitCount - tailUnits) return Math.ceil(size * this.lossRate() * c.tailRedundancyFactor);
+    if (this.windowUnits * this.layout.symbolsPerUnit >= c.repairWindowBdps * bdp) return 0;
+    return Math.ceil(size * this.lossRate() * c.redundancyFactor);
   }
   lossAllowance(packets: number): number {
     if (this.lostPackets === 0) return 0;
-    // A prior of 20 delivered packets keeps one early loss from looking like 50%.
-    const loss = this.lostPackets / (this.lostPackets + this.deliveredPackets + 20);
-    return Math.ceil(packets * loss * this.config.redundancyFactor);
+    return Math.ceil(packets * this.lossRate() * this.config.redundancyFactor);
+  }
+  /** Measured loss; a prior of 20 delivered packets keeps one early loss from looking like 50%. */
+  private lossRate(): number {
+    return this.lostPackets / (this.lostPackets + this.deliveredPackets + 20);
+  }
+  /**
+   * Packets all sources of the transfer deliver per round trip, as this source sees it: its own
+   * reported rate over its share of the slots. 0 before the first rate estimate.
+   */
+  private transferBdpPackets(): number {
+    const share = this.partition.share(this.sourceIndex);
+    if (this.rateBps <= 0 || share <= 0) return 0;
+    return ((this.rateBps / share) * (this.rtt.smoothed / 1000)) / (this.layout.symbolSize + DATA_RLNC_HEADER_BYTES);
   }
   overdue(unit: number): boolean {
     return this.now - this.enteredAt[unit] > this.config.overdueRtts * this.rtt.smoothed + this.config.ackDelaySlackMs;
@@ -327,8 +369,9 @@ export class Sender implements ScheduleView {
         this.encoder.free();
         break;
       case MessageType.Request:
-        // The client has not seen our META yet: repeat it at once.
-        if (!this.metaAcked) this.metaPending = true;
+        // The client has not seen our META yet: repeat it, but at most once per round trip (META
+        // brings every DIGESTS datagram along: one small REQUEST must not buy that each time).
+        if (!this.metaAcked && now - this.metaSentAt >= this.rtt.smoothed) this.metaPending = true;
         break;
       default:
         this.stats.malformedReceived++;
@@ -361,6 +404,18 @@ export class Sender implements ScheduleView {
       if (m.rateBps > 0) this.rateBps = m.rateBps;
       this.inFlightCap = m.inFlightCap;
       this.partition = new Partition(m.weights);
+    }
+    if (
+      !this.metaAcked &&
+      seqKnown &&
+      m.largestSeq >= this.firstSeqAfterMeta &&
+      now - this.metaSentAt >= this.rtt.smoothed
+    ) {
+      // Data sent after our META arrived, yet the client has not accepted the META: it was lost
+      // (or the client still waits for the other sources to agree). Until it is accepted the
+      // client can only hold our data, so repeat it now rather than after a timeout (the first
+      // one is taken before any RTT sample), at most once per round trip.
+      this.metaPending = true;
     }
     this.applyProgress(m, newest && m.rewind === true);
     if (seqKnown) this.retireAcknowledged(m.largestSeq, m.ackBits);
@@ -459,6 +514,8 @@ export class Sender implements ScheduleView {
     if (this.metaPending && !this.metaAcked) {
       this.metaPending = false;
       this.metaDueAt = now + this.rtt.timeout(this.config.ackDelaySlackMs);
+      this.metaSentAt = now;
+      this.firstSeqAfterMeta = this.nextSeq;
       this.stats.metaSent++;
       this.digestCursor = 0;
       return this.meta;

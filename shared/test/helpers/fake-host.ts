@@ -11,6 +11,7 @@ import {
   DeadlineTimer,
   IceCandidate,
   MessageType,
+  decode,
   PeerState,
   ProxyInfo,
   RtcFactory,
@@ -205,7 +206,7 @@ class FakeProxyPeer {
     client: FakePeer,
     objects: ObjectStore,
     deaf: boolean,
-    readonly stats: { requests: number; stops: number },
+    readonly stats: { requests: number; stops: number; windows: number[] },
   ) {
     const admission = new Admission({ maxTransfers: 16, maxPerClient: 8, memoryBytes: 64 << 20 });
     this.endpoint = new SourceEndpoint({
@@ -227,7 +228,11 @@ class FakeProxyPeer {
       c.other = end;
       end.deaf = deaf;
       end.onMessage = (bytes) => {
-        if (bytes[1] === MessageType.Request) this.stats.requests++;
+        if (bytes[1] === MessageType.Request) {
+          this.stats.requests++;
+          const m = decode(bytes);
+          if (m.ok && m.value.type === MessageType.Request) this.stats.windows.push(m.value.window);
+        }
         if (bytes[1] === MessageType.Stop) this.stats.stops++;
         this.endpoint.handleDatagram(bytes, clock.now());
         this.flush(objects, admission);
@@ -340,7 +345,8 @@ export class FakeHost implements ClientHost {
   readonly peers: FakePeer[] = [];
   readonly sockets: FakeOrigoSocket[] = [];
   /** REQUESTs and STOPs each proxy's endpoint received, by proxy id. */
-  readonly proxyStats = new Map<string, { requests: number; stops: number }>();
+  /** Per proxy: REQUESTs and STOPs it received, and the window of each REQUEST. */
+  readonly proxyStats = new Map<string, { requests: number; stops: number; windows: number[] }>();
   private nextPeer = 0;
   private nextRandom = 1;
 
@@ -373,7 +379,7 @@ export class FakeHost implements ClientHost {
       this.clock.setTimer(5, () => peer.setState('failed'));
       return;
     }
-    const stats = this.proxyStats.get(proxy.info.proxyId) ?? { requests: 0, stops: 0 };
+    const stats = this.proxyStats.get(proxy.info.proxyId) ?? { requests: 0, stops: 0, windows: [] };
     this.proxyStats.set(proxy.info.proxyId, stats);
     peer.remote = () => {
       new FakeProxyPeer(this.clock, peer, this.objects, proxy.behaviour === 'silent-channels', stats);

@@ -52,8 +52,19 @@ export const validMessage: fc.Arbitrary<Message> = fc.oneof(
       generationSize: fc.integer({ min: 1, max: 255 }),
       symbolSize: fc.integer({ min: MIN_SYMBOL_SIZE, max: MAX_SYMBOL_SIZE }),
       url: fc.string({ maxLength: 300, unit: 'binary' }),
+      range: fc.option(
+        fc.record({ start: fc.integer({ min: 0, max: 2 ** 40 }), length: fc.integer({ min: 1, max: 2 ** 30 }) }),
+        { nil: undefined },
+      ),
+      weights: fc.option(fc.uint8Array({ minLength: MAX_SOURCES, maxLength: MAX_SOURCES }), { nil: undefined }),
     })
-    .map((r) => ({ ...r, type: MessageType.Request, sourceIndex: r.sourceIndex % r.sourceCount })),
+    .map(({ range, weights, ...r }) => ({
+      ...r,
+      type: MessageType.Request,
+      sourceIndex: r.sourceIndex % r.sourceCount,
+      ...(range ? { range } : {}),
+      ...(weights ? { weights: weights.subarray(0, r.sourceCount) } : {}),
+    })),
   fc
     .record({
       transferId: u32,
