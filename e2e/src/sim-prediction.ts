@@ -2,7 +2,7 @@
  * The simulator's prediction beside a benchmark row: the same mode, caps, object size and, with
  * a network profile, the same links (those of the fleet hosts the cell used), over 5 seeds.
  */
-import { DEFAULT_GENERATION_SIZE, DEFAULT_SYMBOL_SIZE, DEFAULT_WINDOW } from '@mutp/shared';
+import { DEFAULT_GENERATION_SIZE, DEFAULT_SYMBOL_SIZE, windowForPath } from '@mutp/shared';
 import { CodecSet, Scenario, SimMode, SimResult, simulate } from '@mutp/sim';
 import { linkAt } from '@mutp/sim/link-spec';
 import type { NetworkProfile } from '@mutp/sim/profiles';
@@ -43,12 +43,18 @@ export function simulateCell(cell: PredictionCell, codecs: CodecSet): { scenario
       rttMs: cell.rttMs,
       jitterMs: 0,
       loss: 0,
-      window: DEFAULT_WINDOW,
+      // As the client sizes it once the proxies are measured (the benchmarks' repeats are).
+      window: windowForPath(
+        { capacityBps: cell.capsKBps.reduce((sum, cap) => sum + cap * 1024, 0), rttMs: cell.rttMs },
+        DEFAULT_SYMBOL_SIZE,
+      ),
       generationSize: DEFAULT_GENERATION_SIZE,
       symbolSize: DEFAULT_SYMBOL_SIZE,
       seed,
       // The benchmarks' proxies have an upload limit, so they start at it on a cold connection.
       startAtCap: true,
+      // ... and origo reports that limit to the client as the proxy's capacity.
+      capacityHints: true,
       ...(links && n
         ? {
             paths: n.hosts.map((h) => linkAt(links.paths[h], n.offsetMs ?? 0)),

@@ -17,10 +17,10 @@ export const DEFAULT_SCHEDULER: Record<Mode, SchedulerName> = {
 };
 
 /**
- * Strict moving window in packets (the paper's w) a client requests by default. The paper's 240
- * moves at most 6.7 MB/s at 40 ms, less than six mixed proxies offer; 480 (about 1.6 times that
- * path's bandwidth-delay product) is better or equal in 137 of the simulator grid's 140 cells
- * (docs/sim-results.md). `PAPER_WINDOW` is the published value.
+ * Strict moving window in packets (the paper's w) a client requests before it has measured its
+ * proxies' path; once it has, it asks for five bandwidth-delay products (window-size.ts). The
+ * paper's 240 moves at most 6.7 MB/s at 40 ms, less than six mixed proxies offer; 480 is about 1.6
+ * times that path's bandwidth-delay product. `PAPER_WINDOW` is the published value.
  */
 export const DEFAULT_WINDOW = 480;
 /** The MUTP paper's window (sim `--config paper`). */

@@ -98,6 +98,8 @@ async function main(): Promise<void> {
       startAtCap: config.startAtCap,
       weightLevels: config.weightLevels,
       capacityHints: config.capacityHints,
+      senderConfig: config.senderConfig,
+      receiverConfig: config.receiverConfig,
       symbolSize: o.symbol,
       seed: o.seed + i,
       failures,

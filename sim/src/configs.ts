@@ -8,7 +8,13 @@
  * upload capacity instead of growing from a small initial window (SourceEndpoint `uploadCapBps`;
  * a proxy knows it from --upload-limit).
  */
-import { DEFAULT_RECEIVER_CONFIG, windowForPath } from '@mutp/shared';
+import {
+  DEFAULT_RECEIVER_CONFIG,
+  DEFAULT_SENDER_CONFIG,
+  ReceiverConfig,
+  SenderConfig,
+  windowForPath,
+} from '@mutp/shared';
 import { KB, PAPER_DEFAULTS } from './scenario';
 
 export interface SimConfig {
@@ -21,6 +27,9 @@ export interface SimConfig {
   weightLevels: number;
   /** The client weights sources by their known upload caps from the REQUEST on (Scenario capacityHints). */
   capacityHints: boolean;
+  /** Sender and receiver settings that differ from the core's defaults. */
+  senderConfig: Partial<SenderConfig>;
+  receiverConfig: Partial<ReceiverConfig>;
 }
 
 export const SIM_CONFIGS = {
@@ -30,6 +39,9 @@ export const SIM_CONFIGS = {
     startAtCap: false,
     weightLevels: 32,
     capacityHints: false,
+    // Redundant packets in every generation, as before the tail rule, and the fixed REQUEST backoff.
+    senderConfig: { repairWindowBdps: Infinity, tailRedundancyFactor: DEFAULT_SENDER_CONFIG.redundancyFactor },
+    receiverConfig: { minRequestRetryMs: Infinity },
   },
   default: {
     window: 'path',
@@ -37,6 +49,8 @@ export const SIM_CONFIGS = {
     startAtCap: true,
     weightLevels: DEFAULT_RECEIVER_CONFIG.weightLevels,
     capacityHints: true,
+    senderConfig: {},
+    receiverConfig: {},
   },
 } as const satisfies Record<string, SimConfig>;
 

@@ -72,6 +72,8 @@ export function buildGrid(o: GridOptions): ScenarioGroup[] {
                 startAtCap: SIM_CONFIGS[o.config ?? 'default'].startAtCap,
                 weightLevels: SIM_CONFIGS[o.config ?? 'default'].weightLevels,
                 capacityHints: SIM_CONFIGS[o.config ?? 'default'].capacityHints,
+                senderConfig: SIM_CONFIGS[o.config ?? 'default'].senderConfig,
+                receiverConfig: SIM_CONFIGS[o.config ?? 'default'].receiverConfig,
                 window: configWindow(window, capsKBps, PAPER_DEFAULTS.rttMs, PAPER_DEFAULTS.symbolSize),
                 mode: variant.mode,
                 scheduler: variant.scheduler,

@@ -183,10 +183,11 @@ export function simulateMutp(s: Scenario, options: MutpSimOptions = {}): SimResu
     codec,
     now: 0,
     ...(s.capacityHints ? { capacityHints: s.capsKBps.map((c) => c * KB) } : {}),
-    config:
-      s.weightLevels === undefined
-        ? options.receiverConfig
-        : { weightLevels: s.weightLevels, ...options.receiverConfig },
+    config: {
+      ...(s.weightLevels === undefined ? {} : { weightLevels: s.weightLevels }),
+      ...s.receiverConfig,
+      ...options.receiverConfig,
+    },
     sha256: nodeSha256,
   });
   let completedAt = -1;
@@ -247,7 +248,7 @@ export function simulateMutp(s: Scenario, options: MutpSimOptions = {}): SimResu
       admission,
       seed: () => (s.seed * 31 + index) * 1000003,
       now: 0,
-      senderConfig: options.senderConfig,
+      senderConfig: { ...s.senderConfig, ...options.senderConfig },
       uploadCapBps: s.startAtCap ? s.capsKBps[index] * KB : undefined,
       sha256: nodeSha256,
       // The simulated proxy serves one client that never idles out within a run, and the

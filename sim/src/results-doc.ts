@@ -19,6 +19,8 @@ const cell = (r: GridRow) =>
   `${(r.speedupVsHttp ?? 0).toFixed(2)}× · ${r.efficiency.toFixed(2)} · ${r.normalizedGoodput.toFixed(2)}`;
 
 const paperConfig = rows.every((r) => !r.startAtCap);
+/** The fixed window of bench-grid's window-study rows. */
+const STUDY_WINDOW = 960;
 const out: string[] = [
   `# Simulator results: the paper's grid, ${paperConfig ? "the paper's configuration" : 'the default configuration'}`,
   '',
@@ -26,16 +28,19 @@ const out: string[] = [
   '`sim/src/results-doc.ts`. RTT 40 ms, jitter 2 ms, g = 24, symbols of 1120 bytes, WebAssembly codecs.',
   paperConfig
     ? "w = 240, weights in 32 levels, and sources as the paper's: no knowledge of their path at the start (they grow from 16 packets in flight)."
-    : 'w = 480, the client weights sources in 255 levels, and sources start sending at their known upload cap (sim/src/configs.ts).',
+    : 'The window is five bandwidth-delay products of the path (as the client sizes it once it has measured the proxies), the client weights sources in 255 levels from their known capacities (carried in the REQUEST), and sources start sending at their known upload cap (sim/src/configs.ts).',
   'Cells: goodput as a multiple of Parallel HTTP in the same scenario · efficiency · normalized goodput.',
   '',
 ];
+// The default configuration sizes the window per scenario from its path (the study rows at a
+// fixed 960 aside): one table per path-sized grid, its windows listed under it.
+const windowName = (r: GridRow) => (paperConfig || r.window === STUDY_WINDOW ? `w=${r.window}` : 'w = 5 BDPs');
 // One table per (object, caps kind, loss, window); N = 1 rows belong to every caps kind.
 const tables = new Map<string, GridRow[]>();
 for (const r of rows) {
   const kinds = r.sources === 1 ? ['all 896 KB/s', 'mixed caps (half 896, half 1792 KB/s)'] : [capsName(r.capsKBps)];
   for (const kind of kinds) {
-    const key = `${r.objectBytes >> 20} MiB, ${kind}, loss ${r.loss * 100}%, w=${r.window}`;
+    const key = `${r.objectBytes >> 20} MiB, ${kind}, loss ${r.loss * 100}%, ${windowName(r)}`;
     if (!tables.has(key)) tables.set(key, []);
     tables.get(key)!.push(r);
   }
@@ -54,6 +59,10 @@ for (const [title, group] of tables) {
     out.push(`| ${v} | ${cells.join(' | ')} |`);
   }
   out.push('');
+  if (windowName(group[0]) === 'w = 5 BDPs') {
+    const windows = sources.map((n) => `N=${n}: ${group.find((x) => x.sources === n && x.mode !== 'http')?.window}`);
+    out.push(`Windows (packets): ${windows.join(', ')}.`, '');
+  }
 }
 const exact = rows.every((r) => r.byteExact && r.failed === 0);
 out.push(`Every simulated download in the grid completed byte-exact: ${exact ? 'yes' : 'NO'}.`);

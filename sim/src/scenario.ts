@@ -1,4 +1,4 @@
-import { DEFAULT_SYMBOL_SIZE, Mode, SchedulerName } from '@mutp/shared';
+import { DEFAULT_SYMBOL_SIZE, Mode, ReceiverConfig, SchedulerName, SenderConfig } from '@mutp/shared';
 import { LinkSpec } from './link-spec';
 
 export type SimMode = 'http' | Mode;
@@ -38,6 +38,9 @@ export interface Scenario {
    * --upload-limit) and weights the sources by it from the REQUEST on (ReceiverOptions capacityHints).
    */
   capacityHints?: boolean;
+  /** Sender and receiver settings of the configuration (configs.ts); a run's options override them. */
+  senderConfig?: Partial<SenderConfig>;
+  receiverConfig?: Partial<ReceiverConfig>;
   /** Sources that die (stop sending and receiving) at a given time. */
   failures?: { source: number; atMs: number }[];
   /** Give up after this much simulated time (default 120 s; schedules with disconnections may need more). */
