@@ -2,12 +2,16 @@
  * `npm run bench:sim -- [--json] [--seeds N] [--demo]`: the MUTP paper's Fig. 2 grid in the
  * simulator, every mode against Parallel HTTP in the same run. Prints a table, then (with --json)
  * the rows as one JSON array on the last line of stdout.
+ * `npm run bench:sim -- --sweep [slices] [--json]`: the maps beyond the paper's grid (sweep.ts);
+ * with --json, one JSON document (SweepDocument) on the last line, for sweep-doc.ts.
  */
 import { Command, Option } from 'commander';
 import { SIM_CONFIG_NAMES, SIM_CONFIGS, SimConfigName } from './configs';
 import { aggregate, buildGrid, compareWithHttp, GridOptions, GridRow, PAPER_GRID, VARIANTS } from './grid';
 import { runAll } from './run-pool';
 import { KB, PAPER_DEFAULTS } from './scenario';
+import { runSweep, SWEEP_SLICE_IDS } from './sweep';
+import { formatSweepTables } from './sweep-table';
 import { formatTable } from './table';
 
 const program = new Command()
@@ -17,6 +21,10 @@ const program = new Command()
   .option('--seeds <n>', 'seeds per scenario', (v) => parsePositive(v), PAPER_GRID.seeds)
   .option('--demo', 'a small grid for the demo: mixed caps, 2 MiB, no loss, N = 1, 2, 4, 6')
   .option('--no-window-study', 'skip the extra rows with a larger window that show what bounds efficiency')
+  .option(
+    '--sweep [slices]',
+    `the maps beyond the paper's grid instead (comma-separated slices, default all: ${SWEEP_SLICE_IDS.join(', ')})`,
+  )
   .addOption(
     new Option('--config <name>', "protocol configuration: the paper's as published, or today's default")
       .choices(SIM_CONFIG_NAMES)
@@ -37,7 +45,9 @@ async function main(): Promise<void> {
     demo?: boolean;
     windowStudy: boolean;
     config: SimConfigName;
+    sweep?: string | true;
   }>();
+  if (o.sweep) return sweep(o.sweep === true ? SWEEP_SLICE_IDS : o.sweep.split(','), o);
   const grids: GridOptions[] = o.demo
     ? [
         {
@@ -47,6 +57,7 @@ async function main(): Promise<void> {
           objects: [2 << 20],
           losses: [0],
           seeds: o.seeds === PAPER_GRID.seeds ? 5 : o.seeds,
+          windows: [SIM_CONFIGS[o.config].window],
           config: o.config,
         },
       ]
@@ -86,6 +97,19 @@ async function main(): Promise<void> {
   console.log();
   console.log(windowBoundNote());
   if (o.json) console.log(JSON.stringify(rows));
+}
+
+async function sweep(slices: string[], o: { json?: boolean; seeds: number; demo?: boolean; config: SimConfigName }) {
+  if (o.demo) throw new Error('--sweep and --demo do not go together');
+  let lastReport = 0;
+  const doc = await runSweep({ seeds: o.seeds, config: o.config, slices }, (done, total) => {
+    if (Date.now() - lastReport > 5000 || done === total) {
+      lastReport = Date.now();
+      process.stderr.write(`bench:sim --sweep ${done}/${total} simulations\n`);
+    }
+  });
+  console.log(formatSweepTables(doc));
+  if (o.json) console.log(JSON.stringify(doc));
 }
 
 /** The strict window moves at most w packets per round trip (plus the feedback delay). */

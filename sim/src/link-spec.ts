@@ -115,3 +115,17 @@ function scheduleAt(schedule: ScheduleSpec, offsetMs: number): ScheduleSpec {
   }
   return schedule;
 }
+
+/**
+ * Gilbert-Elliott loss in whole bursts: every packet in the bad state is lost, none in the good
+ * one, so the mean loss is `meanLoss` and a burst lasts `meanBurstPackets` packets on average
+ * (geometric). The simulator's sweeps and linkem read the same spec.
+ */
+export function burstLoss(meanLoss: number, meanBurstPackets: number): LossSpec {
+  if (!(meanLoss > 0 && meanLoss < 1)) throw new RangeError(`mean loss must be in (0, 1), got ${meanLoss}`);
+  if (!(meanBurstPackets >= 1)) throw new RangeError(`mean burst must be at least 1 packet, got ${meanBurstPackets}`);
+  const pBadToGood = 1 / meanBurstPackets;
+  // Stationary share of the bad state, pGB / (pGB + pBG), set to meanLoss.
+  const pGoodToBad = (meanLoss * pBadToGood) / (1 - meanLoss);
+  return { kind: 'gilbertElliott', pGoodToBad, pBadToGood, lossGood: 0, lossBad: 1 };
+}
