@@ -1,5 +1,6 @@
 /**
- * `npm run bench:browser -- [--json] [--stream high/hls-ts/index.m3u8] [--repeats 1]`: a real
+ * `npm run bench:browser -- [--json] [--stream high/hls-ts/index.m3u8] [--repeats 1] [--sources 4]
+ * [--modes rlnc,fountain] [--extension DIR]` (DIR: another unpacked build, for A/B runs): a real
  * player (hls.js in headless Chromium with the built extension) plays a stream from the local
  * origin through the extension in each mode (http = Parallel HTTP through the proxies, uncoded,
  * rlnc, fountain) with N ∈ {1, 2, 4} shaped proxies (N = 1: 896 KB/s; N = 2: 896 + 1792;
@@ -25,19 +26,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { boxPlotSvg, BoxSeries, boxStats, quantile } from './box-plot';
-import {
-  ChromiumSession,
-  Counters,
-  ensureExtensionBuilt,
-  launchChromium,
-  pageCounters,
-  PlayerState,
-  playerState,
-  SegmentRecord,
-  totalFallbacks,
-  waitFor,
-} from './browser';
-import { clientToken, Cluster, startCluster } from './cluster';
+import { ChromiumSession, ensureExtensionBuilt, launchChromium, SegmentRecord } from './browser';
+import { capsFor, playOnce, PlayResult, segmentUrlsOf, warmProxies } from './browser-play';
+import { startCluster } from './cluster';
 import { CodecSet } from '@mutp/sim';
 import type { NetworkProfile } from '@mutp/sim/profiles';
 import { loadProfile } from '@mutp/testbed';
@@ -46,7 +37,7 @@ import { Origin, startOrigin } from './origin';
 import { simulateCell } from './sim-prediction';
 import { enterTestbed, loopbackRelay, PlacedOrigin, startPlacedOrigin } from './testbed-run';
 import { startPlayerPages } from './player-pages';
-import { adminProxies, origoRecords } from './proxy-metrics';
+import { origoRecords } from './proxy-metrics';
 
 const MODES = ['http', 'uncoded', 'rlnc', 'fountain'] as const;
 type BenchMode = (typeof MODES)[number];
@@ -69,6 +60,7 @@ const program = new Command()
   .option('--play-timeout <s>', 'longest a play may take, seconds', (v) => Number(v), 150)
   .option('--profile <name>', 'network profile (testbed/); loopback = no testbed', 'loopback')
   .option('--seed <n>', "seed of the profile's schedules and losses", (v) => Number(v), 1)
+  .option('--extension <dir>', 'an unpacked Chromium extension to use instead of extension/dist/chrome (A/B runs)')
   .parse();
 const opts = program.opts<{
   json?: boolean;
@@ -80,6 +72,7 @@ const opts = program.opts<{
   playTimeout: number;
   profile: string;
   seed: number;
+  extension?: string;
 }>();
 if (opts.profile !== 'loopback' && opts.out === join(__dirname, '..', 'results'))
   opts.out = join(opts.out, opts.profile.replace(/[^a-z0-9-]/gi, '_'));
@@ -102,12 +95,6 @@ function hostsFor(fleetCaps: number[], caps: number[]): number[] {
   });
 }
 
-/** N = 1: 896; N = 2: 896 + 1792; N = 4: 2 × 896 + 2 × 1792 (KB/s, 1 KB = 1024 B). */
-function capsFor(n: number): number[] {
-  if (n === 1) return [896];
-  return Array.from({ length: n }, (_, i) => (i < n / 2 ? 896 : 1792));
-}
-
 const median = (xs: number[]) =>
   quantile(
     [...xs].sort((a, b) => a - b),
@@ -116,103 +103,12 @@ const median = (xs: number[]) =>
 const round = (x: number, d = 3) => (Number.isFinite(x) ? Math.round(x * 10 ** d) / 10 ** d : null);
 const log = (s: string) => process.stderr.write(`bench:browser ${s}\n`);
 
-interface PlayResult {
-  repeat: number;
-  segments: SegmentRecord[];
-  counters: Counters;
-  state: PlayerState;
-  startupMs: number;
-  wallMs: number;
-}
-
 interface Cell {
   mode: BenchMode;
   sources: number;
   capsKBps: number[];
   plays: PlayResult[];
   origoRecords: number;
-}
-
-/** Fetches every segment once through each proxy's HTTP endpoint (headers only), so no cell pays the origin fetch. */
-async function warmProxies(cluster: Cluster, segmentUrls: string[]): Promise<void> {
-  const proxies = await adminProxies(cluster);
-  const headers = { authorization: `Bearer ${await clientToken(cluster.clientUrl)}` };
-  await Promise.all(
-    proxies.map(async (p) => {
-      for (const url of segmentUrls) {
-        const r = await fetch(`${p.httpUrl.replace(/\/+$/, '')}/v1/http?url=${encodeURIComponent(url)}`, { headers });
-        if (!r.ok) throw new Error(`warming ${p.name} with ${url}: HTTP ${r.status}`);
-        await r.body?.cancel();
-      }
-    }),
-  );
-}
-
-async function segmentUrlsOf(manifestUrl: string): Promise<string[]> {
-  const text = await (await fetch(manifestUrl)).text();
-  const urls = text
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l && !l.startsWith('#'))
-    .map((l) => new URL(l, manifestUrl).href);
-  const init = /#EXT-X-MAP:URI="([^"]+)"/.exec(text);
-  if (init) urls.unshift(new URL(init[1], manifestUrl).href);
-  if (urls.length === 0) throw new Error(`${manifestUrl}: no segments (bench:browser plays HLS media playlists)`);
-  return urls;
-}
-
-async function playOnce(
-  chromium: ChromiumSession,
-  playerUrl: string,
-  segmentCount: number,
-  repeat: number,
-): Promise<PlayResult> {
-  const page = await chromium.browser.newPage();
-  const pageErrors: string[] = [];
-  page.on('pageerror', (e) => pageErrors.push(String(e)));
-  const t0 = Date.now();
-  try {
-    await page.goto(playerUrl, { waitUntil: 'load' });
-    let state: PlayerState | undefined;
-    let counters: Counters | undefined;
-    await waitFor(
-      `the player to fetch all ${segmentCount} segments`,
-      async () => {
-        state = await playerState(page);
-        counters = await pageCounters(page);
-        if (state.errors.length > 0 || pageErrors.length > 0) {
-          throw new Error(`player error: ${[...state.errors, ...pageErrors].join('; ')}`);
-        }
-        if (!counters) return undefined;
-        const accounted = counters.served + counters.aborted + totalFallbacks(counters);
-        return accounted >= segmentCount && state.loaded.length >= segmentCount && state.started ? true : undefined;
-      },
-      opts.playTimeout * 1000,
-    ).catch((e: unknown) => {
-      throw new Error(
-        `${String(e)}; currentTime ${state?.currentTime}, counters ${JSON.stringify(counters)}, errors ${JSON.stringify(state?.errors)}`,
-      );
-    });
-    const tab = await waitFor(
-      'the download records in storage.session',
-      async () => {
-        const t = await chromium.tabStats(playerUrl);
-        return t && t.segments.length >= counters!.intercepted ? t : undefined;
-      },
-      10_000,
-    );
-    const playing = state!.events.find((e) => e[0] === 'playing');
-    return {
-      repeat,
-      segments: tab.segments,
-      counters: counters!,
-      state: state!,
-      startupMs: playing ? playing[2] : NaN,
-      wallMs: Date.now() - t0,
-    };
-  } finally {
-    await page.close();
-  }
 }
 
 interface Row {
@@ -364,7 +260,7 @@ async function main(): Promise<void> {
   const sources = opts.sources.split(',').map(Number);
   const modes = opts.modes.split(',') as BenchMode[];
   for (const m of modes) if (!MODES.includes(m)) throw new Error(`unknown mode ${m}`);
-  ensureExtensionBuilt();
+  if (!opts.extension) ensureExtensionBuilt();
   // The testbed's fleet: the largest N's caps; each N uses the hosts whose caps it needs.
   const fleetCaps = capsFor(Math.max(...sources));
   const testbed =
@@ -374,7 +270,7 @@ async function main(): Promise<void> {
   const origin: Origin | PlacedOrigin = testbed ? await startPlacedOrigin(testbed.origin) : await startOrigin();
   const pages = await startPlayerPages();
   // In the testbed the proxies are other hosts: no loopback ICE flag.
-  const chromium = await launchChromium({ loopbackPeers: !testbed });
+  const chromium = await launchChromium({ loopbackPeers: !testbed, extensionDir: opts.extension });
   const cells: Cell[] = [];
   const t0 = Date.now();
   try {
@@ -401,7 +297,7 @@ async function main(): Promise<void> {
           const recordsBefore = (await origoRecords(cluster, mode)).length;
           const cell: Cell = { mode, sources: n, capsKBps: caps, plays: [], origoRecords: 0 };
           for (let r = 0; r < opts.repeats; r++) {
-            const play = await playOnce(chromium, playerUrl, segmentUrls.length, r);
+            const play = await playOnce(chromium, playerUrl, segmentUrls.length, r, opts.playTimeout * 1000);
             cell.plays.push(play);
             const ok = play.segments.filter((s) => s.ok);
             log(
@@ -488,13 +384,20 @@ async function main(): Promise<void> {
     }
 
     printTable(rows);
+    // Issue 13's targets for Chromium at N = 4: coded median segment goodput >= 0.85 of the caps'
+    // sum (>= 2.6 x Parallel HTTP), normalized goodput >= 0.97.
     const n4 = (mode: BenchMode) => rows.find((r) => r.mode === mode && r.sources === 4);
+    const met = (ok: boolean) => (ok ? 'met' : 'NOT met');
     for (const mode of ['rlnc', 'fountain'] as const) {
       const r = n4(mode);
-      if (r && r.speedupVsHttp !== null)
-        console.log(
-          `target N=4 ${mode} median segment goodput >= 2.5 x http: ${r.speedupVsHttp} x (${r.speedupVsHttp >= 2.5 ? 'met' : 'NOT met'})`,
-        );
+      if (!r) continue;
+      const capsBps = r.capsKBps.reduce((a, b) => a + b, 0) * 1024;
+      const ofCaps = r.medianSegmentGoodputBps / capsBps;
+      console.log(
+        `target N=4 ${mode}: median segment goodput ${round(ofCaps)} of the caps' sum (>= 0.85: ${met(ofCaps >= 0.85)}), ` +
+          `${r.speedupVsHttp ?? '-'} x http (>= 2.6: ${r.speedupVsHttp === null ? '-' : met(r.speedupVsHttp >= 2.6)}), ` +
+          `normalized goodput ${r.normalizedGoodput} (>= 0.97: ${met((r.normalizedGoodput ?? 0) >= 0.97)})`,
+      );
     }
     const codedStalls = rows.filter((r) => r.mode !== 'http').reduce((a, r) => a + r.stalls, 0);
     console.log(

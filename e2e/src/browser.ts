@@ -100,6 +100,8 @@ export async function launchChromium(
     extension?: boolean;
     args?: string[];
     /** proxies on loopback (default) or on other hosts */ loopbackPeers?: boolean;
+    /** An unpacked extension other than the built one (A/B runs of two builds). */
+    extensionDir?: string;
   } = {},
 ): Promise<ChromiumSession> {
   requireBrowser(CHROMIUM_PATH, 'chromium');
@@ -110,8 +112,8 @@ export async function launchChromium(
       ? CHROMIUM_ARGS.filter((a) => a !== '--allow-loopback-in-peer-connection')
       : CHROMIUM_ARGS;
   const args = [...base, ...(options.args ?? [])];
-  if (withExtension)
-    args.push(`--disable-extensions-except=${CHROME_EXTENSION}`, `--load-extension=${CHROME_EXTENSION}`);
+  const extensionDir = options.extensionDir ?? CHROME_EXTENSION;
+  if (withExtension) args.push(`--disable-extensions-except=${extensionDir}`, `--load-extension=${extensionDir}`);
   const browser = await puppeteer.launch({
     executablePath: CHROMIUM_PATH,
     headless: true,

@@ -416,3 +416,30 @@ test('prepare: the client is made and told to open origo before the first reques
   await flush();
   expect(off.clients).toHaveLength(0);
 });
+
+test('progress: the first datagram cancels the first-byte timer; later ones cost no timer call', async () => {
+  const settings = normalizeSettings({ maxObjectBytes: 10_000 });
+  const clients: FakeClient[] = [];
+  const timers = { set: 0, cancelled: 0 };
+  const d = new Downloader({
+    settings: () => settings,
+    createClient: async () => {
+      const c = new FakeClient();
+      clients.push(c);
+      return c;
+    },
+    now: () => 0,
+    setTimer: () => {
+      timers.set++;
+      return () => timers.cancelled++;
+    },
+  });
+  const answer = d.handle(req('https://cdn.example/a.ts'));
+  await flush();
+  const call = clients[0].calls[0];
+  for (let i = 0; i < 1000; i++) call.options.onProgress?.({ dof: i, totalDof: 1000, bytes: 5000 });
+  expect(timers).toEqual({ set: 1, cancelled: 1 });
+  call.resolve(object(5000));
+  expect(ok(await answer).status).toBe(200);
+  expect(timers).toEqual({ set: 1, cancelled: 1 });
+});

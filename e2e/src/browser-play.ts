@@ -1,0 +1,124 @@
+/**
+ * The pieces of a browser player run that bench:browser and profile:browser share: the caps of a
+ * cell, warming the proxies' caches, the segment list of an HLS playlist, and one play of the
+ * player page until every segment was fetched (with the extension's download records).
+ */
+import type { Page } from 'puppeteer-core';
+import {
+  ChromiumSession,
+  Counters,
+  pageCounters,
+  PlayerState,
+  playerState,
+  SegmentRecord,
+  totalFallbacks,
+  waitFor,
+} from './browser';
+import { clientToken, Cluster } from './cluster';
+import { adminProxies } from './proxy-metrics';
+
+/** N = 1: 896; N = 2: 896 + 1792; N = 4: 2 × 896 + 2 × 1792 (KB/s, 1 KB = 1024 B). */
+export function capsFor(n: number): number[] {
+  if (n === 1) return [896];
+  return Array.from({ length: n }, (_, i) => (i < n / 2 ? 896 : 1792));
+}
+
+/** Fetches every segment once through each proxy's HTTP endpoint (headers only), so no cell pays the origin fetch. */
+export async function warmProxies(cluster: Cluster, segmentUrls: string[]): Promise<void> {
+  const proxies = await adminProxies(cluster);
+  const headers = { authorization: `Bearer ${await clientToken(cluster.clientUrl)}` };
+  await Promise.all(
+    proxies.map(async (p) => {
+      for (const url of segmentUrls) {
+        const r = await fetch(`${p.httpUrl.replace(/\/+$/, '')}/v1/http?url=${encodeURIComponent(url)}`, { headers });
+        if (!r.ok) throw new Error(`warming ${p.name} with ${url}: HTTP ${r.status}`);
+        await r.body?.cancel();
+      }
+    }),
+  );
+}
+
+export async function segmentUrlsOf(manifestUrl: string): Promise<string[]> {
+  const text = await (await fetch(manifestUrl)).text();
+  const urls = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'))
+    .map((l) => new URL(l, manifestUrl).href);
+  const init = /#EXT-X-MAP:URI="([^"]+)"/.exec(text);
+  if (init) urls.unshift(new URL(init[1], manifestUrl).href);
+  if (urls.length === 0) throw new Error(`${manifestUrl}: no segments (bench:browser plays HLS media playlists)`);
+  return urls;
+}
+
+export interface PlayResult {
+  repeat: number;
+  segments: SegmentRecord[];
+  counters: Counters;
+  state: PlayerState;
+  startupMs: number;
+  wallMs: number;
+}
+
+/**
+ * Opens the player page, waits until it fetched all `segmentCount` segments, and returns the
+ * extension's records of them. A profiler's hooks run on the new page before it navigates and
+ * before it closes.
+ */
+export async function playOnce(
+  chromium: ChromiumSession,
+  playerUrl: string,
+  segmentCount: number,
+  repeat: number,
+  playTimeoutMs: number,
+  hooks: { beforeLoad?(page: Page): Promise<void>; beforeClose?(page: Page): Promise<void> } = {},
+): Promise<PlayResult> {
+  const page = await chromium.browser.newPage();
+  const pageErrors: string[] = [];
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  const t0 = Date.now();
+  try {
+    await hooks.beforeLoad?.(page);
+    await page.goto(playerUrl, { waitUntil: 'load' });
+    let state: PlayerState | undefined;
+    let counters: Counters | undefined;
+    await waitFor(
+      `the player to fetch all ${segmentCount} segments`,
+      async () => {
+        state = await playerState(page);
+        counters = await pageCounters(page);
+        if (state.errors.length > 0 || pageErrors.length > 0) {
+          throw new Error(`player error: ${[...state.errors, ...pageErrors].join('; ')}`);
+        }
+        if (!counters) return undefined;
+        const accounted = counters.served + counters.aborted + totalFallbacks(counters);
+        return accounted >= segmentCount && state.loaded.length >= segmentCount && state.started ? true : undefined;
+      },
+      playTimeoutMs,
+    ).catch((e: unknown) => {
+      throw new Error(
+        `${String(e)}; currentTime ${state?.currentTime}, counters ${JSON.stringify(counters)}, errors ${JSON.stringify(state?.errors)}`,
+      );
+    });
+    const tab = await waitFor(
+      'the download records in storage.session',
+      async () => {
+        const t = await chromium.tabStats(playerUrl);
+        return t && t.segments.length >= counters!.intercepted ? t : undefined;
+      },
+      10_000,
+    );
+    const playing = state!.events.find((e) => e[0] === 'playing');
+    return {
+      repeat,
+      segments: tab.segments,
+      counters: counters!,
+      state: state!,
+      startupMs: playing ? playing[2] : NaN,
+      wallMs: Date.now() - t0,
+    };
+  } finally {
+    await hooks.beforeClose?.(page).catch(() => undefined);
+    await page.close();
+  }
+}
