@@ -65,6 +65,18 @@ describe('a download through N proxies', () => {
     client.close();
   });
 
+  test('progress: DoF only grow, and end at the object, whose length is reported once known', async () => {
+    const { host, client, object } = setup({ proxies: [proxy('a'), proxy('b')] });
+    const seen: { dof: number; totalDof: number; bytes: number }[] = [];
+    await settle(host.clock, client.get(URL_, { mode: 'rlnc', proxies: 2, onProgress: (p) => seen.push(p) }));
+    expect(seen.length).toBeGreaterThan(10);
+    for (let i = 1; i < seen.length; i++) expect(seen[i].dof).toBeGreaterThanOrEqual(seen[i - 1].dof);
+    const last = seen[seen.length - 1];
+    expect(last.dof).toBe(last.totalDof);
+    expect(last.bytes).toBe(object.length);
+    client.close();
+  });
+
   test("window 'path': the default until a transfer measured the proxies, then sized from their path", async () => {
     // Proxies claiming 1 GB/s each, 2 ms away: five bandwidth-delay products are far above the largest path window.
     const fast = (id: string) => ({ ...proxy(id), info: { ...proxy(id).info, capacityBps: 1e9 } });

@@ -135,10 +135,8 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
       link.attach(o.transferId, {
         onDatagram: (bytes) => {
           receiver.handleDatagram(index, bytes, clock.now());
-          if (o.onProgress && !settled) {
-            const s = receiver.stats();
-            o.onProgress({ dof: s.dof, totalDof: s.totalDof, bytes: s.objectLength ?? 0 });
-          }
+          // Per datagram: the cheap getters, not stats() (a copy of every source's counters).
+          if (o.onProgress && !settled) o.onProgress({ ...receiver.progress(), bytes: receiver.objectLength ?? 0 });
           flush();
         },
         onLinkClosed: (reason) => {

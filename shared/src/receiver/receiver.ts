@@ -560,6 +560,11 @@ export class Receiver {
     return this.quorum.identity()?.objectLength;
   }
 
+  /** Degrees of freedom received and needed (0 before the layout is known): cheap, for per-datagram progress. */
+  progress(): { dof: number; totalDof: number } {
+    return { dof: this.completion.dof, totalDof: this.completion.totalDof };
+  }
+
   stats(): ReceiverStats {
     return {
       startedAt: this.startedAt,
