@@ -24,7 +24,7 @@ import { capsFor, playOnce, PlayResult, segmentUrlsOf, warmProxies } from './bro
 import { startCluster } from './cluster';
 import { startOrigin } from './origin';
 import { startPlayerPages } from './player-pages';
-import { SourceMapLookup } from './source-map-lookup';
+import { SourceMapConsumer } from 'source-map';
 
 const program = new Command()
   .name('profile:browser')
@@ -87,7 +87,7 @@ function kindOf(file: string, functionName: string): string {
   return 'other JS';
 }
 
-function summarizeProfile(profile: CpuProfile, maps: Map<string, SourceMapLookup>) {
+function summarizeProfile(profile: CpuProfile, maps: Map<string, SourceMapConsumer>) {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const selfUs = new Map<number, number>();
   for (let i = 0; i < profile.samples.length; i++) {
@@ -104,10 +104,18 @@ function summarizeProfile(profile: CpuProfile, maps: Map<string, SourceMapLookup
     let where = `${cf.functionName || '(anonymous)'} ${cf.url.split('/').pop()}:${cf.lineNumber + 1}`;
     const bundle = cf.url.split('/').pop() ?? '';
     const map = maps.get(bundle);
-    const original = map && cf.lineNumber >= 0 ? map.lookup(cf.lineNumber, cf.columnNumber) : undefined;
-    if (original) {
-      file = original.source;
-      where = `${original.name ?? cf.functionName ?? '?'} ${original.source}:${original.line}`;
+    // The profile's positions are 0-based; source-map takes 1-based lines and 0-based columns.
+    const original =
+      map && cf.lineNumber >= 0
+        ? map.originalPositionFor({
+            line: cf.lineNumber + 1,
+            column: cf.columnNumber,
+            bias: SourceMapConsumer.GREATEST_LOWER_BOUND,
+          })
+        : undefined;
+    if (original?.source) {
+      file = original.source.replace(/^webpack:\/\/\/(\.\.\/)?/, '');
+      where = `${original.name ?? cf.functionName ?? '?'} ${file}:${original.line}`;
     }
     if (cf.url.startsWith('wasm://')) where = `${cf.functionName} (wasm)`;
     const kind = kindOf(file, cf.functionName);
@@ -130,10 +138,10 @@ function summarizeProfile(profile: CpuProfile, maps: Map<string, SourceMapLookup
   };
 }
 
-function loadMaps(dir: string): Map<string, SourceMapLookup> {
-  const maps = new Map<string, SourceMapLookup>();
+function loadMaps(dir: string): Map<string, SourceMapConsumer> {
+  const maps = new Map<string, SourceMapConsumer>();
   for (const f of readdirSync(dir).filter((x) => x.endsWith('.js.map')))
-    maps.set(f.replace(/\.map$/, ''), new SourceMapLookup(JSON.parse(readFileSync(join(dir, f), 'utf8'))));
+    maps.set(f.replace(/\.map$/, ''), new SourceMapConsumer(JSON.parse(readFileSync(join(dir, f), 'utf8'))));
   return maps;
 }
 

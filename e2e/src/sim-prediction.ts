@@ -2,8 +2,8 @@
  * The simulator's prediction beside a benchmark row: the same mode, caps, object size and, with
  * a network profile, the same links (those of the fleet hosts the cell used), over 5 seeds.
  */
-import { DEFAULT_GENERATION_SIZE, DEFAULT_SYMBOL_SIZE, windowForPath } from '@mutp/shared';
-import { CodecSet, Scenario, SimMode, SimResult, simulate } from '@mutp/sim';
+import { DEFAULT_GENERATION_SIZE, DEFAULT_SYMBOL_SIZE } from '@mutp/shared';
+import { CodecSet, configWindow, Scenario, SimMode, SimResult, simulate } from '@mutp/sim';
 import { linkAt } from '@mutp/sim/link-spec';
 import type { NetworkProfile } from '@mutp/sim/profiles';
 
@@ -44,10 +44,7 @@ export function simulateCell(cell: PredictionCell, codecs: CodecSet): { scenario
       jitterMs: 0,
       loss: 0,
       // As the client sizes it once the proxies are measured (the benchmarks' repeats are).
-      window: windowForPath(
-        { capacityBps: cell.capsKBps.reduce((sum, cap) => sum + cap * 1024, 0), rttMs: cell.rttMs },
-        DEFAULT_SYMBOL_SIZE,
-      ),
+      window: configWindow('path', cell.capsKBps, cell.rttMs, DEFAULT_SYMBOL_SIZE),
       generationSize: DEFAULT_GENERATION_SIZE,
       symbolSize: DEFAULT_SYMBOL_SIZE,
       seed,

@@ -53,7 +53,7 @@ class FakeClient implements ClientLike {
 
 const flush = () => new Promise((r) => setImmediate(r));
 
-function setup(overrides: Partial<Settings> = {}) {
+function setup(overrides: Partial<Settings> = {}, options: Partial<ConstructorParameters<typeof Downloader>[0]> = {}) {
   let settings = normalizeSettings({ maxObjectBytes: 10_000, rangeCacheBytes: 50_000, ...overrides });
   let now = 1000;
   const clients: FakeClient[] = [];
@@ -69,6 +69,7 @@ function setup(overrides: Partial<Settings> = {}) {
     modeAvailable: (m) => !unavailable.has(m),
     now: () => now,
     onRecord: (r) => records.push(r),
+    ...options,
   });
   return {
     d,
@@ -418,25 +419,19 @@ test('prepare: the client is made and told to open origo before the first reques
 });
 
 test('progress: the first datagram cancels the first-byte timer; later ones cost no timer call', async () => {
-  const settings = normalizeSettings({ maxObjectBytes: 10_000 });
-  const clients: FakeClient[] = [];
   const timers = { set: 0, cancelled: 0 };
-  const d = new Downloader({
-    settings: () => settings,
-    createClient: async () => {
-      const c = new FakeClient();
-      clients.push(c);
-      return c;
+  const { d, client } = setup(
+    {},
+    {
+      setTimer: () => {
+        timers.set++;
+        return () => timers.cancelled++;
+      },
     },
-    now: () => 0,
-    setTimer: () => {
-      timers.set++;
-      return () => timers.cancelled++;
-    },
-  });
+  );
   const answer = d.handle(req('https://cdn.example/a.ts'));
   await flush();
-  const call = clients[0].calls[0];
+  const call = client().calls[0];
   for (let i = 0; i < 1000; i++) call.options.onProgress?.({ dof: i, totalDof: 1000, bytes: 5000 });
   expect(timers).toEqual({ set: 1, cancelled: 1 });
   call.resolve(object(5000));

@@ -3,6 +3,7 @@ export { simulateMutp, codecFor, LINK_OVERHEAD_BYTES } from './mutp-sim';
 export type { MutpSimOptions, CodecSet } from './mutp-sim';
 export { simulateHttp } from './http-model';
 export { makeObject } from './object';
+export { configWindow } from './configs';
 export * from './link-spec';
 export { SimLink, SimLinkDirection, ScheduleClock, stationaryLoss, meanJitter, meanRate } from './link';
 export type { DropReason, LinkDirectionStats } from './link';
