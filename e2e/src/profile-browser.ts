@@ -73,7 +73,8 @@ function kindOf(file: string, functionName: string): string {
   if (functionName === '(idle)') return 'idle';
   if (functionName === '(garbage collector)') return 'gc';
   if (functionName === '(program)') return 'program (native, outside JS)';
-  if (file.startsWith('wasm://') || file.endsWith('.wasm')) return 'wasm codec';
+  // The codecs and hash-wasm's SHA-256 are both WebAssembly; their modules cannot be told apart here.
+  if (file.startsWith('wasm://') || file.endsWith('.wasm')) return 'wasm (codecs, SHA-256)';
   if (file.includes('@noble/hashes')) return 'sha256 (noble, JS)';
   if (file.includes('shared/src/receiver/')) return 'receiver core';
   if (file.includes('shared/src/codec/') || file.includes('wasm/src/')) return 'codec glue (JS)';
@@ -81,7 +82,7 @@ function kindOf(file: string, functionName: string): string {
     return 'client core (wire, links, download)';
   if (file.includes('shared/src/')) return 'other core';
   if (file.includes('src/downloader/rtc')) return 'data channel glue (send, onmessage)';
-  if (file.includes('src/downloader/sha256')) return 'sha256 (frame, JS)';
+  if (file.includes('src/downloader/sha256') || file.includes('hash-wasm')) return 'sha256 glue (JS)';
   if (file.startsWith('./src/') || file.includes('extension/src/')) return 'extension downloader';
   if (file === '' || file === '(native)') return `native: ${functionName || '(anonymous)'}`;
   return 'other JS';

@@ -23,7 +23,7 @@ const opts = new Command()
   .option('--bytes <n>', 'object size', '524288')
   .option('--seed <n>', 'profile seed', '3')
   .option('--timeout-ms <n>', 'per download', '90000')
-  .option('--window <packets>', "the receiver's window (default: the core's)")
+  .option('--window <packets>', "the receiver's window (default: the client's, sized from the measured path)")
   .parse()
   .opts<{
     window?: string;

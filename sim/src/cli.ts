@@ -49,7 +49,7 @@ const program = new Command()
   )
   .option(
     '--window <packets>',
-    "strict moving window w (default: the configuration's: paper 240, default 480)",
+    "strict moving window w (default: the configuration's: paper 240; default five bandwidth-delay products of --caps and --rtt, 480 to 4096)",
     parseNumber,
   )
   .option('--generation <g>', "generation size g (rlnc) (default: the configuration's, 24 in both)", parseNumber)
