@@ -225,15 +225,19 @@ describe('Steering with known capacities (origo capacityBps)', () => {
     expect(weights && [...weights]).toEqual([5, 5, 21]);
   });
 
-  test('a measured rate is raised towards the capacity, at most twofold', () => {
+  test('a measured rate is raised towards the capacity, at most twofold, and never above it', () => {
     const steering = new Steering(steeringConfig, [4e6, 1e6]);
     steering.onData(0);
     // Source 0 measures 1e6 (it owned too few slots to show more): counted as 2e6, not 4e6.
     expect([...steering.weights([sourceAt(1e6), sourceAt(1e6)], 100)]).toEqual([21, 11]);
-    // Measured above its capacity: the measurement stands.
+    // Measured above its capacity (a bunched train: the proxy enforces its limit): the capacity.
     const fast = new Steering(steeringConfig, [1e6, 1e6]);
     fast.onData(0);
-    expect([...fast.weights([sourceAt(3e6), sourceAt(1e6)], 100)]).toEqual([24, 8]);
+    expect([...fast.weights([sourceAt(3e6), sourceAt(1e6)], 100)]).toEqual([16, 16]);
+    // Without a known capacity the measurement stands.
+    const unknown = new Steering(steeringConfig, [0, 1e6]);
+    unknown.onData(0);
+    expect([...unknown.weights([sourceAt(3e6), sourceAt(1e6)], 100)]).toEqual([24, 8]);
   });
 });
 

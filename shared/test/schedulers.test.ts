@@ -56,6 +56,10 @@ class FakeView implements ScheduleView {
     this.touch(u);
     return this.delivered.get(u) ?? 0;
   }
+  ownerOf(u: number, slot: number): number {
+    this.touch(u);
+    return this.partition.owner(slot);
+  }
   redundancy(u: number): number {
     this.touch(u);
     return this.redundancyPerUnit;

@@ -17,6 +17,7 @@ import {
   MessageType,
   Mode,
   NO_SEQ,
+  Partition,
   RequestMessage,
   rlncCodec,
   SchedulerName,
@@ -310,6 +311,63 @@ describe('initial weights', () => {
   test('without weights the sources start from equal shares', () => {
     const sender = makeSender({ sourceIndex: 0, sourceCount: 4 });
     expect(sender.partition.share(0)).toBeCloseTo(1 / 4, 6);
+  });
+});
+
+// ------------------------------------------------------------------ slot ownership across new weights
+
+describe('new weights and slots already begun', () => {
+  // Source 0 of 2; two generations of 4 DoF; it starts from equal weights.
+  const G = 4;
+  const owned = (weights: number[], generation: number) => {
+    const p = new Partition(weights);
+    return range(0, G).filter((t) => p.owner(generation * G + t) === 0).length;
+  };
+  const start = () => {
+    const before = owned([1, 1], 0);
+    const sender = makeSender({
+      mode: 'rlnc',
+      scheduler: 'partitioned',
+      sourceIndex: 0,
+      sourceCount: 2,
+      weights: [1, 1],
+      generationSize: G,
+      symbolSize: 16,
+      objectLength: 16 * 2 * G,
+      window: 2 * G,
+      // Room for generation 0's own slots only: generation 1 stays untouched.
+      config: { initialWindowPackets: before },
+    });
+    const first = drain(sender, 0).data;
+    return { sender, first, before };
+  };
+
+  test('a generation this source began keeps its owners; an untouched one takes the new weights', () => {
+    const { sender, first, before } = start();
+    // The partition fixture must leave both sources slots in generation 0 under equal weights.
+    expect(before).toBeGreaterThan(0);
+    expect(before).toBeLessThan(G);
+    expect(units(first)).toEqual(new Array<number>(before).fill(0));
+    // Everything arrived; the client now weights source 0 far above source 1.
+    const weights = [255, 1];
+    sender.handleDatagram(
+      feedback('rlnc', { seqs: first.map((x) => x.seq), ranks: [before, 0], weights, rateBps: 1e9 }),
+      40,
+    );
+    const next = drain(sender, 40).data;
+    // Generation 0's remaining slots are still source 1's (it may have them in flight already);
+    // generation 1 follows the new weights.
+    expect(units(next)).toEqual(new Array<number>(owned(weights, 1)).fill(1));
+  });
+
+  test('a source whose weight drops to 0 hands its slots of begun generations over at once', () => {
+    const { sender, first, before } = start();
+    sender.handleDatagram(
+      feedback('rlnc', { seqs: first.map((x) => x.seq), ranks: [before, 0], weights: [1, 0], rateBps: 1e9 }),
+      40,
+    );
+    const next = drain(sender, 40).data;
+    expect(units(next)).toEqual([...new Array<number>(G - before).fill(0), ...new Array<number>(G).fill(1)]);
   });
 });
 

@@ -110,14 +110,18 @@ export class Steering {
   /**
    * The rate a source's share is taken from: its measured rate, raised towards its known capacity
    * by at most MAX_HINT_GAIN once measured (a source claiming a capacity it does not have gains at
-   * most that factor of share, and the slots it leaves overdue are helped with); the capacity alone
-   * before (0: nothing known).
+   * most that factor of share, and the slots it leaves overdue are helped with) and never above
+   * it; the capacity alone before (0: nothing known). An honest source measured at half its
+   * capacity or more therefore keeps the share its capacity gives.
    */
   private rateOf(source: Source, index: number): number {
     const measured = source.rate.bytesPerSecond;
     const capacity = this.capacities[index] ?? 0;
-    if (measured > 0) return Math.max(measured, Math.min(capacity, MAX_HINT_GAIN * measured));
-    return capacity;
+    if (measured <= 0) return capacity;
+    if (capacity <= 0) return measured;
+    // Capped at the capacity too: a proxy enforces its own upload limit, so a rate above it is a
+    // bunched train, and passing that noise on would republish the weights again and again.
+    return Math.min(capacity, MAX_HINT_GAIN * measured);
   }
 
   private moved(published: Uint8Array, next: Uint8Array): boolean {

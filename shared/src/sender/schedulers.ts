@@ -12,8 +12,14 @@ export interface ScheduleView {
   readonly windowStart: number;
   readonly windowEnd: number;
   readonly sourceIndex: number;
+  /** The current weights' partition: each source's share of the work still to start. */
   readonly partition: Partition;
   readonly generationSize: number;
+  /**
+   * Who owns slot `slot` of unit `unit`: by the partition in force when the unit was first worked
+   * on (see Sender.pinned), so new weights never hand a slot already sent to another owner.
+   */
+  ownerOf(unit: number, slot: number): number;
   /** DoF the client has of unit u (uncoded: 0 or 1). */
   rank(unit: number): number;
   /** DoF unit u holds (uncoded: 1). */
@@ -65,7 +71,7 @@ class PartitionedUncodedScheduler implements Scheduler {
   pick(v: ScheduleView): number {
     const own = v.sourceIndex;
     for (let u = v.windowStart; u < v.windowEnd; u++) {
-      if (v.rank(u) === 0 && v.inTransit(u) === 0 && v.partition.owner(u) === own) return u;
+      if (v.rank(u) === 0 && v.inTransit(u) === 0 && v.ownerOf(u, u) === own) return u;
     }
     for (let u = v.windowStart; u < v.windowEnd && v.overdue(u); u++) {
       if (v.rank(u) === 0 && v.inTransit(u) === 0) return u;
@@ -117,7 +123,7 @@ class PartitionedCodedScheduler implements Scheduler {
       const slots = size + v.redundancy(u);
       const budget = transit + v.deliveredOwn(u);
       let owned = 0;
-      for (let t = 0; t < slots && owned <= budget; t++) if (v.partition.owner(u * g + t) === own) owned++;
+      for (let t = 0; t < slots && owned <= budget; t++) if (v.ownerOf(u, u * g + t) === own) owned++;
       if (owned > budget) return u;
     }
     // One helping packet per overdue generation at a time: the owner may be repairing a loss.
