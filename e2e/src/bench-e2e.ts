@@ -25,6 +25,7 @@ import { loadProfile, readLinkStats, TestbedDescription } from '@mutp/testbed';
 import { Cluster, startCluster } from './cluster';
 import { startOrigin } from './origin';
 import { simulateCell } from './sim-prediction';
+import { SenderLog } from './sender-log';
 import { enterTestbed, startPlacedOrigin } from './testbed-run';
 
 const program = new Command()
@@ -36,6 +37,14 @@ const program = new Command()
   .option('--profile <name>', 'network profile (testbed/ and sim/src/profiles.ts); loopback = no testbed', 'loopback')
   .option('--sources <list>', 'proxy counts N, comma-separated (default 1,2,4; --quick: 4)')
   .option('--seed <n>', "seed of the profile's schedules and losses", (v) => Number(v), 1)
+  .option('--sender-stats', "add the proxies' sender counters per row (lost, expired, srtt: from their debug logs)")
+  .option('--timeline', "add each cell's last download as the fraction decoded every 25 ms (where the time goes)")
+  .option(
+    '--cap-scale <x>',
+    "multiply every proxy's upload cap (896 and 1792 KB/s) by x: at x = 0.5 the same cells move half the packets, which tells the machine's limits from the protocol's",
+    (v) => Number(v),
+    1,
+  )
   .option('--object-bytes <list>', 'object sizes, comma-separated (default 1 MiB and 2 MiB; --quick: 2 MiB)')
   .option(
     '--timeout-ms <ms>',
@@ -52,13 +61,21 @@ const opts = program.opts<{
   sources?: string;
   seed: number;
   objectBytes?: string;
+  senderStats?: boolean;
+  capScale: number;
+  timeline?: boolean;
   timeoutMs: number;
 }>();
 
 const MODES = ['http', 'uncoded', 'rlnc', 'fountain'] as const;
 type BenchMode = (typeof MODES)[number];
+if (!(opts.capScale > 0 && opts.capScale <= 4))
+  throw new Error(`--cap-scale: above 0, at most 4; got ${opts.capScale}`);
+/** The paper's two proxy caps, KB/s (scaled by --cap-scale). */
+const SLOW_KBPS = Math.round(896 * opts.capScale);
+const FAST_KBPS = Math.round(1792 * opts.capScale);
 function capsFor(n: number, kind: 'uniform' | 'mixed'): number[] {
-  return Array.from({ length: n }, (_, i) => (kind === 'mixed' && i >= Math.ceil(n / 2) ? 1792 : 896));
+  return Array.from({ length: n }, (_, i) => (kind === 'mixed' && i >= Math.ceil(n / 2) ? FAST_KBPS : SLOW_KBPS));
 }
 
 const SOURCES = opts.sources ? opts.sources.split(',').map(Number) : opts.quick ? [4] : [1, 2, 4];
@@ -71,10 +88,10 @@ if (SOURCES.some((n) => !Number.isInteger(n) || n < 1 || n > 8))
  */
 const FLEET = (() => {
   const maxN = Math.max(...SOURCES);
-  const fast = capsFor(maxN, 'mixed').filter((c) => c === 1792).length;
+  const fast = capsFor(maxN, 'mixed').filter((c) => c === FAST_KBPS).length;
   return [
-    ...Array.from({ length: maxN }, (_, i) => ({ name: `e896-${i}`, uploadKBps: 896 })),
-    ...Array.from({ length: fast }, (_, i) => ({ name: `e1792-${i}`, uploadKBps: 1792 })),
+    ...Array.from({ length: maxN }, (_, i) => ({ name: `e${SLOW_KBPS}-${i}`, uploadKBps: SLOW_KBPS })),
+    ...Array.from({ length: fast }, (_, i) => ({ name: `e${FAST_KBPS}-${i}`, uploadKBps: FAST_KBPS })),
   ];
 })();
 
@@ -158,9 +175,13 @@ async function main(): Promise<void> {
   if (profile && !testbed) return;
   const codecs = await loadNodeCodecs();
   const origin = testbed ? await startPlacedOrigin(testbed.origin) : await startOrigin();
+  const senderLog = opts.senderStats ? new SenderLog() : undefined;
   const cluster: Cluster = await startCluster({
     proxies: FLEET,
     allowPrivateOrigins: true,
+    ...(senderLog
+      ? { logLevel: 'debug', onLog: (source: string, line: string) => senderLog.onLine(source, line) }
+      : {}),
     readyTimeoutMs: 60_000,
     placement: testbed ? { origo: testbed.origo, proxies: testbed.proxies } : undefined,
   });
@@ -197,19 +218,35 @@ async function main(): Promise<void> {
             let cold: GetResult | undefined;
             const url = `${origin.url}/object/${objectBytes}/${rows.length + 1}`;
             const linksBefore = testbed ? sumLinkDrops(testbed) : undefined;
+            senderLog?.take();
             // Where the links' schedules stood when the measured repeats began (after the cold download).
             let offsetMs = 0;
+            let timeline: number[] = [];
+            let shares: string[] = [];
             for (let r = -1; r < opts.repeats; r++) {
               if (r === 0 && testbed) offsetMs = Date.now() - testbed.startedAtMs;
+              const track = opts.timeline && mode !== 'http' && r === opts.repeats - 1;
+              const t0 = performance.now();
+              timeline = [];
               try {
                 const result = await client.get(url, {
                   mode,
                   proxies: n,
                   exclude,
                   signal: AbortSignal.timeout(GET_TIMEOUT_MS),
+                  ...(track
+                    ? {
+                        onProgress: (p: { dof: number; totalDof: number }) => {
+                          const bin = Math.floor((performance.now() - t0) / TIMELINE_BIN_MS);
+                          while (timeline.length <= bin) timeline.push(timeline.at(-1) ?? 0);
+                          timeline[bin] = round(p.dof / Math.max(1, p.totalDof));
+                        },
+                      }
+                    : {}),
                 });
                 if (r < 0) cold = result;
                 else results.push(result);
+                if (track) shares = result.sources.map((x) => `${x.name}:${round(x.share)}`);
               } catch (e) {
                 failed++;
                 const code = e instanceof ClientError ? e.code : 'timeout';
@@ -222,6 +259,9 @@ async function main(): Promise<void> {
             const linkDrops = testbed && linksBefore ? diffDrops(sumLinkDrops(testbed), linksBefore) : undefined;
             const goodput = median(results.map((x) => x.goodputBps));
             byMode.set(mode, goodput);
+            // Transfers end at the proxies a little after the client completes: wait for their lines.
+            if (senderLog && mode !== 'http') await new Promise((r) => setTimeout(r, 500));
+            const senders = senderLog && mode !== 'http' ? senderLog.take() : undefined;
             const row = {
               profile: opts.profile,
               mode,
@@ -236,6 +276,8 @@ async function main(): Promise<void> {
               failures,
               fallbackMedianMs: fallbackMs.length ? round(median(fallbackMs), 1) : null,
               ...(linkDrops ? { linkDrops } : {}),
+              ...(senders ? { senders } : {}),
+              ...(opts.timeline && mode !== 'http' ? { timelineBinMs: TIMELINE_BIN_MS, timeline, shares } : {}),
               medianDownloadMs: round(median(results.map((x) => x.durationMs)), 1),
               goodputBps: Math.round(goodput),
               efficiency: round(median(results.map((x) => ideal / x.durationMs))),
@@ -254,7 +296,12 @@ async function main(): Promise<void> {
             };
             rows.push(row);
             process.stderr.write(
-              `bench:e2e ${mode} N=${n} ${kind} ${sizeLabel(objectBytes)}: eff ${row.efficiency} (sim ${row.simEfficiency}, cold ${row.coldEfficiency}), ${(goodput / 1e6).toFixed(2)} MB/s\n`,
+              `bench:e2e ${mode} N=${n} ${kind} ${sizeLabel(objectBytes)}: eff ${row.efficiency} (sim ${row.simEfficiency}, cold ${row.coldEfficiency}), ${(goodput / 1e6).toFixed(2)} MB/s, ng ${row.normalizedGoodput}` +
+                (senders
+                  ? `, senders lost ${senders.lost}/${senders.dataSent} (expired ${senders.expired}), srtt ${senders.srttMs} min ${senders.minRttMs}`
+                  : '') +
+                (linkDrops ? `, link drops ${JSON.stringify(linkDrops)}` : '') +
+                '\n',
             );
           }
           const http = byMode.get('http') ?? NaN;
@@ -279,6 +326,8 @@ async function main(): Promise<void> {
 }
 
 const sizeLabel = (bytes: number) => (bytes >= 1 << 20 ? `${bytes / (1 << 20)} MiB` : `${bytes >> 10} KiB`);
+
+const TIMELINE_BIN_MS = 25;
 
 /** A download that neither completes nor fails by itself (a proxy gone silent) ends here. */
 const GET_TIMEOUT_MS = opts.timeoutMs;
