@@ -20,7 +20,7 @@
  */
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { ByteRange, LayoutDigests, MemoryBudget, servedRangeProblem, SharedEncoders } from '@mutp/shared';
+import { ByteRange, IdleEncoders, LayoutDigests, MemoryBudget, servedRangeProblem, SharedEncoders } from '@mutp/shared';
 import { cachePolicy } from './cache-policy';
 import { ServeError } from './errors';
 import { locateRange, rangeKey, ResourceExtent, sameVersion, Validators } from './range-cache';
@@ -104,7 +104,15 @@ export interface ObjectCacheOptions {
   onLookup?: (outcome: 'hit' | 'miss' | 'joined') => void;
   /** Clock of the max-age lifetimes, ms (tests); default performance.now. */
   now?: () => number;
+  /**
+   * Bytes of encoders kept for the next transfer of a cached object after its last transfer
+   * ended (shared/src/endpoint/idle-encoders.ts); they yield to any other use of the budget.
+   * Default DEFAULT_IDLE_ENCODER_BYTES; 0 frees each encoder when its last transfer ends.
+   */
+  idleEncoderBytes?: number;
 }
+
+export const DEFAULT_IDLE_ENCODER_BYTES = 64 << 20;
 
 export const DEFAULT_MAX_CONCURRENT_FETCHES = 32;
 /**
@@ -192,6 +200,7 @@ export class ObjectCache {
   /** Entries in the LRU per href (insertion order), for containment. */
   private readonly entriesByHref = new Map<string, Set<Entry>>();
   private readonly budget: MemoryBudget;
+  private readonly idleEncoders: IdleEncoders | undefined;
   private readonly maxConcurrentFetches: number;
   private heldAfterEviction = 0;
   private readonly counters = {
@@ -209,6 +218,8 @@ export class ObjectCache {
 
   constructor(private readonly options: ObjectCacheOptions) {
     this.budget = options.budget ?? new MemoryBudget(Number.MAX_SAFE_INTEGER);
+    const idleBytes = options.idleEncoderBytes ?? DEFAULT_IDLE_ENCODER_BYTES;
+    this.idleEncoders = idleBytes > 0 ? new IdleEncoders(this.budget, idleBytes) : undefined;
     this.maxConcurrentFetches = options.maxConcurrentFetches ?? DEFAULT_MAX_CONCURRENT_FETCHES;
     // A cache of 0 bytes stores nothing (every request goes to the origin, still deduplicated).
     this.lru =
@@ -391,7 +402,12 @@ export class ObjectCache {
       shared ? parent : undefined,
     );
     slice.cached = shared;
-    if (parent.slices.size >= MAX_SLICES_PER_ENTRY) parent.slices.delete(parent.slices.keys().next().value!);
+    if (shared && !parent.evicted) slice.encoders.keepIdleIn(this.idleEncoders);
+    if (parent.slices.size >= MAX_SLICES_PER_ENTRY) {
+      const oldest = parent.slices.keys().next().value!;
+      parent.slices.get(oldest)?.encoders.keepIdleIn(undefined);
+      parent.slices.delete(oldest);
+    }
     parent.slices.set(key, slice);
     return slice;
   }
@@ -508,6 +524,7 @@ export class ObjectCache {
     this.lru.set(key, entry, { ttl: ttlMs });
     entry.cached = this.lru.get(key) === entry;
     if (!entry.cached) return;
+    entry.encoders.keepIdleIn(this.idleEncoders);
     let entries = this.entriesByHref.get(href);
     if (!entries) this.entriesByHref.set(href, (entries = new Set()));
     entries.add(entry);
@@ -534,6 +551,9 @@ export class ObjectCache {
 
   /** The LRU dropped an entry: transfers still sending it keep it charged to the budget. */
   private evicted(entry: Entry): void {
+    // Encoders are kept idle only for objects the cache holds.
+    entry.encoders.keepIdleIn(undefined);
+    for (const slice of entry.slices.values()) slice.encoders.keepIdleIn(undefined);
     if (entry.evicted || !entry.cached) return;
     entry.evicted = true;
     if (entry.users > 0) this.heldOutside(entry, true);

@@ -1,5 +1,6 @@
 /** The object cache: byte bound and LRU order, one origin fetch for concurrent requests, no cached failures. */
 import { createHash } from 'node:crypto';
+import { encoderBytesOf, Layout, MemoryBudget, rlncCodec } from '@mutp/shared';
 import { ServeError } from '../src/errors';
 import { cachePolicy } from '../src/cache-policy';
 import { FetchResult, ObjectCache } from '../src/object-cache';
@@ -60,6 +61,27 @@ test('byte bound with least-recently-used eviction', async () => {
   expect(huge.bytes.length).toBe(2000);
   expect(cache.has('http://o/2000')).toBe(false);
   expect(cache.stats().bytes).toBe(900);
+});
+
+test("a cached object's encoder outlives its last transfer until the object is evicted", async () => {
+  const f = { fetch: async (url: string) => ({ bytes: bytes(Number(new URL(url).pathname.slice(1))) }) };
+  const budget = new MemoryBudget(1 << 20);
+  const cache = new ObjectCache({ maxBytes: 1000, fetch: f.fetch, budget });
+  const a = await cache.get('http://o/600');
+  const layout = new Layout('rlnc', 600, 60, 5);
+  a.encoders.lease(rlncCodec, layout).free();
+  // Parked for the next transfer of the object: one encoder, still charged.
+  expect(a.encoders.size).toBe(1);
+  expect(budget.used).toBe(encoderBytesOf(rlncCodec, 600));
+  await cache.get('http://o/700'); // 1300 > 1000: 600 is evicted
+  expect(cache.has('http://o/600')).toBe(false);
+  expect(a.encoders.size).toBe(0);
+  expect(budget.used).toBe(0);
+  // An object the cache does not keep frees its encoder at once.
+  const huge = await cache.get('http://o/2000');
+  huge.encoders.lease(rlncCodec, new Layout('rlnc', 2000, 100, 5)).free();
+  expect(huge.encoders.size).toBe(0);
+  expect(budget.used).toBe(0);
 });
 
 test('concurrent requests for one URL share one origin fetch', async () => {

@@ -27,11 +27,23 @@ export type AdmissionResult = { ok: true; grant: Grant } | { ok: false; reason: 
 export class MemoryBudget {
   private usedBytes = 0;
   private peakBytes = 0;
+  private reclaimer?: (bytes: number) => void;
 
   constructor(readonly limitBytes: number) {}
 
+  /**
+   * Memory held only to save work later (idle encoders) is given back through `reclaim` when a
+   * charge would not fit otherwise: it asks for at least `bytes`. One reclaimer per budget.
+   */
+  setReclaimer(reclaim: (bytes: number) => void): void {
+    if (this.reclaimer) throw new Error('this memory budget already has a reclaimer');
+    this.reclaimer = reclaim;
+  }
+
   tryTake(bytes: number): boolean {
     if (!(bytes >= 0)) throw new RangeError(`cannot charge ${bytes} bytes`);
+    if (this.usedBytes + bytes > this.limitBytes && this.reclaimer)
+      this.reclaimer(this.usedBytes + bytes - this.limitBytes);
     if (this.usedBytes + bytes > this.limitBytes) return false;
     this.usedBytes += bytes;
     if (this.usedBytes > this.peakBytes) this.peakBytes = this.usedBytes;

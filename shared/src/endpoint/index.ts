@@ -2,6 +2,7 @@ export { Admission, MemoryBudget } from './admission';
 export type { AdmissionLimits, AdmissionResult, Grant } from './admission';
 export { LayoutDigests } from './layout-digests';
 export { EncoderBudgetError, encoderBytesOf, SharedEncoders, sharingCodec } from './shared-encoders';
+export { IdleEncoders } from './idle-encoders';
 export {
   DEFAULT_ENDPOINT_LIMITS,
   PENDING_TRANSFER_BYTES,

@@ -7,6 +7,7 @@
 import { Codec, UnitEncoder } from '../codec/types';
 import { Layout } from '../layout';
 import { MemoryBudget } from './admission';
+import { IdleEncoders } from './idle-encoders';
 
 /** Thrown by `lease` when the memory budget cannot take a new encoder. */
 export class EncoderBudgetError extends Error {
@@ -26,16 +27,33 @@ export function encoderBytesOf(codec: Codec, objectLength: number): number {
 
 export class SharedEncoders {
   private readonly entries = new Map<string, Entry>();
+  /**
+   * Where an encoder goes when its last transfer lets go, for the next transfer of the object
+   * (set by the cache while it holds the object); without it the encoder is freed at once.
+   */
+  private idle?: IdleEncoders;
 
   constructor(
     private readonly object: Uint8Array,
     private readonly budget: MemoryBudget,
   ) {}
 
+  /** Keep idle encoders in `pool` from now on; undefined: free them, and any parked now. */
+  keepIdleIn(pool: IdleEncoders | undefined): void {
+    if (!pool) this.dropIdle();
+    this.idle = pool;
+  }
+
+  /** Frees the encoders no transfer uses (the object left the cache). */
+  dropIdle(): void {
+    for (const entry of [...this.entries.values()]) if (entry.leases === 0) this.idle?.drop(entry);
+  }
+
   /** An encoder of the object for `layout`; its `free()` ends this lease only. */
   lease(codec: Codec, layout: Layout): UnitEncoder {
     const key = `${codec.name}/${layout.mode}/${layout.symbolSize}/${layout.generationSize}`;
     let entry = this.entries.get(key);
+    if (entry && entry.leases === 0 && !this.idle?.unpark(entry)) entry = undefined;
     if (!entry) {
       const bytes = encoderBytesOf(codec, this.object.length);
       if (!this.budget.tryTake(bytes))
@@ -60,9 +78,13 @@ export class SharedEncoders {
       if (freed) return;
       freed = true;
       if (--entry.leases > 0) return;
-      this.entries.delete(key);
-      entry.encoder.free();
-      this.budget.give(entry.bytes);
+      const dispose = () => {
+        if (this.entries.get(key) === entry) this.entries.delete(key);
+        entry.encoder.free();
+        this.budget.give(entry.bytes);
+      };
+      if (this.idle) this.idle.park(entry, entry.bytes, dispose);
+      else dispose();
     };
     const { encoder } = entry;
     return {
