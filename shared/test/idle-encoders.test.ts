@@ -27,14 +27,20 @@ function countingCodec() {
   return { codec, counts };
 }
 
+/** A pooled object whose one transfer has ended: its encoder is parked. */
+function oneParked() {
+  const budget = new MemoryBudget(1 << 20);
+  const pool = new IdleEncoders(budget, 1 << 20);
+  const encoders = new SharedEncoders(OBJECT, budget);
+  encoders.keepIdleIn(pool);
+  const { codec, counts } = countingCodec();
+  encoders.lease(codec, LAYOUT).free();
+  return { budget, pool, encoders, codec, counts };
+}
+
 describe('IdleEncoders with SharedEncoders', () => {
   test('the next transfer of the object reuses the encoder its last transfer let go', () => {
-    const budget = new MemoryBudget(1 << 20);
-    const pool = new IdleEncoders(budget, 1 << 20);
-    const encoders = new SharedEncoders(OBJECT, budget);
-    encoders.keepIdleIn(pool);
-    const { codec, counts } = countingCodec();
-    encoders.lease(codec, LAYOUT).free();
+    const { budget, pool, encoders, codec, counts } = oneParked();
     // Parked: still built, still charged.
     expect(counts).toEqual({ built: 1, freed: 0 });
     expect(pool.count).toBe(1);
@@ -99,12 +105,7 @@ describe('IdleEncoders with SharedEncoders', () => {
   });
 
   test('an object that leaves the cache frees its parked encoders; leased ones live on', () => {
-    const budget = new MemoryBudget(1 << 20);
-    const pool = new IdleEncoders(budget, 1 << 20);
-    const encoders = new SharedEncoders(OBJECT, budget);
-    encoders.keepIdleIn(pool);
-    const { codec, counts } = countingCodec();
-    encoders.lease(codec, LAYOUT).free();
+    const { budget, pool, encoders, codec, counts } = oneParked();
     const other = new Layout('rlnc', OBJECT.length, 32, 8);
     const busy = encoders.lease(codec, other);
     encoders.keepIdleIn(undefined);
