@@ -323,14 +323,14 @@ describe('new weights and slots already begun', () => {
     const p = new Partition(weights);
     return range(0, G).filter((t) => p.owner(generation * G + t) === 0).length;
   };
-  const start = () => {
+  const start = (requestCarriesWeights = true) => {
     const before = owned([1, 1], 0);
     const sender = makeSender({
       mode: 'rlnc',
       scheduler: 'partitioned',
       sourceIndex: 0,
       sourceCount: 2,
-      weights: [1, 1],
+      weights: requestCarriesWeights ? [1, 1] : undefined,
       generationSize: G,
       symbolSize: 16,
       objectLength: 16 * 2 * G,
@@ -358,6 +358,20 @@ describe('new weights and slots already begun', () => {
     // Generation 0's remaining slots are still source 1's (it may have them in flight already);
     // generation 1 follows the new weights.
     expect(units(next)).toEqual(new Array<number>(owned(weights, 1)).fill(1));
+  });
+
+  test('from equal shares (no weights in the REQUEST) the first measured weights re-own begun generations too', () => {
+    const { sender, first, before } = start(false);
+    const weights = [255, 1];
+    sender.handleDatagram(
+      feedback('rlnc', { seqs: first.map((x) => x.seq), ranks: [before, 0], weights, rateBps: 1e9 }),
+      40,
+    );
+    const next = drain(sender, 40).data;
+    expect(units(next)).toEqual([
+      ...new Array<number>(owned(weights, 0) - before).fill(0),
+      ...new Array<number>(owned(weights, 1)).fill(1),
+    ]);
   });
 
   test('a source whose weight drops to 0 hands its slots of begun generations over at once', () => {
