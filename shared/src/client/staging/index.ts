@@ -1,0 +1,4 @@
+export { StagingManager, DEFAULT_STAGING_CONFIG } from './staging-manager';
+export type { StagingConfig, StagingStats } from './staging-manager';
+export { segmentKey } from './chunk-profile';
+export type { ChunkProfile, SegmentRef, StagingState } from './chunk-profile';
