@@ -283,7 +283,7 @@ describe('META', () => {
     expect(sender.stats.metaSent).toBe(2);
     // Nor does one that acknowledges only data sent before the repeated META, however late.
     sender.handleDatagram(feedback('uncoded', { metaKnown: false, seqs, received: [] }), 200);
-    drain(sender, 200);
+    drain(sender, 40);
     expect(sender.stats.metaSent).toBe(2);
   });
 
@@ -372,6 +372,26 @@ describe('new weights and slots already begun', () => {
       ...new Array<number>(owned(weights, 0) - before).fill(0),
       ...new Array<number>(owned(weights, 1)).fill(1),
     ]);
+  });
+
+  test('weights that change on many feedbacks keep begun generations pinned', () => {
+    const { sender, first, before } = start();
+    const seqs = first.map((x) => x.seq);
+    for (let i = 0; i < 20; i++)
+      sender.handleDatagram(feedback('rlnc', { seqs, ranks: [before, 0], weights: [200 + (i % 2), 1] }), 40);
+    sender.handleDatagram(feedback('rlnc', { seqs, ranks: [before, 0], weights: [255, 1], rateBps: 1e9 }), 40);
+    expect(units(drain(sender, 40).data).filter((u) => u === 0)).toEqual([]);
+  });
+
+  test('a client that changes the weights on every feedback costs pins, not memory: past 64 partitions every pin is dropped', () => {
+    const { sender, first, before } = start();
+    const seqs = first.map((x) => x.seq);
+    for (let i = 0; i < 100; i++)
+      sender.handleDatagram(feedback('rlnc', { seqs, ranks: [before, 0], weights: [200 + (i % 2), 1] }), 40);
+    sender.handleDatagram(feedback('rlnc', { seqs, ranks: [before, 0], weights: [255, 1], rateBps: 1e9 }), 40);
+    expect(units(drain(sender, 40).data).filter((u) => u === 0)).toEqual(
+      new Array<number>(owned([255, 1], 0) - before).fill(0),
+    );
   });
 
   test('a source whose weight drops to 0 hands its slots of begun generations over at once', () => {

@@ -74,10 +74,11 @@ export const PENDING_TRANSFER_BYTES = 2048;
 /** A Sender's fixed state: its ring of 8192 in-flight records and the codec's scratch. */
 export const SENDER_FIXED_BYTES = 128 * 1024;
 /**
- * A Sender's state per unit: ranks, transit, delivered, window entry time, fountain block ids
- * (18 bytes), and its share of the DIGESTS datagrams (16 bytes per check unit, at most one per unit).
+ * A Sender's state per unit: ranks, transit, delivered, window entry time, fountain block ids,
+ * the slot partition it was begun under (20 bytes), and its share of the DIGESTS datagrams (16
+ * bytes per check unit, at most one per unit).
  */
-export const SENDER_BYTES_PER_UNIT = 40;
+export const SENDER_BYTES_PER_UNIT = 42;
 
 /** Bytes of sender state one transfer of this layout holds (what admission charges). */
 export function senderStateBytes(layout: Layout): number {

@@ -4,6 +4,7 @@
  * decides what the page plays by answering first. Also assembles each source's DIGESTS list and
  * accepts it only when it hashes to that source's own unit root.
  */
+import { bytesEqual } from '../bytes';
 import { Sha256, unitRoot } from '../integrity';
 import { UNIT_DIGEST_BYTES } from '../limits';
 import { ObjectAttributes } from '../range';
@@ -154,10 +155,4 @@ function copyAttributes(a: ObjectAttributes | undefined): ObjectAttributes | und
   return copy;
 }
 
-/** Constant-time comparison of two digests. */
-export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  let diff = 0;
-  for (let i = 0; i < a.length; i++) diff |= a[i] ^ b[i];
-  return diff === 0;
-}
+export { bytesEqual };

@@ -16,6 +16,7 @@
  * then fails (the download falls back); one polluter per check unit at a time is identified and
  * excluded, so several polluters are caught one after another in different units.
  */
+import { bytesEqual } from '../bytes';
 import { AddResult, Codec, UnitDecoder } from '../codec/types';
 import { CheckLayout, Sha256, unitDigest } from '../integrity';
 import { Layout } from '../layout';
@@ -306,11 +307,4 @@ export class CheckedDecoder {
 function complete(decoder: UnitDecoder, layout: Layout): boolean {
   for (let u = 0; u < layout.unitCount; u++) if (!decoder.isComplete(u)) return false;
   return true;
-}
-
-function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  let diff = 0;
-  for (let i = 0; i < a.length; i++) diff |= a[i] ^ b[i];
-  return diff === 0;
 }

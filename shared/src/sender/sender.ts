@@ -3,6 +3,7 @@
  * caller feeds received datagrams and the time, pulls datagrams when its channel can take one,
  * and calls handleTimeout at nextDeadline().
  */
+import { bytesEqual } from '../bytes';
 import { Codec, UnitEncoder } from '../codec/types';
 import { TransferError } from '../errors';
 import { Layout } from '../layout';
@@ -155,6 +156,8 @@ const FEEDBACK_TYPE = {
 } as const;
 
 const RING = 8192; // > maxInFlightPackets, so live records never collide
+/** Partitions kept for pinned units (see Sender.epochs). */
+const MAX_EPOCHS = 64;
 
 export class Sender implements ScheduleView {
   readonly layout: Layout;
@@ -199,7 +202,14 @@ export class Sender implements ScheduleView {
    * sent makes the new owners send them again: on 40 ms testbed paths that was a fifth of rlnc's
    * packets.
    */
-  private readonly pinned: (Partition | undefined)[];
+  private readonly pinned: Uint16Array; // index into `epochs`; 0 = not begun
+  /**
+   * The partitions units are pinned to, by epoch (index 0 unused); the last is the current one.
+   * The client decides how often weights change, so at most MAX_EPOCHS are kept: past that every
+   * pin is dropped, which costs an erratic client efficiency, never the proxy memory.
+   */
+  private epochs: Partition[] = [];
+  private weights: Uint8Array;
   /**
    * Pins protect shares that started from the sources' capacities (the REQUEST carried weights).
    * From equal shares (capacities unknown) the first measured weights must correct begun units
@@ -242,7 +252,9 @@ export class Sender implements ScheduleView {
     this.encoder = opts.codec.createEncoder(opts.object, this.layout);
     this.scheduler = createScheduler(r.mode, r.scheduler, opts.random);
     this.random = opts.random;
-    this.partition = r.weights ? new Partition(r.weights) : Partition.equal(r.sourceCount);
+    this.weights = r.weights ? Uint8Array.from(r.weights) : new Uint8Array(r.sourceCount);
+    this.partition = new Partition(this.weights);
+    this.epochs = [this.partition, this.partition];
     this.keepBegunOwners = r.weights !== undefined;
     const warm = opts.warmStart;
     const warmUsable = warm !== undefined && warm.rateBps > 0 && warm.minRttMs > 0 && Number.isFinite(warm.minRttMs);
@@ -254,7 +266,7 @@ export class Sender implements ScheduleView {
     this.transit = new Uint16Array(this.layout.unitCount);
     this.enteredAt = new Float64Array(this.layout.unitCount);
     this.delivered = new Uint16Array(this.layout.unitCount);
-    this.pinned = new Array<Partition | undefined>(this.layout.unitCount);
+    this.pinned = new Uint16Array(this.layout.unitCount);
     this.now = opts.now;
     this.enteredAt.fill(opts.now, 0, Math.min(this.windowUnits, this.layout.unitCount));
     const digests = opts.unitDigests ?? unitDigests(opts.object, this.layout, opts.sha256);
@@ -301,7 +313,8 @@ export class Sender implements ScheduleView {
     return this.delivered[unit];
   }
   ownerOf(unit: number, slot: number): number {
-    return ((this.keepBegunOwners && this.pinned[unit]) || this.partition).owner(slot);
+    const epoch = this.keepBegunOwners ? this.pinned[unit] : 0;
+    return (epoch > 0 ? this.epochs[epoch] : this.partition).owner(slot);
   }
   redundancy(unit: number): number {
     if (this.lostPackets === 0) return 0;
@@ -443,16 +456,24 @@ export class Sender implements ScheduleView {
   }
 
   private repartition(weights: Uint8Array): void {
-    const next = new Partition(weights);
+    if (bytesEqual(weights, this.weights)) return; // most feedback repeats the published weights
     // A source that dropped to no share (silent, failed, excluded) sends nothing more: its slots
     // in begun units must pass to the others now, not wait until they are overdue.
     const previous = this.partition;
-    for (let i = 0; i < weights.length; i++)
-      if (weights[i] === 0 && previous.share(i) > 0) {
-        this.pinned.fill(undefined);
-        break;
-      }
-    this.partition = next;
+    let unpin = this.epochs.length > MAX_EPOCHS;
+    for (let i = 0; i < weights.length && !unpin; i++) if (weights[i] === 0 && previous.share(i) > 0) unpin = true;
+    if (unpin) {
+      this.pinned.fill(0);
+      this.epochs = [previous];
+    }
+    this.weights = Uint8Array.from(weights);
+    this.partition = new Partition(weights);
+    this.epochs.push(this.partition);
+  }
+
+  /** Pins unit u to the current partition if work on it has not begun before. */
+  private pin(unit: number): void {
+    if (this.pinned[unit] === 0) this.pinned[unit] = this.epochs.length - 1;
   }
 
   /**
@@ -467,7 +488,7 @@ export class Sender implements ScheduleView {
     if (rewind && wMin < this.wMin) this.wMin = wMin;
     for (let u = this.wMin; u < wMin; u++) this.ranks[u] = this.layout.unitSize(u);
     const report = (u: number, rank: number): void => {
-      if (rank > 0) this.pinned[u] ??= this.partition;
+      if (rank > 0) this.pin(u);
       if (rank > this.ranks[u]) this.ranks[u] = rank;
       else if (rewind && rank < this.ranks[u]) {
         this.ranks[u] = rank;
@@ -593,7 +614,7 @@ export class Sender implements ScheduleView {
       writeDataFountainHeader(datagram, this.transferId, seq, unit, blockId);
       this.encoder.encodeInto(unit, blockId, datagram.subarray(DATA_FOUNTAIN_HEADER_BYTES));
     }
-    this.pinned[unit] ??= this.partition;
+    this.pin(unit);
     const slot = seq & (RING - 1);
     this.ringUnit[slot] = unit;
     this.ringSentAt[slot] = now;
