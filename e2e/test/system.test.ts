@@ -106,6 +106,37 @@ describe('four unshaped proxies', () => {
     expect(sha(after.object)).toBe(sha(syntheticObject(50_000, 3)));
   });
 
+  test('staging: hinted proxies fetch the object before the download, which then costs the origin nothing', async () => {
+    const bytes = 700_000;
+    const path = `/object/${bytes}/21`;
+    const url = `${origin.url}${path}`;
+    const chosen = await client.chooseProxies(2, 'rlnc');
+    expect(chosen).toHaveLength(2);
+
+    const answers = await client.stage(url, chosen, { timeoutMs: 20_000 });
+    expect(answers.map((a) => [a.proxyId, a.status, a.cached, a.bytes]).sort()).toEqual(
+      chosen.map((p) => [p.proxyId, 'staged', false, bytes]).sort(),
+    );
+    for (const a of answers) expect(a.originMs).toBeGreaterThan(0);
+    expect(origin.requests.get(path)).toBe(2);
+
+    const result = await client.get(url, { mode: 'rlnc', proxies: 2, use: chosen });
+    expect(sha(result.object)).toBe(sha(syntheticObject(bytes, 21)));
+    expect(result.sources.map((s) => s.proxyId).sort()).toEqual(chosen.map((p) => p.proxyId).sort());
+    expect(origin.requests.get(path)).toBe(2);
+
+    // Staged again: already in the caches, no origin fetch.
+    const again = await client.stage(url, chosen, { timeoutMs: 20_000 });
+    expect(again.map((a) => [a.status, a.cached, a.originMs])).toEqual([
+      ['staged', true, 0],
+      ['staged', true, 0],
+    ]);
+    // A hint for a missing object says why; the download path is untouched.
+    const missing = await client.stage(`${origin.url}/status/404`, chosen.slice(0, 1), { timeoutMs: 20_000 });
+    expect(missing).toEqual([expect.objectContaining({ status: 'failed', error: 'not-found' })]);
+    expect(origin.requests.get(path)).toBe(2);
+  });
+
   test('malformed and oversized signalling is rejected while other clients download', async () => {
     const rogue = new WebSocket(cluster.clientUrl);
     await new Promise((resolve, reject) => {

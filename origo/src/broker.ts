@@ -10,11 +10,10 @@
  * Connection naming the other end's instance.
  */
 import { randomBytes } from 'node:crypto';
-import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { ClientToOrigo, OrigoToClient, OrigoToProxy, ProxyInfo, ProxyToOrigo, Random } from '@mutp/shared';
 import { OrigoConfig } from './config';
-import { TokenBucket } from './limits';
+import { BudgetBook } from './limits';
 import { Metrics } from './metrics';
 import { Cluster, ConnectionRef, InstanceMessage, SharedProxy } from './cluster/cluster';
 import { authenticateProxy, httpUrlProblem, ProxyKeys } from './proxy-auth';
@@ -23,6 +22,7 @@ import { ThroughputBook } from './throughput';
 import { TokenIssuer } from './tokens';
 import { ProxyLoad, selectProxies, SelectableMode } from './selection';
 import { ProxyReports } from './reports';
+import { StageRelay } from './stage-relay';
 
 /** WebSocket close codes origo uses (docs/signalling.md, "Limits and errors"). */
 export const CLOSE = {
@@ -129,16 +129,28 @@ export class Broker {
   /** Pollution reports; a proxy reported by enough distinct clients is not offered (reports.ts). */
   readonly reports = new ProxyReports();
   /** Record budgets outlive sockets: per client id (kept across reconnects by its token) and per address. */
-  private readonly recordBudgets = new LRUCache<string, TokenBucket>({ max: 100_000 });
+  private readonly recordBudgets = new BudgetBook();
   private readonly throughput = new ThroughputBook();
   /** Selection's view of each remote proxy, per registry read (candidate()). */
   private readonly remoteCandidates = new WeakMap<SharedProxy, Candidate>();
   private closed = false;
+  /** Staging hints from clients to proxies and the proxies' answers (stage-relay.ts). */
+  private readonly stages: StageRelay;
 
   constructor(
     private readonly config: OrigoConfig,
     private readonly deps: BrokerDeps,
-  ) {}
+  ) {
+    this.stages = new StageRelay({
+      config,
+      metrics: deps.metrics,
+      log: deps.log,
+      cluster: deps.cluster,
+      localProxy: (proxyId) => this.proxies.get(proxyId)?.peer,
+      remoteInstance: (proxyId) => this.remoteProxy(proxyId)?.instanceId,
+      localClient: (clientId) => this.clients.get(clientId)?.peer,
+    });
+  }
 
   /** Joins the cluster: messages from other instances arrive here from now on. */
   start(): Promise<void> {
@@ -257,6 +269,8 @@ export class Broker {
         this.toClient(connection, m);
         return;
       }
+      case 'staged':
+        return this.stages.fromProxy(proxyId, m);
     }
   }
 
@@ -529,6 +543,8 @@ export class Broker {
         return this.record(client, m);
       case 'report':
         return this.report(client, m);
+      case 'stage':
+        return this.stages.fromClient(client, m);
     }
   }
 
@@ -664,11 +680,11 @@ export class Broker {
     if (foreign !== undefined) {
       return refuse('forged-record', `record dropped: proxy ${foreign.proxyId} was not offered to this client`);
     }
-    if (!this.budget(`c:${client.clientId}`, this.config.recordRatePerSecond, this.config.recordBurst).take()) {
+    if (!this.recordBudgets.take(`c:${client.clientId}`, this.config.recordRatePerSecond, this.config.recordBurst)) {
       return refuse('rate-limited', `record dropped: more than ${this.config.recordRatePerSecond} records/s`);
     }
     const address = `a:${client.peer.address}`;
-    if (!this.budget(address, this.config.recordRatePerAddress, this.config.recordBurstPerAddress).take()) {
+    if (!this.recordBudgets.take(address, this.config.recordRatePerAddress, this.config.recordBurstPerAddress)) {
       return refuse(
         'rate-limited',
         `record dropped: more than ${this.config.recordRatePerAddress} records/s from this address`,
@@ -679,15 +695,6 @@ export class Broker {
       return;
     }
     this.throughput.observe(client.clientId, m.record);
-  }
-
-  private budget(key: string, rate: number, burst: number): TokenBucket {
-    let bucket = this.recordBudgets.get(key);
-    if (bucket === undefined) {
-      bucket = new TokenBucket(rate, burst);
-      this.recordBudgets.set(key, bucket);
-    }
-    return bucket;
   }
 
   // ------------------------------------------------------------------------------ shared
@@ -734,6 +741,10 @@ export class Broker {
       }
       case 'proxies-revoked':
         return this.dropRevoked(m.proxyIds);
+      case 'stage':
+        return this.stages.fromInstance(m.from, m.proxyId, m.message);
+      case 'staged':
+        return this.stages.fromInstanceStaged(m.clientId, m.message);
     }
   }
 

@@ -169,6 +169,32 @@ export function buildCli(): Command {
         .default(d.recordBurst),
     )
     .addOption(
+      new Option(
+        '--stage-rate <n>',
+        'staging hints per second per client, each proxy named counting once; more are answered rate-limited',
+      )
+        .argParser(integer(1))
+        .default(d.stageRatePerSecond),
+    )
+    .addOption(
+      new Option('--stage-burst <n>', 'token bucket size of --stage-rate').argParser(integer(1)).default(d.stageBurst),
+    )
+    .addOption(
+      new Option('--stage-rate-per-address <n>', 'staging hints per second per remote address (all its clients)')
+        .argParser(integer(1))
+        .default(d.stageRatePerAddress),
+    )
+    .addOption(
+      new Option('--stage-burst-per-address <n>', 'token bucket size of --stage-rate-per-address')
+        .argParser(integer(1))
+        .default(d.stageBurstPerAddress),
+    )
+    .addOption(
+      new Option('--stage-timeout-ms <ms>', "how long origo waits for a proxy's answer to a staging hint")
+        .argParser(integer(1))
+        .default(d.stageTimeoutMs),
+    )
+    .addOption(
       new Option('--greeting-timeout-ms <ms>', 'register / hello must arrive within this time')
         .argParser(integer(1))
         .default(d.greetingTimeoutMs),
@@ -275,6 +301,11 @@ export function parseCli(argv: string[]): OrigoOptions {
     messageBurst: o.messageBurst as number,
     recordRatePerSecond: o.recordRate as number,
     recordBurst: o.recordBurst as number,
+    stageRatePerSecond: o.stageRate as number,
+    stageBurst: o.stageBurst as number,
+    stageRatePerAddress: o.stageRatePerAddress as number,
+    stageBurstPerAddress: o.stageBurstPerAddress as number,
+    stageTimeoutMs: o.stageTimeoutMs as number,
     greetingTimeoutMs: o.greetingTimeoutMs as number,
     pingIntervalMs: o.pingIntervalMs as number,
     maxRecords: o.maxRecords as number,

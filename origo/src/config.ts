@@ -54,6 +54,17 @@ export interface OrigoConfig {
   /** Per-client record rate; records above it are dropped with an error, the socket stays. */
   recordRatePerSecond: number;
   recordBurst: number;
+  /**
+   * Staging hints per second per client, each proxy a hint names counting once (a hint to 4
+   * proxies costs 4); hints above it are answered 'failed' with error 'rate-limited'.
+   */
+  stageRatePerSecond: number;
+  stageBurst: number;
+  /** The same per remote address (all its clients together). */
+  stageRatePerAddress: number;
+  stageBurstPerAddress: number;
+  /** How long origo waits for a proxy's answer to a hint before forgetting it. */
+  stageTimeoutMs: number;
   /** The first message (register or hello) must arrive within this time. */
   greetingTimeoutMs: number;
   /** WebSocket ping period; a socket that has not answered the previous ping is terminated. */
@@ -113,6 +124,11 @@ export const DEFAULT_CONFIG: Omit<
   messageBurst: 400,
   recordRatePerSecond: 5,
   recordBurst: 50,
+  stageRatePerSecond: 8,
+  stageBurst: 32,
+  stageRatePerAddress: 32,
+  stageBurstPerAddress: 128,
+  stageTimeoutMs: 60_000,
   greetingTimeoutMs: 3000,
   allowLocalProxies: false,
   tokenTtlMs: 5 * 60_000,
@@ -163,6 +179,11 @@ export function resolveConfig(options: OrigoOptions): OrigoConfig {
     'messageBurst',
     'recordRatePerSecond',
     'recordBurst',
+    'stageRatePerSecond',
+    'stageBurst',
+    'stageRatePerAddress',
+    'stageBurstPerAddress',
+    'stageTimeoutMs',
     'greetingTimeoutMs',
     'pingIntervalMs',
     'maxRecords',

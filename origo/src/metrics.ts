@@ -64,6 +64,12 @@ export function createMetrics() {
       labelNames: ['operation'] as const,
       registers,
     }),
+    stageHints: new Counter({
+      name: 'mutp_origo_stage_hints_total',
+      help: 'Staging hints per proxy named, by outcome (forwarded, staged, failed, rate-limited, not-offered, unknown-proxy, relay-unavailable, expired)',
+      labelNames: ['outcome'] as const,
+      registers,
+    }),
     heartbeatTimeouts: new Counter({
       name: 'mutp_origo_heartbeat_timeouts_total',
       help: 'Proxies removed for missing heartbeats',

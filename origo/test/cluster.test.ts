@@ -116,6 +116,35 @@ test('a proxy on one instance is offered and signalled by a client on the other,
   await proxy.next('connection-closed', (m) => m.connectionId === 'x2' && m.reason === 'client-gone');
 });
 
+test("a staging hint crosses instances to the proxy, and the proxy's answer comes back", async () => {
+  const [a, b] = await startPair();
+  const proxy = await registerProxy(a.port, 'edge-1');
+  const client = await connectClient(b.port);
+  await offered(client, ['edge-1'], 'B to offer the proxy registered on A');
+
+  const url = 'https://media.example/seg-7.m4s';
+  client.send({ type: 'stage', requestId: 'h1', url, proxyIds: ['edge-1'] });
+  expect(await proxy.next('stage')).toEqual({ type: 'stage', clientId: client.id, requestId: 'h1', url });
+  proxy.send({
+    type: 'staged',
+    clientId: client.id,
+    requestId: 'h1',
+    status: 'staged',
+    originMs: 35,
+    cached: false,
+    bytes: 1000,
+  });
+  expect(await client.next('staged')).toEqual({
+    type: 'staged',
+    requestId: 'h1',
+    proxyId: 'edge-1',
+    status: 'staged',
+    originMs: 35,
+    cached: false,
+    bytes: 1000,
+  });
+});
+
 test('an instance that dies: its proxies re-register on the other at once, its stale entries expire', async () => {
   // Heartbeat timeout 3 s: how long the dead instance's entries outlive it.
   const [, b, options] = await startPair({ heartbeatIntervalMs: 1000 });

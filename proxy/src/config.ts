@@ -42,6 +42,10 @@ export interface ProxyConfig {
   transferMemoryBytes: number;
   /** Origin fetches under way at once. */
   maxOriginFetches: number;
+  /** Staging hints fetching at once (all clients); more are answered 'busy'. 0 refuses every hint. */
+  maxStaging: number;
+  /** Staging hints fetching at once for one client. */
+  maxStagingPerClient: number;
   /** Smallest symbol size a client may ask for. */
   minSymbolSize: number;
   /** A client peer with no transfer and no datagram for this long is closed. */
@@ -76,6 +80,8 @@ export const DEFAULT_CONFIG: Omit<ProxyConfig, 'secret'> = {
   cacheBytes: 256 * MiB,
   transferMemoryBytes: 256 * MiB,
   maxOriginFetches: 32,
+  maxStaging: 16,
+  maxStagingPerClient: 4,
   minSymbolSize: 256,
   peerIdleTimeoutMs: 30_000,
   maxObjectBytes: 64 * MiB,
@@ -321,6 +327,21 @@ export function buildCommand(): Command {
         .default(d.maxOriginFetches),
     )
     .addOption(
+      new Option(
+        '--max-staging <n>',
+        "staging hints fetching at once (clients' prefetches); 0 answers every hint 'busy'",
+      )
+        .env('MUTP_PROXY_MAX_STAGING')
+        .argParser(integer(0, 10_000))
+        .default(d.maxStaging),
+    )
+    .addOption(
+      new Option('--max-staging-per-client <n>', 'staging hints fetching at once for one client')
+        .env('MUTP_PROXY_MAX_STAGING_PER_CLIENT')
+        .argParser(integer(1, 10_000))
+        .default(d.maxStagingPerClient),
+    )
+    .addOption(
       new Option('--min-symbol-size <bytes>', 'smallest symbol size a client may ask for')
         .env('MUTP_PROXY_MIN_SYMBOL_SIZE')
         .argParser(integer(MIN_SYMBOL_SIZE, MAX_SYMBOL_SIZE))
@@ -457,6 +478,8 @@ export function parseConfig(argv: string[], command: Command = buildCommand()): 
     cacheBytes: o.cacheBytes,
     transferMemoryBytes: o.transferMemory,
     maxOriginFetches: o.maxOriginFetches,
+    maxStaging: o.maxStaging,
+    maxStagingPerClient: o.maxStagingPerClient,
     minSymbolSize: o.minSymbolSize,
     maxObjectBytes: o.maxObjectBytes,
     uploadLimitKBps: o.uploadLimit,

@@ -13,6 +13,7 @@ export class ProxyMetrics {
   readonly cacheBytes: Gauge;
   readonly cacheEntries: Gauge;
   readonly originErrors: Counter<'kind'>;
+  readonly stageHints: Counter<'outcome'>;
   readonly malformedDatagrams: Counter;
   readonly unknownTransferDatagrams: Counter;
   readonly peers: Gauge;
@@ -51,6 +52,12 @@ export class ProxyMetrics {
       name: 'mutp_proxy_origin_errors_total',
       help: 'Failed origin fetches by kind (not-found, origin-error, timeout, too-large, refused, internal)',
       labelNames: ['kind'],
+      registers,
+    });
+    this.stageHints = new Counter({
+      name: 'mutp_proxy_stage_hints_total',
+      help: 'Staging hints from origo, by outcome (staged, cached, busy, uncacheable, or the fetch error kind)',
+      labelNames: ['outcome'],
       registers,
     });
     this.malformedDatagrams = new Counter({

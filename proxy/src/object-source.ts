@@ -23,6 +23,15 @@ export class ObjectSource implements ObjectProvider {
     private readonly onRefused?: (error: ServeError) => void,
   ) {}
 
+  /** Whether the object (or exactly that range of it) is in the cache; false for a URL the policy refuses. */
+  isCached(url: string, range?: ByteRange): boolean {
+    try {
+      return this.cache.has(checkUrl(url, this.policy).href, range);
+    } catch {
+      return false;
+    }
+  }
+
   async get(url: string, signal?: AbortSignal, range?: ByteRange): Promise<CachedObject> {
     let href: string;
     try {

@@ -19,6 +19,8 @@ import {
   ProxyToOrigo,
   SessionDescription,
   SIGNALLING_VERSION,
+  StagedByProxy,
+  StageHint,
   TokenPublicKey,
 } from '@mutp/shared';
 import type { Logger } from 'pino';
@@ -54,6 +56,8 @@ export interface OrigoLinkOptions {
     candidate?: IceCandidate;
   }) => void;
   onConnectionClosed: (connectionId: string, reason: string) => void;
+  /** A client's staging hint (answer it with sendStaged); without a handler hints are answered 'failed'. */
+  onStage?: (hint: StageHint) => void;
   /** Origo refused the proxy for good (wrong secret): the proxy should stop. */
   onFatal: (error: Error) => void;
   /** Registered; `tokenKey` verifies client tokens (also after an origo restart with a new key). */
@@ -289,6 +293,21 @@ export class OrigoLink implements SignalSink {
       case 'connection-closed':
         this.options.onConnectionClosed(m.connectionId, m.reason);
         break;
+      case 'stage':
+        if (this.options.onStage) this.options.onStage(m);
+        else {
+          this.sendStaged({
+            type: 'staged',
+            clientId: m.clientId,
+            requestId: m.requestId,
+            status: 'failed',
+            originMs: 0,
+            cached: false,
+            bytes: 0,
+            error: 'not-staging',
+          });
+        }
+        break;
       case 'error':
         if (m.code === 'unauthorized') {
           const error = new OrigoLinkError(m.code, `origo refused this proxy: ${m.message}`);
@@ -324,6 +343,11 @@ export class OrigoLink implements SignalSink {
   private stopHeartbeat(): void {
     clearInterval(this.heartbeatTimer);
     this.heartbeatTimer = undefined;
+  }
+
+  /** A hint's outcome; dropped when origo is not connected (the client's wait for it times out). */
+  sendStaged(answer: StagedByProxy): void {
+    this.send(answer);
   }
 
   private send(message: ProxyToOrigo): void {

@@ -24,6 +24,7 @@ import { fetchOrigin } from './origin-fetch';
 import { OrigoLink, OrigoLinkStats } from './origo-link';
 import { PeerManager } from './peer-manager';
 import { RateMeter } from './rate-meter';
+import { Stager } from './stager';
 import { TokenBucket, TokenBucketStats } from './token-bucket';
 import { TransferHostStats, TransferServices } from './transfer-host';
 
@@ -161,6 +162,16 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
   });
   let server: Server | undefined;
   let link: OrigoLink | undefined;
+  const stager = new Stager({
+    objects,
+    send: (answer) => link?.sendStaged(answer),
+    metrics,
+    logger,
+    maxConcurrent: config.maxStaging,
+    maxPerClient: config.maxStagingPerClient,
+    timeoutMs: Math.max(config.originTimeoutMs, config.originTotalTimeoutMs),
+    draining: () => admission.draining,
+  });
   let httpUrl: string | undefined;
   let closed = false;
 
@@ -257,6 +268,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
           }),
           onSignal: (m) => peers.handleSignal(m),
           onConnectionClosed: (id, reason) => peers.handleClosed(id, reason),
+          onStage: (hint) => stager.handle(hint),
           onFatal: (error) => deps.onFatal?.(error),
           onRegistered: (_proxyId, tokenKey) => {
             tokens.setKey(tokenKey).catch((err: unknown) => logger.error({ err }, 'origo sent an unusable token key'));
@@ -288,6 +300,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
       if (closed) return;
       closed = true;
       abort.abort();
+      stager.close();
       peers.closeAll();
       await link?.close();
       if (server) {

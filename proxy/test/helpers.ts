@@ -220,6 +220,8 @@ export function testConfig(
     cacheBytes: 32 << 20,
     transferMemoryBytes: 64 << 20,
     maxOriginFetches: 32,
+    maxStaging: 16,
+    maxStagingPerClient: 4,
     minSymbolSize: 256,
     peerIdleTimeoutMs: 30_000,
     maxObjectBytes: 8 << 20,

@@ -9,6 +9,7 @@
  * record per download.
  */
 import { z } from 'zod';
+import { rangeProblem } from './range';
 
 export const SIGNALLING_VERSION = 1;
 /** Largest signalling frame either side accepts (an SDP offer is a few KB). */
@@ -37,6 +38,33 @@ export const tokenPublicKey = z.object({
   kid: z.string().max(128).optional(),
   alg: z.literal('EdDSA').optional(),
 });
+
+/** An object a staging hint names: an http(s) URL, and optionally the bytes of it (as a REQUEST's range). */
+const stageUrl = z
+  .string()
+  .min(1)
+  .max(4096)
+  .regex(/^https?:\/\//i, { message: 'a staging hint names an http(s) URL' });
+const stageRange = z
+  .object({ start: z.number().int(), length: z.number().int() })
+  .refine((r) => rangeProblem(r) === undefined, { message: 'not a byte range a REQUEST may name' });
+/**
+ * How a proxy's staging of one hint ended (docs/signalling.md, "Staging hints"): `originMs` is
+ * what its origin fetch took (0: already cached), `error` a short code when it failed.
+ */
+const stageOutcome = {
+  status: z.enum(['staged', 'failed']),
+  originMs: z.number().finite().min(0).max(3_600_000),
+  cached: z.boolean(),
+  bytes: z
+    .number()
+    .int()
+    .min(0)
+    .max(2 ** 48),
+  error: z.string().max(64).optional(),
+};
+/** Most proxies one hint may name: a client stages at the proxies it downloads from. */
+export const MAX_STAGE_PROXIES = 8;
 
 export const sessionDescription = z.object({
   type: z.enum(['offer', 'answer']),
@@ -91,6 +119,16 @@ export const proxyToOrigo = z.discriminatedUnion('type', [
   z.object(signalFields).refine(...exactlyOne),
   /** The proxy refuses or lost a client connection. */
   z.object({ type: z.literal('connection-closed'), connectionId: id, reason: z.string().max(256) }),
+  /**
+   * How a `stage` hint ended: the object is in the proxy's cache ('staged'; `originMs` is what
+   * its origin fetch took, 0 when it was already cached), or not ('failed', with a code).
+   */
+  z.object({
+    type: z.literal('staged'),
+    clientId: id,
+    requestId: id,
+    ...stageOutcome,
+  }),
 ]);
 
 export const origoToProxy = z.discriminatedUnion('type', [
@@ -104,6 +142,11 @@ export const origoToProxy = z.discriminatedUnion('type', [
   z.object({ ...signalFields, clientId: id }).refine(...exactlyOne),
   z.object({ type: z.literal('connection-closed'), connectionId: id, reason: z.string().max(256) }),
   z.object({ type: z.literal('error'), code: z.string().max(64), message: z.string().max(512) }),
+  /**
+   * A client's staging hint (SoftStage): fetch this object into the cache now, answer `staged`
+   * with the same clientId and requestId. The proxy keeps no client state for it.
+   */
+  z.object({ type: z.literal('stage'), clientId: id, requestId: id, url: stageUrl, range: stageRange.optional() }),
 ]);
 
 // ------------------------------------------------------------------ client <-> origo
@@ -167,6 +210,18 @@ export const clientToOrigo = z.discriminatedUnion('type', [
    * packet of it provably differed from a verified unit. No URL: origo needs only who and why.
    */
   z.object({ type: z.literal('report'), proxyId: id, kind: z.enum(['meta', 'digests', 'data']) }),
+  /**
+   * A staging hint: ask these proxies (origo offered them to this client) to fetch the object
+   * into their caches before the client asks for it. Each proxy's outcome comes back as a
+   * `staged` message with this requestId.
+   */
+  z.object({
+    type: z.literal('stage'),
+    requestId: id,
+    url: stageUrl,
+    range: stageRange.optional(),
+    proxyIds: z.array(id).min(1).max(MAX_STAGE_PROXIES),
+  }),
 ]);
 
 export const origoToClient = z.discriminatedUnion('type', [
@@ -189,6 +244,13 @@ export const origoToClient = z.discriminatedUnion('type', [
     message: z.string().max(512),
     requestId: id.optional(),
   }),
+  /** One proxy's outcome of a `stage` hint (origo relays the proxy's answer, or says why it could not ask). */
+  z.object({
+    type: z.literal('staged'),
+    requestId: id,
+    proxyId: id,
+    ...stageOutcome,
+  }),
 ]);
 
 export type ProxyToOrigo = z.infer<typeof proxyToOrigo>;
@@ -199,6 +261,9 @@ export type ProxyInfo = z.infer<typeof proxyInfo>;
 export type DownloadRecord = z.infer<typeof downloadRecord>;
 export type ProxyReport = Extract<z.infer<typeof clientToOrigo>, { type: 'report' }>;
 export type TokenPublicKey = z.infer<typeof tokenPublicKey>;
+export type StageHint = Extract<z.infer<typeof origoToProxy>, { type: 'stage' }>;
+export type StagedByProxy = Extract<z.infer<typeof proxyToOrigo>, { type: 'staged' }>;
+export type StagedAnswer = Extract<z.infer<typeof origoToClient>, { type: 'staged' }>;
 export type SessionDescription = z.infer<typeof sessionDescription>;
 export type IceCandidate = z.infer<typeof iceCandidate>;
 

@@ -11,7 +11,7 @@
  * or absent Redis costs remote proxies and cross-instance relay, never the local event loop.
  */
 import { z } from 'zod';
-import { OrigoToClient, origoToClient, OrigoToProxy, origoToProxy } from '@mutp/shared';
+import { OrigoToClient, origoToClient, OrigoToProxy, origoToProxy, StagedAnswer, StageHint } from '@mutp/shared';
 import type { SelectableMode } from '../selection';
 
 /** A proxy as the other instances see it (its owner's last heartbeat). */
@@ -76,6 +76,15 @@ const envelope = z.discriminatedUnion('kind', [
     connection: connectionRef,
     message: z.unknown(),
   }),
+  /** A staging hint for a proxy the receiving instance owns; `from` owns the client (and checked its budget). */
+  z.object({ kind: z.literal('stage'), from: z.string().max(128), proxyId: z.string().max(128), message: z.unknown() }),
+  /** A proxy's answer to a hint, for a client the receiving instance owns. */
+  z.object({
+    kind: z.literal('staged'),
+    from: z.string().max(128),
+    clientId: z.string().max(128),
+    message: z.unknown(),
+  }),
   /** Another instance took this proxy's registration: close the socket here. */
   z.object({ kind: z.literal('proxy-replaced'), from: z.string().max(128), proxyId: z.string().max(128) }),
   /** A client presented its token on another instance: its older session here is replaced. */
@@ -92,7 +101,9 @@ type Relay<K, M> = Omit<Extract<Envelope, { kind: K }>, 'message'> & { message: 
 export type InstanceMessage =
   | Relay<'to-proxy', OrigoToProxy>
   | Relay<'to-client', OrigoToClient>
-  | Exclude<Envelope, { kind: 'to-proxy' | 'to-client' }>;
+  | Relay<'stage', StageHint>
+  | Relay<'staged', StagedAnswer>
+  | Exclude<Envelope, { kind: 'to-proxy' | 'to-client' | 'stage' | 'staged' }>;
 
 /** The message, or undefined when it is not one (a bad publisher or a corrupted payload). */
 export function parseInstanceMessage(json: string): InstanceMessage | undefined {
@@ -107,6 +118,14 @@ export function parseInstanceMessage(json: string): InstanceMessage | undefined 
   if (m.kind === 'to-proxy') {
     const inner = origoToProxy.safeParse(m.message);
     return inner.success ? { ...m, message: inner.data } : undefined;
+  }
+  if (m.kind === 'stage') {
+    const inner = origoToProxy.safeParse(m.message);
+    return inner.success && inner.data.type === 'stage' ? { ...m, message: inner.data } : undefined;
+  }
+  if (m.kind === 'staged') {
+    const inner = origoToClient.safeParse(m.message);
+    return inner.success && inner.data.type === 'staged' ? { ...m, message: inner.data } : undefined;
   }
   if (m.kind === 'to-client') {
     const inner = origoToClient.safeParse(m.message);

@@ -26,6 +26,7 @@ import {
   PollutionKind,
   ProxyInfo,
   SchedulerName,
+  StagedAnswer,
   windowForPath,
 } from '..';
 import { DownloadResult, runDownload } from './download';
@@ -87,6 +88,11 @@ export interface GetOptions {
   scheduler?: SchedulerName;
   /** Proxy ids not to use (besides the ones that failed recently). */
   exclude?: string[];
+  /**
+   * Download through these proxies (from chooseProxies: the set the object was staged at);
+   * origo is asked only for replacements of those that cannot be reached.
+   */
+  use?: readonly ProxyInfo[];
   /** Only these bytes of the resource: proxies fetch just them from the origin (see range.ts). */
   range?: ByteRange;
   signal?: AbortSignal;
@@ -269,12 +275,15 @@ export class MutpClient {
     if (mode === 'http') {
       const { session, proxies } = await this.withOrigo(o.signal, limits, async (session) => ({
         session,
-        proxies: await session.requestProxies(
-          o.proxies,
-          'uncoded',
-          [...this.recentlyFailed(), ...(o.exclude ?? [])],
-          limits.origoMs,
-        ),
+        proxies:
+          o.use !== undefined && o.use.length > 0
+            ? o.use.slice(0, o.proxies)
+            : await session.requestProxies(
+                o.proxies,
+                'uncoded',
+                [...this.recentlyFailed(), ...(o.exclude ?? [])],
+                limits.origoMs,
+              ),
       }));
       if (proxies.length === 0) throw new ClientError('no-proxies', 'origo has no proxy to offer');
       const result = await runHttpDownload(proxies, url, this.host.fetch, this.host.clock, {
@@ -289,7 +298,7 @@ export class MutpClient {
     }
     const { session, links } = await this.withOrigo(o.signal, limits, async (session) => ({
       session,
-      links: await this.connect(session, o.proxies, mode, o.exclude ?? [], limits),
+      links: await this.connect(session, o.proxies, mode, o.exclude ?? [], limits, o.use),
     }));
     const scheduler = o.scheduler ?? DEFAULT_SCHEDULER[mode];
     try {
@@ -318,8 +327,65 @@ export class MutpClient {
     }
   }
 
+  /**
+   * Up to `count` proxies for `mode` chosen by origo, none of `exclude` nor recently failed: a
+   * set to stage objects at (stage()) and then download them from (GetOptions.use), so staged
+   * objects are fetched from the proxies that hold them.
+   */
+  async chooseProxies(
+    count: number,
+    mode: DownloadMode,
+    o: Pick<GetOptions, 'exclude' | 'signal' | 'origoTimeoutMs'> = {},
+  ): Promise<ProxyInfo[]> {
+    const limits = this.limitsFor(o);
+    const proxies = await this.withOrigo(o.signal, limits, (session) =>
+      session.requestProxies(
+        count,
+        mode === 'http' ? 'uncoded' : mode,
+        [...this.recentlyFailed(), ...(o.exclude ?? [])],
+        limits.origoMs,
+      ),
+    );
+    if (proxies.length === 0) throw new ClientError('no-proxies', 'origo has no proxy to offer');
+    return proxies;
+  }
+
+  /**
+   * Staging hint (SoftStage): asks `proxies` to fetch `url` (or `range` of it) from its origin
+   * into their caches now, so a later download of it does not wait for the origin. Resolves with
+   * each proxy's answer (staged with its origin fetch time, or failed and why); never rejects: a
+   * hint that cannot be sent comes back failed ('no-session', 'timeout').
+   */
+  async stage(
+    url: string,
+    proxies: readonly (ProxyInfo | string)[],
+    o: { range?: ByteRange; timeoutMs?: number } = {},
+  ): Promise<StagedAnswer[]> {
+    const ids = proxies.map((p) => (typeof p === 'string' ? p : p.proxyId));
+    let session: OrigoSession | undefined;
+    try {
+      session = await this.origo(this.config.origoTimeoutMs);
+    } catch {
+      session = undefined;
+    }
+    const timeoutMs = o.timeoutMs ?? this.config.origoTimeoutMs;
+    if (session === undefined) {
+      return ids.map((proxyId) => ({
+        type: 'staged' as const,
+        requestId: 'none',
+        proxyId,
+        status: 'failed' as const,
+        originMs: 0,
+        cached: false,
+        bytes: 0,
+        error: 'no-session',
+      }));
+    }
+    return session.stage(url, ids, o.range, timeoutMs);
+  }
+
   /** The client's limits, shortened by the request's own. */
-  private limitsFor(o: GetOptions): Limits {
+  private limitsFor(o: Pick<GetOptions, 'origoTimeoutMs' | 'connectTimeoutMs'>): Limits {
     const shorter = (own: number, asked: number | undefined) =>
       asked !== undefined && Number.isFinite(asked) && asked > 0 ? Math.min(own, asked) : own;
     return {
@@ -335,11 +401,25 @@ export class MutpClient {
     mode: Mode,
     excluded: string[],
     limits: Limits,
+    preferred: readonly ProxyInfo[] = [],
   ): Promise<ProxyLink[]> {
     for (const [id, link] of this.links) if (!link.alive) this.links.delete(id);
     const chosen: ProxyLink[] = [];
+    const failed: string[] = [];
+    if (preferred.length > 0) {
+      const wanted = preferred.slice(0, count);
+      const opened = await Promise.allSettled(wanted.map((proxy) => this.linkTo(session, proxy, limits.connectMs)));
+      if (!session.isOpen) throw new ClientError('origo-unreachable', 'origo was lost while connecting to proxies');
+      opened.forEach((r, i) => {
+        if (r.status === 'fulfilled') chosen.push(r.value);
+        else {
+          failed.push(wanted[i].proxyId);
+          this.failedAt.set(wanted[i].proxyId, this.host.clock.now());
+        }
+      });
+    }
     for (let attempt = 0; attempt < 3 && chosen.length < count; attempt++) {
-      const exclude = [...this.recentlyFailed(), ...excluded, ...chosen.map((l) => l.proxy.proxyId)];
+      const exclude = [...this.recentlyFailed(), ...excluded, ...failed, ...chosen.map((l) => l.proxy.proxyId)];
       const offered = await session.requestProxies(count - chosen.length, mode, exclude, limits.origoMs);
       if (offered.length === 0) break;
       const opened = await Promise.allSettled(offered.map((proxy) => this.linkTo(session, proxy, limits.connectMs)));

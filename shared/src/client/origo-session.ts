@@ -13,7 +13,9 @@ import {
   ProxyInfo,
   SessionDescription,
   SIGNALLING_VERSION,
+  StagedAnswer,
 } from '..';
+import type { ByteRange } from '../range';
 import { ClientError } from './errors';
 import { Clock, WebSocketFactory, WebSocketLike, withTimeout } from './host';
 
@@ -49,6 +51,8 @@ export class OrigoSession {
   private nextRequest = 0;
   private readonly pending = new Map<string, { resolve: (p: ProxyInfo[]) => void; reject: (e: Error) => void }>();
   private readonly connections = new Map<string, ConnectionSignals>();
+  /** Staging hints awaiting proxies' answers, by requestId. */
+  private readonly stages = new Map<string, StageWait>();
   private closed = false;
   /** Called once when the session ends (origo closed the socket, or close()). */
   onClose?: (reason: string) => void;
@@ -153,6 +157,52 @@ export class OrigoSession {
     });
   }
 
+  /**
+   * Asks `proxyIds` (offered to this client) through origo to fetch `url` into their caches now.
+   * Resolves with one answer per proxy when all have answered or after `timeoutMs`; a proxy that
+   * did not answer by then counts as failed ('timeout'). Never rejects: staging is a hint, the
+   * download works without it.
+   */
+  stage(
+    url: string,
+    proxyIds: readonly string[],
+    range?: ByteRange,
+    timeoutMs = this.timeoutMs,
+  ): Promise<StagedAnswer[]> {
+    const requestId = `s${this.nextRequest++}`;
+    const ids = [...new Set(proxyIds)];
+    const missing = (error: string) =>
+      ids.flatMap((proxyId) =>
+        wait.answers.has(proxyId)
+          ? [wait.answers.get(proxyId)!]
+          : [
+              {
+                type: 'staged' as const,
+                requestId,
+                proxyId,
+                status: 'failed' as const,
+                originMs: 0,
+                cached: false,
+                bytes: 0,
+                error,
+              },
+            ],
+      );
+    const wait: StageWait = { answers: new Map(), expected: new Set(ids), done: () => undefined };
+    if (!this.isOpen || ids.length === 0) return Promise.resolve(missing('no-session'));
+    return new Promise<StagedAnswer[]>((resolve) => {
+      const cancel = this.clock.setTimer(timeoutMs, () => finish('timeout'));
+      const finish = (error: string) => {
+        cancel();
+        this.stages.delete(requestId);
+        resolve(missing(error));
+      };
+      wait.done = finish;
+      this.stages.set(requestId, wait);
+      this.send({ type: 'stage', requestId, url, ...(range ? { range } : {}), proxyIds: ids });
+    });
+  }
+
   /** Routes the signalling of one proxy connection; returns the functions that send ours. */
   openConnection(proxyId: string, connectionId: string, signals: ConnectionSignals) {
     this.connections.set(connectionId, signals);
@@ -187,6 +237,13 @@ export class OrigoSession {
         const waiter = this.pending.get(m.requestId);
         this.pending.delete(m.requestId);
         waiter?.resolve(m.proxies);
+        break;
+      }
+      case 'staged': {
+        const wait = this.stages.get(m.requestId);
+        if (wait === undefined || !wait.expected.has(m.proxyId)) break;
+        wait.answers.set(m.proxyId, m);
+        if (wait.answers.size === wait.expected.size) wait.done('');
         break;
       }
       case 'token':
@@ -226,11 +283,19 @@ export class OrigoSession {
     this.closed = true;
     for (const waiter of this.pending.values()) waiter.reject(new ClientError('origo-unreachable', reason));
     this.pending.clear();
+    for (const wait of [...this.stages.values()]) wait.done('session-closed');
     const connections = [...this.connections.values()];
     this.connections.clear();
     for (const c of connections) c.onClosed(reason);
     this.onClose?.(reason);
   }
+}
+
+interface StageWait {
+  answers: Map<string, StagedAnswer>;
+  expected: Set<string>;
+  /** Resolves the hint's promise; proxies without an answer are failed with `error`. */
+  done(error: string): void;
 }
 
 function decodeFrame(data: unknown): string | undefined {

@@ -1,0 +1,115 @@
+/**
+ * Stateless staging (SoftStage, docs/signalling.md "Staging hints"): origo forwards a client's
+ * hint, the proxy fetches the object into its cache as any download would (same URL policy, same
+ * origin limits, same memory budget) and answers `staged` with how long the origin took, or
+ * `failed` with why. Nothing about the client is kept: the hint's ids travel back in the answer,
+ * and the cache entry is what a later REQUEST (from whichever client) finds.
+ *
+ * A hint costs an origin fetch and cache space without anyone downloading yet, so hints under way
+ * are capped in all and per client; past a cap the hint is answered 'busy' at once (the client
+ * then fetches on demand, as without staging). A fetch that outlives `timeoutMs` is withdrawn.
+ */
+import type { StagedByProxy, StageHint } from '@mutp/shared';
+import type { Logger } from 'pino';
+import { asServeError } from './errors';
+import type { ProxyMetrics } from './metrics';
+import type { ObjectSource } from './object-source';
+
+export interface StagerOptions {
+  objects: Pick<ObjectSource, 'get' | 'isCached'>;
+  send(answer: StagedByProxy): void;
+  metrics: ProxyMetrics;
+  logger: Logger;
+  /** Hints fetching at once, all clients together. */
+  maxConcurrent: number;
+  /** Hints fetching at once for one client. */
+  maxPerClient: number;
+  /** A staging fetch still running after this long is withdrawn ('timeout'). */
+  timeoutMs: number;
+  /** The proxy is draining: hints are answered 'draining' (it takes no new work). */
+  draining?: () => boolean;
+  clock?: () => number;
+}
+
+export const DEFAULT_MAX_STAGING = 16;
+export const DEFAULT_MAX_STAGING_PER_CLIENT = 4;
+
+export class Stager {
+  private readonly running = new Map<string, number>();
+  private active = 0;
+  private readonly abort = new AbortController();
+  private readonly clock: () => number;
+  private readonly log: Logger;
+
+  constructor(private readonly options: StagerOptions) {
+    this.clock = options.clock ?? (() => performance.now());
+    this.log = options.logger.child({ component: 'stager' });
+  }
+
+  /** Hints fetching now (stats). */
+  get inFlight(): number {
+    return this.active;
+  }
+
+  handle(hint: StageHint): void {
+    const { clientId } = hint;
+    const mine = this.running.get(clientId) ?? 0;
+    if (this.abort.signal.aborted) return this.answer(hint, 'failed', 'closing');
+    if (this.options.draining?.() === true) return this.answer(hint, 'failed', 'draining');
+    if (this.active >= this.options.maxConcurrent || mine >= this.options.maxPerClient) {
+      return this.answer(hint, 'failed', 'busy');
+    }
+    this.active++;
+    this.running.set(clientId, mine + 1);
+    void this.stage(hint).finally(() => {
+      this.active--;
+      const left = (this.running.get(clientId) ?? 1) - 1;
+      if (left > 0) this.running.set(clientId, left);
+      else this.running.delete(clientId);
+    });
+  }
+
+  /** Withdraws every staging fetch (the proxy is closing). */
+  close(): void {
+    this.abort.abort();
+  }
+
+  private async stage(hint: StageHint): Promise<void> {
+    const { objects } = this.options;
+    const cached = objects.isCached(hint.url, hint.range);
+    const started = this.clock();
+    const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(this.options.timeoutMs)]);
+    try {
+      const object = await objects.get(hint.url, signal, hint.range);
+      const originMs = cached ? 0 : Math.max(0, this.clock() - started);
+      // Served but not kept (larger than the cache, or the origin said no-store): nothing is staged.
+      if (!object.cached) return this.answer(hint, 'failed', 'uncacheable', originMs, object.bytes.length);
+      this.answer(hint, 'staged', undefined, originMs, object.bytes.length, cached);
+    } catch (e) {
+      const error = signal.aborted && !this.abort.signal.aborted ? 'timeout' : asServeError(e).kind;
+      this.log.info({ url: hint.url, clientId: hint.clientId, error }, 'staging failed');
+      this.answer(hint, 'failed', error, Math.max(0, this.clock() - started));
+    }
+  }
+
+  private answer(
+    hint: StageHint,
+    status: 'staged' | 'failed',
+    error: string | undefined,
+    originMs = 0,
+    bytes = 0,
+    cached = false,
+  ): void {
+    this.options.metrics.stageHints.inc({ outcome: error ?? (cached ? 'cached' : 'staged') });
+    this.options.send({
+      type: 'staged',
+      clientId: hint.clientId,
+      requestId: hint.requestId,
+      status,
+      originMs: Math.min(3_600_000, Math.round(originMs)),
+      cached,
+      bytes,
+      ...(error !== undefined ? { error } : {}),
+    });
+  }
+}

@@ -1,0 +1,162 @@
+/** Stateless staging: hints fetch into the cache through the usual policy, answer once each, and are capped. */
+import type { StagedByProxy, StageHint } from '@mutp/shared';
+import { ServeError } from '../src/errors';
+import { ProxyMetrics } from '../src/metrics';
+import { FetchResult, ObjectCache } from '../src/object-cache';
+import { ObjectSource } from '../src/object-source';
+import { Stager, StagerOptions } from '../src/stager';
+import { silentLogger, until } from './helpers';
+
+/** A fetcher whose answers the test releases by hand, recording each fetch's abort signal. */
+function manualFetcher() {
+  const calls: { url: string; signal: AbortSignal }[] = [];
+  const waiting = new Map<string, { resolve: (r: FetchResult) => void; reject: (e: Error) => void }>();
+  return {
+    calls,
+    fetch(url: string, signal: AbortSignal): Promise<FetchResult> {
+      calls.push({ url, signal });
+      return new Promise((resolve, reject) => {
+        waiting.set(url, { resolve, reject });
+        signal.addEventListener('abort', () => reject(new ServeError('timeout', 'aborted')));
+      });
+    },
+    answer(url: string, bytes: Uint8Array, cacheControl?: string) {
+      waiting.get(url)?.resolve({ bytes, ...(cacheControl ? { cacheControl } : {}) });
+      waiting.delete(url);
+    },
+    fail(url: string, error: Error) {
+      waiting.get(url)?.reject(error);
+      waiting.delete(url);
+    },
+  };
+}
+
+function setUp(overrides: Partial<StagerOptions> = {}, cacheBytes = 10_000) {
+  const fetcher = manualFetcher();
+  const cache = new ObjectCache({ maxBytes: cacheBytes, fetch: (url, control) => fetcher.fetch(url, control.signal) });
+  const objects = new ObjectSource({ allowedOrigins: '*', allowPrivateOrigins: false }, cache);
+  const answers: StagedByProxy[] = [];
+  let time = 0;
+  const metrics = new ProxyMetrics();
+  const stager = new Stager({
+    objects,
+    send: (a) => answers.push(a),
+    metrics,
+    logger: silentLogger(),
+    maxConcurrent: 3,
+    maxPerClient: 2,
+    timeoutMs: 60_000,
+    clock: () => time,
+    ...overrides,
+  });
+  return {
+    fetcher,
+    cache,
+    answers,
+    stager,
+    metrics,
+    advance: (ms: number) => (time += ms),
+  };
+}
+
+const hint = (requestId: string, url: string, clientId = 'c-1'): StageHint => ({
+  type: 'stage',
+  clientId,
+  requestId,
+  url,
+});
+
+test('a hint fetches the object into the cache and answers staged with the origin time', async () => {
+  const t = setUp();
+  t.stager.handle(hint('s1', 'https://o.example/a'));
+  await until(() => t.fetcher.calls.length === 1, 1000, 'the origin fetch');
+  t.advance(120);
+  t.fetcher.answer('https://o.example/a', new Uint8Array(1000));
+  await until(() => t.answers.length === 1, 1000, 'the answer');
+  expect(t.answers[0]).toEqual({
+    type: 'staged',
+    clientId: 'c-1',
+    requestId: 's1',
+    status: 'staged',
+    originMs: 120,
+    cached: false,
+    bytes: 1000,
+  });
+  expect(t.cache.has('https://o.example/a')).toBe(true);
+
+  // Staged again: answered from the cache, no second origin fetch.
+  t.stager.handle(hint('s2', 'https://o.example/a', 'c-2'));
+  await until(() => t.answers.length === 2, 1000, 'the second answer');
+  expect(t.answers[1]).toMatchObject({ clientId: 'c-2', status: 'staged', cached: true, originMs: 0, bytes: 1000 });
+  expect(t.fetcher.calls).toHaveLength(1);
+  expect(t.stager.inFlight).toBe(0);
+});
+
+test('hints past the per-client and total caps are answered busy at once', async () => {
+  const t = setUp();
+  t.stager.handle(hint('s1', 'https://o.example/1'));
+  t.stager.handle(hint('s2', 'https://o.example/2'));
+  t.stager.handle(hint('s3', 'https://o.example/3')); // third for c-1: over maxPerClient 2
+  t.stager.handle(hint('s4', 'https://o.example/4', 'c-2'));
+  t.stager.handle(hint('s5', 'https://o.example/5', 'c-3')); // fourth in all: over maxConcurrent 3
+  expect(t.answers.map((a) => [a.requestId, a.error])).toEqual([
+    ['s3', 'busy'],
+    ['s5', 'busy'],
+  ]);
+  t.fetcher.answer('https://o.example/1', new Uint8Array(10));
+  await until(() => t.answers.length === 3, 1000, 'the first staged answer');
+  // A slot is free again for c-1.
+  t.stager.handle(hint('s6', 'https://o.example/6'));
+  await until(() => t.fetcher.calls.length === 4, 1000, 'the next fetch');
+  expect(t.answers).toHaveLength(3);
+});
+
+test('failures answer failed with the error kind; refused URLs never reach the origin', async () => {
+  const t = setUp();
+  t.stager.handle(hint('s1', 'https://o.example/missing'));
+  await until(() => t.fetcher.calls.length === 1, 1000, 'the origin fetch');
+  t.fetcher.fail('https://o.example/missing', new ServeError('not-found', 'origin answered 404'));
+  t.stager.handle(hint('s2', 'http://127.0.0.1/admin'));
+  await until(() => t.answers.length === 2, 1000, 'both answers');
+  expect(t.answers.map((a) => [a.requestId, a.status, a.error]).sort()).toEqual([
+    ['s1', 'failed', 'not-found'],
+    ['s2', 'failed', 'refused'],
+  ]);
+  expect(t.fetcher.calls.map((c) => c.url)).toEqual(['https://o.example/missing']);
+  expect(await t.metrics.registry.getSingleMetricAsString('mutp_proxy_stage_hints_total')).toContain(
+    'mutp_proxy_stage_hints_total{outcome="not-found"} 1',
+  );
+});
+
+test('an object the cache will not keep is not staged', async () => {
+  const t = setUp();
+  t.stager.handle(hint('s1', 'https://o.example/private'));
+  await until(() => t.fetcher.calls.length === 1, 1000, 'the origin fetch');
+  t.fetcher.answer('https://o.example/private', new Uint8Array(10), 'no-store');
+  await until(() => t.answers.length === 1, 1000, 'the answer');
+  expect(t.answers[0]).toMatchObject({ status: 'failed', error: 'uncacheable', bytes: 10 });
+});
+
+test('a staging fetch is withdrawn after the timeout and when the proxy closes', async () => {
+  const t = setUp({ timeoutMs: 50 });
+  t.stager.handle(hint('s1', 'https://o.example/slow'));
+  await until(() => t.answers.length === 1, 5000, 'the timeout answer');
+  expect(t.answers[0]).toMatchObject({ status: 'failed', error: 'timeout' });
+  expect(t.fetcher.calls[0].signal.aborted).toBe(true);
+
+  const u = setUp();
+  u.stager.handle(hint('s1', 'https://o.example/slow'));
+  await until(() => u.fetcher.calls.length === 1, 1000, 'the origin fetch');
+  u.stager.close();
+  await until(() => u.answers.length === 1, 1000, 'the answer');
+  expect(u.fetcher.calls[0].signal.aborted).toBe(true);
+  u.stager.handle(hint('s2', 'https://o.example/later'));
+  expect(u.answers[1]).toMatchObject({ requestId: 's2', error: 'closing' });
+});
+
+test('a draining proxy stages nothing', () => {
+  const t = setUp({ draining: () => true });
+  t.stager.handle(hint('s1', 'https://o.example/a'));
+  expect(t.answers).toEqual([expect.objectContaining({ status: 'failed', error: 'draining' })]);
+  expect(t.fetcher.calls).toEqual([]);
+});
