@@ -8,15 +8,17 @@
  * Exit codes: 0 downloaded and verified; 1 the download failed; 2 bad usage; 3 origo unreachable
  * or no proxy available; 4 cancelled (SIGINT) or timed out.
  */
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { SingleBar } from 'cli-progress';
 import { ByteRange, rangeProblem } from '@mutp/shared';
-import { ClientError, GetResult, MutpClient, origoUrlProblem } from '@mutp/shared/client';
+import { ClientError, downloadSeries, GetResult, MutpClient, origoUrlProblem, SegmentRef } from '@mutp/shared/client';
 import { releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import { createNodeHost } from './node-host';
-import { formatResult } from './format';
+import { formatResult, formatSeries } from './format';
+import { parsePlaylist, PlaylistError } from './playlist';
 
 const EXIT = { ok: 0, failed: 1, usage: 2, unreachable: 3, cancelled: 4 } as const;
 
@@ -44,27 +46,46 @@ const program = new Command()
   .description('Multi-source downloads through origo and MUTP edge proxies.')
   .exitOverride((e) => process.exit(e.exitCode === 0 ? 0 : EXIT.usage));
 
-program
-  .command('get')
+/** The options every download command takes: mode, proxies and origo. */
+function downloadCommand(name: string): Command {
+  return program
+    .command(name)
+    .addOption(
+      new Option('--mode <mode>', 'download mode').choices(['http', 'uncoded', 'rlnc', 'fountain']).default('rlnc'),
+    )
+    .option('--proxies <n>', 'number of proxies', positiveInt, 4)
+    .option(
+      '--origo <urls>',
+      "origo's client endpoint; several origo instances comma-separated",
+      process.env.MUTP_ORIGO_CLIENT_URL ?? 'ws://127.0.0.1:8700/v1/client',
+    )
+    .option(
+      '--insecure',
+      'accept a plain ws:// origo on a non-loopback host (a man in the middle could inject proxies)',
+    );
+}
+
+downloadCommand('get')
   .description('download one object through N proxies')
   .argument('<url>', 'object URL (http or https), fetched by the proxies from its origin')
-  .addOption(
-    new Option('--mode <mode>', 'download mode').choices(['http', 'uncoded', 'rlnc', 'fountain']).default('rlnc'),
-  )
   .addOption(new Option('--scheduler <name>', 'sender scheduler').choices(['random', 'rarest', 'partitioned']))
-  .option('--proxies <n>', 'number of proxies', positiveInt, 4)
-  .option(
-    '--origo <urls>',
-    "origo's client endpoint; several origo instances comma-separated",
-    process.env.MUTP_ORIGO_CLIENT_URL ?? 'ws://127.0.0.1:8700/v1/client',
-  )
-  .option('--insecure', 'accept a plain ws:// origo on a non-loopback host (a man in the middle could inject proxies)')
   .option('--range <first-last>', 'only these bytes of the object (inclusive offsets, as in HTTP Range)', byteRange)
   .option('-o, --output <file>', 'write the object to this file')
   .option('--timeout <ms>', 'give up after this long', positiveInt, 120_000)
   .option('--no-progress', 'no progress bar')
   .option('--json', 'print the result as JSON on the last line of stdout')
   .action(get);
+
+downloadCommand('playlist')
+  .description(
+    'download a series of segments in play order through one proxy set, staging upcoming ones at the proxies (SoftStage)',
+  )
+  .argument('<playlist>', 'an HLS media playlist (URL or file), or a file of segment URLs one per line')
+  .option('--no-stage', 'fetch every segment on demand (no staging hints)')
+  .option('--output-dir <dir>', 'write each segment to this directory (as 00000.seg, 00001.seg, ...)')
+  .option('--timeout <ms>', 'give up on the whole series after this long', positiveInt, 600_000)
+  .option('--json', 'print the result as JSON on the last line of stdout')
+  .action(playlist);
 
 interface GetFlags {
   mode: 'http' | 'uncoded' | 'rlnc' | 'fountain';
@@ -79,8 +100,8 @@ interface GetFlags {
   json?: boolean;
 }
 
-async function get(url: string, flags: GetFlags): Promise<void> {
-  if (!/^https?:\/\//i.test(url)) program.error(`not an http(s) URL: ${url}`, { exitCode: EXIT.usage });
+/** The --origo list, each URL checked (exits with a usage error). */
+function origoUrlsFrom(flags: { origo: string; insecure?: boolean }): string[] {
   const origoUrls = flags.origo
     .split(',')
     .map((u) => u.trim())
@@ -90,6 +111,23 @@ async function get(url: string, flags: GetFlags): Promise<void> {
     const origoProblem = origoUrlProblem(origoUrl, flags.insecure === true);
     if (origoProblem !== undefined) program.error(`--origo: ${origoProblem}`, { exitCode: EXIT.usage });
   }
+  return origoUrls;
+}
+
+/** The exit code of a failed download. */
+function exitCodeOf(e: unknown): number {
+  const error = e instanceof ClientError ? e : new ClientError('download-failed', String(e));
+  console.error(`mutp: ${error.message}`);
+  return error.code === 'origo-unreachable' || error.code === 'no-proxies' || error.code === 'origo-error'
+    ? EXIT.unreachable
+    : error.code === 'cancelled'
+      ? EXIT.cancelled
+      : EXIT.failed;
+}
+
+async function get(url: string, flags: GetFlags): Promise<void> {
+  if (!/^https?:\/\//i.test(url)) program.error(`not an http(s) URL: ${url}`, { exitCode: EXIT.usage });
+  const origoUrls = origoUrlsFrom(flags);
   const codecs = await loadNodeCodecs();
   const client = new MutpClient(createNodeHost(), {
     origoUrls,
@@ -125,14 +163,76 @@ async function get(url: string, flags: GetFlags): Promise<void> {
     if (flags.json) console.log(JSON.stringify(summary(url, result)));
   } catch (e) {
     bar?.stop();
-    const error = e instanceof ClientError ? e : new ClientError('download-failed', String(e));
-    console.error(`mutp: ${error.message}`);
-    code =
-      error.code === 'origo-unreachable' || error.code === 'no-proxies' || error.code === 'origo-error'
-        ? EXIT.unreachable
-        : error.code === 'cancelled'
-          ? EXIT.cancelled
-          : EXIT.failed;
+    code = exitCodeOf(e);
+  } finally {
+    clearTimeout(timer);
+    client.close();
+    releaseNodeRtc();
+  }
+  process.exit(code);
+}
+
+interface PlaylistFlags {
+  mode: 'http' | 'uncoded' | 'rlnc' | 'fountain';
+  proxies: number;
+  origo: string;
+  insecure?: boolean;
+  stage: boolean;
+  outputDir?: string;
+  timeout: number;
+  json?: boolean;
+}
+
+/** Largest playlist read (a VOD playlist of 100,000 segments is a few MB). */
+const MAX_PLAYLIST_BYTES = 8 << 20;
+
+async function readPlaylist(source: string): Promise<SegmentRef[]> {
+  if (/^https?:\/\//i.test(source)) {
+    const response = await fetch(source, { signal: AbortSignal.timeout(15_000) });
+    if (!response.ok) throw new PlaylistError(`${source}: HTTP ${response.status}`);
+    const text = await response.text();
+    if (text.length > MAX_PLAYLIST_BYTES) throw new PlaylistError(`${source}: larger than ${MAX_PLAYLIST_BYTES} bytes`);
+    return parsePlaylist(text, response.url || source);
+  }
+  if (statSync(source).size > MAX_PLAYLIST_BYTES)
+    throw new PlaylistError(`${source}: larger than ${MAX_PLAYLIST_BYTES} bytes`);
+  return parsePlaylist(readFileSync(source, 'utf8'));
+}
+
+async function playlist(source: string, flags: PlaylistFlags): Promise<void> {
+  const origoUrls = origoUrlsFrom(flags);
+  const segments = await readPlaylist(source).catch((e: unknown) =>
+    program.error(`mutp: cannot read the playlist: ${e instanceof Error ? e.message : String(e)}`, {
+      exitCode: EXIT.usage,
+    }),
+  );
+  if (flags.outputDir) mkdirSync(flags.outputDir, { recursive: true });
+  const codecs = await loadNodeCodecs();
+  const host = createNodeHost();
+  const client = new MutpClient(host, { origoUrls, codecs, insecureOrigo: flags.insecure === true });
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), flags.timeout);
+  process.once('SIGINT', () => abort.abort());
+  let code: number = EXIT.ok;
+  try {
+    const result = await downloadSeries(client, host.clock, segments, {
+      mode: flags.mode,
+      proxies: flags.proxies,
+      staging: flags.stage,
+      signal: abort.signal,
+      onSegment: (s, object, i) => {
+        if (flags.outputDir) writeFileSync(join(flags.outputDir, `${String(i).padStart(5, '0')}.seg`), object);
+        const name = new URL(s.url).pathname.split('/').pop() ?? s.url;
+        console.log(
+          `${String(i + 1).padStart(5)}/${segments.length}  ${name.padEnd(24)} ${String(s.bytes).padStart(10)} B ` +
+            `${s.durationMs.toFixed(0).padStart(6)} ms${s.staged ? '  staged' : ''}`,
+        );
+      },
+    });
+    console.log(formatSeries(result, flags.mode));
+    if (flags.json) console.log(JSON.stringify(result));
+  } catch (e) {
+    code = exitCodeOf(e);
   } finally {
     clearTimeout(timer);
     client.close();

@@ -1,5 +1,5 @@
 /** Human-readable summary of one download (the CLI and the demo print it). */
-import { GetResult } from '@mutp/shared/client';
+import { GetResult, SeriesResult } from '@mutp/shared/client';
 
 const mb = (bytesPerSecond: number) => `${(bytesPerSecond / 1e6).toFixed(2)} MB/s`;
 
@@ -20,4 +20,20 @@ export function formatResult(url: string, r: GetResult): string {
     lines.push(`  ${s.name.padEnd(16)} share ${(s.share * 100).toFixed(1).padStart(5)}%  ${detail}`);
   }
   return lines.join('\n');
+}
+
+/** Summary of a series of segments (`mutp playlist`). */
+export function formatSeries(r: SeriesResult, mode: string): string {
+  const bytes = r.segments.reduce((sum, s) => sum + s.bytes, 0);
+  const staged = r.segments.filter((s) => s.staged).length;
+  const st = r.staging;
+  const ms = (v: number | null) => (v === null ? '-' : `${v.toFixed(0)} ms`);
+  return [
+    `${r.segments.length} segments, ${bytes} bytes in ${(r.totalMs / 1000).toFixed(2)} s (${mode}, ` +
+      `${r.proxies.length} proxies: ${r.proxies.map((p) => p.name).join(', ')}), goodput ${mb((bytes / r.totalMs) * 1000)}`,
+    `  staged when fetched: ${staged}/${r.segments.length}; hints ${st.ordersSent} (${st.hintsStaged} of ` +
+      `${st.hintsAnswered} proxy answers staged), wasted ${st.wasted}`,
+    `  staging ahead ${st.neededAhead}: fetch ${ms(st.fetchMs)}, origin to edge ${ms(st.stagingLatencyMs)}, ` +
+      `edge round trip ${ms(st.edgeRttMs)}`,
+  ].join('\n');
 }

@@ -3,11 +3,11 @@
  * the saved bytes, what it prints, and every documented exit code.
  */
 import { ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cluster, spawnService, startCluster } from '../src/cluster';
-import { Origin, startOrigin, syntheticObject } from '../src/origin';
+import { MEDIA_DIR, Origin, startOrigin, syntheticObject } from '../src/origin';
 
 jest.setTimeout(120_000);
 
@@ -156,4 +156,52 @@ test('--range past the end of the object: exit 1, the proxies say the range is n
   const run = await get('/object/300000/43', '--proxies', '2', '--range', '300000-300099');
   expect(run.code).toBe(1);
   expect(run.stderr).toMatch(/range not satisfiable/);
+});
+
+describe('mutp playlist', () => {
+  test('an HLS media playlist: every segment downloaded in order, each fetched from the origin once per proxy', async () => {
+    const out = join(dir, 'hls');
+    const playlist = `${origin.url}/fresh/cli-playlist/low/hls-fmp4/index.m3u8`;
+    const run = await mutp(
+      ['playlist', playlist, '--origo', cluster.clientUrl, '--proxies', '2', '--output-dir', out, '--json'],
+      90_000,
+    );
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
+    const lines = run.stdout.trim().split('\n');
+    const result = JSON.parse(lines[lines.length - 1]) as {
+      segments: { url: string; bytes: number; staged: boolean }[];
+      proxies: unknown[];
+      staging: { ordersSent: number; hintsAnswered: number; hintsStaged: number; wasted: number };
+    };
+    const listed = readFileSync(join(MEDIA_DIR, 'low/hls-fmp4/index.m3u8'), 'utf8')
+      .split('\n')
+      .filter((l) => l.endsWith('.m4s'));
+    expect(result.segments.map((s) => s.url.split('/').pop())).toEqual(listed);
+    for (const [i, name] of listed.entries()) {
+      const saved = readFileSync(join(out, `${String(i).padStart(5, '0')}.seg`));
+      expect(saved.equals(readFileSync(join(MEDIA_DIR, 'low/hls-fmp4', name)))).toBe(true);
+      // Staged or fetched on demand, a proxy's cache asks the origin for a segment once.
+      expect(origin.requests.get(`/fresh/cli-playlist/low/hls-fmp4/${name}`)).toBe(2);
+    }
+    // Every hint was staged by both proxies, and none was wasted (the series played through).
+    expect(result.staging.ordersSent).toBe(listed.length - 1);
+    expect(result.staging.hintsStaged).toBe(result.staging.hintsAnswered);
+    expect(result.staging.wasted).toBe(0);
+    expect(run.stdout).toMatch(/segments, \d+ bytes in [\d.]+ s \(rlnc, 2 proxies/);
+  });
+
+  test('--no-stage sends no hints; a missing playlist is a usage error', async () => {
+    const list = join(dir, 'urls.txt');
+    writeFileSync(list, `# two objects\n${origin.url}/object/100000/61\n\n${origin.url}/object/100000/62\n`);
+    const run = await mutp(['playlist', list, '--origo', cluster.clientUrl, '--proxies', '2', '--no-stage', '--json']);
+    expect(run.code).toBe(0);
+    const lines = run.stdout.trim().split('\n');
+    const result = JSON.parse(lines[lines.length - 1]) as { segments: unknown[]; staging: { ordersSent: number } };
+    expect(result.segments).toHaveLength(2);
+    expect(result.staging.ordersSent).toBe(0);
+
+    const missing = await mutp(['playlist', join(dir, 'nothing.m3u8'), '--origo', cluster.clientUrl]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/cannot read the playlist/);
+  });
 });

@@ -15,5 +15,15 @@ export { MutpClient, DEFAULT_CLIENT_CONFIG, origoUrlsOf } from './client';
 export type { ClientConfig, ClientOptions, DownloadMode, GetOptions, GetResult } from './client';
 export { OrigoBackoff, DEFAULT_ORIGO_BACKOFF, describeDown } from './origo-backoff';
 export type { BackoffPolicy, OrigoDown } from './origo-backoff';
-export { StagingManager, DEFAULT_STAGING_CONFIG, segmentKey } from './staging';
-export type { ChunkProfile, SegmentRef, StagingConfig, StagingState, StagingStats } from './staging';
+export { StagingManager, DEFAULT_STAGING_CONFIG, segmentKey, downloadSeries } from './staging';
+export type {
+  ChunkProfile,
+  SegmentRef,
+  StagingConfig,
+  StagingState,
+  StagingStats,
+  SegmentOutcome,
+  SeriesClient,
+  SeriesOptions,
+  SeriesResult,
+} from './staging';

@@ -174,7 +174,8 @@ export class StagingManager {
     let staged = 0;
     let ahead = 0;
     for (const p of this.upcoming) {
-      if (p.fetched) continue;
+      // Being fetched already: its download fetches it from the origin if no proxy has it.
+      if (p.fetched || p.fetchStartedAt !== undefined) continue;
       if (ahead++ >= this.config.maxAhead || staged >= needed) break;
       if (p.staging === 'ready' || (p.staging === 'pending' && !this.orderTimedOut(p, now))) {
         staged++;

@@ -1,0 +1,130 @@
+/**
+ * Downloads a series of segments in play order through one proxy set, staging upcoming ones at
+ * those proxies as the StagingManager decides (SoftStage): the loop `mutp playlist` and
+ * bench:mobility run, and what a player's loader does segment by segment.
+ *
+ * The proxy set is chosen once, so a segment is fetched from the proxies it was staged at;
+ * MutpClient replaces a proxy that cannot be reached. Hints are sent in the background and never
+ * block a download: a segment whose staging has not finished is fetched on demand (the proxy's
+ * cache joins its fetch under way, so the origin is asked once either way).
+ */
+import type { ByteRange } from '../../range';
+import type { StagedAnswer } from '../../signalling';
+import type { DownloadMode, GetOptions, GetResult } from '../client';
+import type { Clock } from '../host';
+import type { ProxyInfo } from '../../signalling';
+import type { SegmentRef } from './chunk-profile';
+import { StagingConfig, StagingManager, StagingStats } from './staging-manager';
+
+/** What the series needs of MutpClient. */
+export interface SeriesClient {
+  chooseProxies(count: number, mode: DownloadMode, o?: Pick<GetOptions, 'signal'>): Promise<ProxyInfo[]>;
+  stage(url: string, proxies: readonly ProxyInfo[], o?: { range?: ByteRange }): Promise<StagedAnswer[]>;
+  get(url: string, o: GetOptions): Promise<GetResult>;
+}
+
+export interface SeriesOptions {
+  mode: DownloadMode;
+  proxies: number;
+  /** Stage upcoming segments (SoftStage); false: every segment is fetched on demand. */
+  staging: boolean;
+  stagingConfig?: Partial<StagingConfig>;
+  signal?: AbortSignal;
+  /** Called after each segment, in order (the object included; the series does not keep it). */
+  onSegment?: (outcome: SegmentOutcome, object: Uint8Array, index: number) => void;
+}
+
+export interface SegmentOutcome {
+  url: string;
+  range?: ByteRange;
+  bytes: number;
+  /** When its download started, ms after the series started. */
+  startMs: number;
+  durationMs: number;
+  /** A proxy had answered "staged" for it when its download started. */
+  staged: boolean;
+  sources: string[];
+}
+
+export interface SeriesResult {
+  segments: SegmentOutcome[];
+  totalMs: number;
+  /** The proxies chosen for the series. */
+  proxies: ProxyInfo[];
+  staging: StagingStats & { hintsAnswered: number; hintsStaged: number };
+}
+
+export async function downloadSeries(
+  client: SeriesClient,
+  clock: Clock,
+  segments: readonly SegmentRef[],
+  o: SeriesOptions,
+): Promise<SeriesResult> {
+  const started = clock.now();
+  const manager = new StagingManager(o.stagingConfig);
+  manager.setUpcoming(segments);
+  const proxies = await client.chooseProxies(o.proxies, o.mode, { signal: o.signal });
+  let hintsAnswered = 0;
+  let hintsStaged = 0;
+  let done = false;
+
+  /** Orders what the manager says is needed now; each answer may call for more. */
+  const stageAhead = () => {
+    if (!o.staging || done || o.signal?.aborted) return;
+    const now = clock.now();
+    for (const s of manager.decide(now)) {
+      manager.stageOrdered(s, now);
+      void client.stage(s.url, proxies, s.range ? { range: s.range } : {}).then((answers) => {
+        const at = clock.now();
+        for (const a of answers) {
+          hintsAnswered++;
+          if (a.status === 'staged') {
+            hintsStaged++;
+            manager.staged(s, a.proxyId, at, a.originMs);
+          } else {
+            manager.stageFailed(s, a.proxyId);
+          }
+        }
+        stageAhead();
+      });
+    }
+  };
+
+  const outcomes: SegmentOutcome[] = [];
+  try {
+    for (const [index, s] of segments.entries()) {
+      const startAt = clock.now();
+      const staged = manager.profile(s)?.staging === 'ready';
+      manager.fetchStarted(s, startAt);
+      stageAhead();
+      const result = await client.get(s.url, {
+        mode: o.mode,
+        proxies: o.proxies,
+        use: proxies,
+        ...(s.range ? { range: s.range } : {}),
+        signal: o.signal,
+      });
+      const end = clock.now();
+      manager.fetchCompleted(s, end);
+      const outcome: SegmentOutcome = {
+        url: s.url,
+        ...(s.range ? { range: { ...s.range } } : {}),
+        bytes: result.object.length,
+        startMs: startAt - started,
+        durationMs: end - startAt,
+        staged,
+        sources: result.sources.map((x) => x.proxyId),
+      };
+      outcomes.push(outcome);
+      o.onSegment?.(outcome, result.object, index);
+    }
+  } finally {
+    done = true;
+  }
+  return {
+    segments: outcomes,
+    totalMs: clock.now() - started,
+    proxies,
+    staging: { ...manager.stats(), hintsAnswered, hintsStaged },
+  };
+}
