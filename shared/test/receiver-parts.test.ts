@@ -284,7 +284,7 @@ describe('IdentityQuorum', () => {
   const heardSources = (n: number) =>
     Array.from({ length: n }, () => {
       const s = new Source(0, config);
-      s.hear();
+      s.hear(0);
       return s;
     });
 
@@ -342,7 +342,7 @@ describe('IdentityQuorum', () => {
   test('silent sources are written off after the wait: provisional agreement with those who answered', () => {
     const q = quorumOf(3, 2, 1000);
     const sources = Array.from({ length: 3 }, () => new Source(0, config));
-    sources[0].hear();
+    sources[0].hear(0);
     q.onMeta(0, identity(100), 50);
     expect(q.waiting).toBe(true);
     expect(q.nextDeadline()).toBe(1050);

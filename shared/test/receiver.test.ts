@@ -280,13 +280,58 @@ describe('REQUEST', () => {
     const h = new Harness(makeObject(1000), { sourceCount: 2 });
     h.poll(0);
     h.meta(0, 150);
-    const sent = h.runUntil(1500, 150);
+    // Until 1150: silent for resumeAfterMs (1 s) after its META, it would be asked again (below).
+    const sent = h.runUntil(1140, 150);
     expect(sent.filter((x) => x.source === 0 && x.m.type === MessageType.Request)).toEqual([]);
     expect(sent.filter((x) => x.source === 0 && x.m.type === MessageType.FeedbackUncoded).length).toBeGreaterThan(10);
     // Source 0 answered in 150 ms: source 1 is asked again every 2 x 150 ms, doubling, not 400 ms after its first retry.
     expect(sent.filter((x) => x.source === 1 && x.m.type === MessageType.Request).map((x) => x.at)).toEqual([
       200, 500, 1100,
     ]);
+  });
+
+  test('resume: a source silent for resumeAfterMs is asked again, backing off, until it is heard', () => {
+    const h = new Harness(makeObject(4000), { sourceCount: 1 });
+    h.poll(0);
+    h.meta(0, 10);
+    h.data(0, 0, 20);
+    const sent = h.runUntil(5000, 20);
+    const requests = sent.filter((x) => x.m.type === MessageType.Request).map((x) => x.at);
+    // Heard last at 20: asked again at 1020, then 200 ms doubling to at most 2 s.
+    expect(requests).toEqual([1020, 1220, 1620, 2420, 4020]);
+    expect(h.receiver.stats().sources[0].state).toBe('active');
+    // Data again: no more REQUESTs while it keeps sending.
+    h.data(0, 1, 5000);
+    const after = h.runUntil(5900, 5000).filter((x) => x.m.type === MessageType.Request);
+    expect(after).toEqual([]);
+  });
+
+  test('resume: a sender that started the transfer again is acked in its new numbering; decoded data stays', () => {
+    const h = new Harness(makeObject(4000), { sourceCount: 1 });
+    h.poll(0);
+    h.meta(0, 10);
+    for (let u = 0; u < 20; u++) h.data(0, u, 20, 1000 + u);
+    const dofBefore = h.receiver.stats().dof;
+    expect(dofBefore).toBe(20);
+    // Disconnected: asked again after 1 s of silence; the sender had dropped the transfer, so its
+    // answer is a new META and data from seq 0.
+    h.runUntil(1100, 20);
+    h.meta(0, 1100);
+    h.data(0, 20, 1110, 0);
+    h.data(0, 21, 1111, 1);
+    const fb = h.poll(1200).find((x) => x.m.type === MessageType.FeedbackUncoded)!.m as FeedbackUncodedMessage;
+    expect(fb.largestSeq).toBe(1);
+    expect(h.receiver.stats().dof).toBe(dofBefore + 2);
+
+    // Its META lost: data from seq 0 far below the old numbering restarts the acks too.
+    const g = new Harness(makeObject(4000), { sourceCount: 1 });
+    g.poll(0);
+    g.meta(0, 10);
+    for (let u = 0; u < 20; u++) g.data(0, u, 20, 5000 + u);
+    g.runUntil(1100, 20);
+    g.data(0, 20, 1110, 0);
+    const fb2 = g.poll(1200).find((x) => x.m.type === MessageType.FeedbackUncoded)!.m as FeedbackUncodedMessage;
+    expect(fb2.largestSeq).toBe(0);
   });
 
   test('once one source answers fast, a silent one is asked again after twice that time (at least 20 ms)', () => {

@@ -9,8 +9,16 @@ export interface ReceiverConfig {
   maxRequestRetryMs: number;
   /** Once another source has answered, a silent one is asked again after twice its answer time, but no sooner than this. */
   minRequestRetryMs: number;
-  /** The download fails when no degree of freedom arrives for this long. */
+  /**
+   * The download fails when no degree of freedom arrives for this long: the longest disconnection
+   * a download survives (its state, decoded units included, is kept meanwhile).
+   */
   stallTimeoutMs: number;
+  /**
+   * A source heard before and silent this long is asked again (REQUEST, backing off): after a
+   * disconnection its sender may have dropped the transfer, and then starts it again.
+   */
+  resumeAfterMs: number;
   maxObjectBytes: number;
   trainLength: number;
   medianWindow: number;
@@ -58,6 +66,7 @@ export const DEFAULT_RECEIVER_CONFIG: ReceiverConfig = {
   maxRequestRetryMs: 2000,
   minRequestRetryMs: 20,
   stallTimeoutMs: 15000,
+  resumeAfterMs: 1000,
   maxObjectBytes: 256 * 1024 * 1024,
   trainLength: 16,
   medianWindow: 5,

@@ -184,7 +184,10 @@ export class Receiver {
   private onMeta(sourceIndex: number, m: MetaMessage, now: number): void {
     const o = this.opts;
     const answering = this.sources[sourceIndex];
-    answering.hear();
+    // A META while resuming: its sender had lost the transfer and started it again.
+    if (answering.resuming) answering.restartTransport(now);
+    answering.resuming = false;
+    answering.hear(now);
     answering.answered(now);
     const answerMs = answering.stats.answerMs;
     if (answerMs !== undefined) {
@@ -279,7 +282,7 @@ export class Receiver {
   }
 
   private onDigests(sourceIndex: number, m: DigestsMessage, now: number): void {
-    this.sources[sourceIndex].hear();
+    this.sources[sourceIndex].hear(now);
     const proposal = this.quorum.proposalOf(sourceIndex);
     // No list is kept for an identity too large to download (it could never be agreed to).
     if (this.completion.started || (proposal && proposal.objectLength > this.config.maxObjectBytes)) return;
@@ -478,6 +481,10 @@ export class Receiver {
       this.requestsSent++;
       return this.request(index);
     }
+    if (this.quorum.proposalOf(index) && source.takeResumeRequest(now, this.config.resumeAfterMs)) {
+      this.requestsSent++;
+      return this.request(index);
+    }
     if (!source.heard || !source.takeFeedback(now)) return null;
     this.feedbackSent++;
     return this.feedback(index, now);
@@ -529,6 +536,8 @@ export class Receiver {
     }
     this.sources.forEach((s, i) => {
       if (s.live && s.heard && !this.quorum.proposalOf(i)) deadline = Math.min(deadline, s.requestDueAt);
+      if (s.live && s.heard)
+        deadline = Math.min(deadline, Math.max(s.resumeDeadline, s.lastHeardAt + this.config.resumeAfterMs));
     });
     const wait = this.quorum.nextDeadline();
     if (wait !== null) deadline = Math.min(deadline, wait);

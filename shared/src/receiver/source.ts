@@ -11,6 +11,9 @@ import { RateEstimator } from './rate-estimator';
 
 export type SourceState = 'connecting' | 'active' | 'failed' | 'dropped';
 
+/** A data seq this far below the largest seen means the sender started the transfer again. */
+const RESTARTED_SEQ_GAP = 256;
+
 /** Why a source was excluded as a polluter: its META, its DIGESTS, or its data. */
 export type PollutionKind = 'meta' | 'digests' | 'data';
 
@@ -78,9 +81,20 @@ export class Source {
   private requestBackoff: number;
   /** When the last REQUEST went to it (-Infinity: none yet). */
   lastRequestAt = -Infinity;
-  readonly acks = new AckTracker();
-  readonly rate: RateEstimator;
+  acks = new AckTracker();
+  rate: RateEstimator;
   lastArrivalAt = 0;
+  /** When anything of this transfer (META, DIGESTS, data) last arrived from it. */
+  lastHeardAt = -Infinity;
+  /**
+   * Silent for resumeAfterMs after it had been heard (a disconnection, a sender that forgot the
+   * transfer): REQUESTs go to it again until it answers; see takeResumeRequest.
+   */
+  resuming = false;
+  /** Times it went silent and was asked again (resume attempts that began). */
+  resumes = 0;
+  private resumeDueAt = 0;
+  private resumeBackoff = 0;
   /** Feedback should go out at the next poll, before its interval is up. */
   feedbackDue = false;
   lastFeedbackAt: number;
@@ -105,14 +119,19 @@ export class Source {
     return this.stats.state === 'connecting' || this.stats.state === 'active';
   }
 
-  hear(): void {
+  hear(now: number): void {
     this.heard = true;
+    this.lastHeardAt = now;
     if (this.stats.state === 'connecting') this.stats.state = 'active';
   }
 
   /** A data packet's bookkeeping, whatever becomes of its payload. */
   onData(seq: number, bytes: number, now: number): void {
-    this.hear();
+    // Far behind the largest seq seen: a sender that lost the transfer started it again from
+    // seq 0 (its META may have been lost); acks and rate must follow its numbering, not the old.
+    if (this.acks.largestSeq - seq > RESTARTED_SEQ_GAP) this.restartTransport(now);
+    this.resuming = false;
+    this.hear(now);
     const s = this.stats;
     s.received++;
     s.bytes += bytes;
@@ -144,6 +163,43 @@ export class Source {
     if (pace >= this.requestBackoff) return;
     this.requestBackoff = pace;
     this.requestDueAt = Math.min(this.requestDueAt, this.lastRequestAt + pace);
+  }
+
+  /**
+   * Whether a resume REQUEST is due now: it was heard, then silent for `afterMs` (the link went
+   * away, or its sender forgot the transfer). REQUESTs repeat with the usual back-off until it is
+   * heard again; a sender still holding the transfer ignores them, one that lost it starts again.
+   */
+  takeResumeRequest(now: number, afterMs: number): boolean {
+    if (!this.heard || now - this.lastHeardAt < afterMs) return false;
+    if (!this.resuming) {
+      this.resuming = true;
+      this.resumes++;
+      this.resumeDueAt = now;
+      this.resumeBackoff = this.config.requestRetryMs;
+    }
+    if (now < this.resumeDueAt) return false;
+    this.resumeDueAt = now + this.resumeBackoff;
+    this.resumeBackoff = Math.min(this.resumeBackoff * 2, this.config.maxRequestRetryMs);
+    this.lastRequestAt = now;
+    return true;
+  }
+
+  /** When the next resume REQUEST may go out (Infinity: not resuming). */
+  get resumeDeadline(): number {
+    return this.resuming ? this.resumeDueAt : Infinity;
+  }
+
+  /**
+   * Its sender started the transfer again (a META while resuming, or seqs from 0): the acks and
+   * the rate estimate start over with the new numbering; what was decoded stays.
+   */
+  restartTransport(now: number): void {
+    this.acks = new AckTracker();
+    this.rate = new RateEstimator(this.config.trainLength, this.config.medianWindow);
+    this.sinceFeedback = 0;
+    this.feedbackDue = true;
+    this.lastFeedbackAt = now;
   }
 
   /** Its first META arrived. */
