@@ -40,6 +40,8 @@ export interface ProxySpec {
 export interface RunningProxy extends ProxySpec {
   process: ChildProcess;
   log: string[];
+  /** Starts the proxy process again with the same arguments (after kill). */
+  relaunch(): ChildProcess;
 }
 
 export interface Cluster {
@@ -59,6 +61,11 @@ export interface Cluster {
   origoLog: string[];
   /** Stops one proxy (SIGKILL: as a crash, for fault tests). */
   kill(name: string): void;
+  /**
+   * Kills a proxy (SIGKILL) and starts it again under the same id; resolves once origo lists its
+   * new registration. Its cache and connections are gone, as after a crash and restart.
+   */
+  restartProxy(name: string): Promise<void>;
   /** Restarts origo on the same port (proxies must re-register by themselves). */
   restartOrigo(): Promise<void>;
   /** Stops origo (SIGTERM) and leaves it down; restartOrigo() brings it back on the same port. */
@@ -218,6 +225,28 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
       const p = proxies.find((x) => x.name === name);
       p?.process.kill('SIGKILL');
     },
+    async restartProxy(name) {
+      const p = proxies.find((x) => x.name === name);
+      if (!p) throw new Error(`no proxy ${name}`);
+      const since = Date.now();
+      if (p.process.exitCode === null && p.process.signalCode === null) {
+        const exited = new Promise((resolve) => p.process.once('exit', resolve));
+        p.process.kill('SIGKILL');
+        await exited;
+      }
+      p.process = p.relaunch();
+      await waitFor(
+        `${name} to register again`,
+        async () => {
+          const listed = (await admin()) as { name: string; registeredAt?: string }[] | undefined;
+          const entry = listed?.find((x) => x.name === name);
+          return entry?.registeredAt !== undefined && Date.parse(entry.registeredAt) >= since ? true : undefined;
+        },
+        30_000,
+        100,
+        () => tail(p.log),
+      );
+    },
     async restartOrigo() {
       await stopProcess(origos[0]);
       origos[0] = startOrigo(0);
@@ -271,8 +300,8 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
         ...(spec.extraArgs ?? []),
       ];
       const env = { MUTP_PROXY_ID: spec.name, MUTP_PROXY_SECRET: proxyKeys[spec.name] };
-      const child = launch('proxy/src/main.ts', args, env, log, spec.name, o, host?.netns);
-      proxies.push({ ...spec, process: child, log });
+      const relaunch = () => launch('proxy/src/main.ts', args, env, log, spec.name, o, host?.netns);
+      proxies.push({ ...spec, process: relaunch(), log, relaunch });
     }
     await waitFor(
       `${o.proxies.length} proxies`,

@@ -139,3 +139,17 @@ export function hashTree(dir: string): Map<string, { sha256: string; bytes: numb
   walk(dir);
   return out;
 }
+
+/** Body bytes each proxy has received from origins since it started (its cache's count, /healthz). */
+export async function originBytesByProxy(cluster: Cluster): Promise<Record<string, number>> {
+  const listing = await adminProxies(cluster);
+  const entries = await Promise.all(
+    listing.map(async (p) => {
+      const r = await fetch(`${p.httpUrl.replace(/\/+$/, '')}/healthz`);
+      if (!r.ok) throw new Error(`${p.name} /healthz: HTTP ${r.status}`);
+      const health = (await r.json()) as { cache?: { originBytes?: number } };
+      return [p.proxyId, health.cache?.originBytes ?? 0] as const;
+    }),
+  );
+  return Object.fromEntries(entries);
+}

@@ -187,6 +187,43 @@ describe('faults', () => {
     }
   });
 
+  test('resume: a proxy that crashes and comes back mid-download is reconnected to, and the download goes on from where it was', async () => {
+    const cluster = await startCluster({
+      proxies: [{ name: 'solo', uploadKBps: 1024 }],
+      allowPrivateOrigins: true,
+    });
+    const client = new MutpClient(createNodeHost(), { origoUrl: cluster.clientUrl, codecs, stallTimeoutMs: 30_000 });
+    try {
+      const bytes = 2_000_000;
+      let restarted: Promise<void> | undefined;
+      let dofAtRestart = 0;
+      let dofAfterRestart = 0;
+      let totalDof = 0;
+      const result = await client.get(`${origin.url}/object/${bytes}/12`, {
+        mode: 'rlnc',
+        proxies: 1,
+        onProgress: (p) => {
+          totalDof = p.totalDof;
+          if (restarted === undefined && p.totalDof > 0 && p.dof > p.totalDof / 3) {
+            dofAtRestart = p.dof;
+            restarted = cluster.restartProxy('solo');
+          } else if (restarted !== undefined) {
+            dofAfterRestart++;
+          }
+        },
+      });
+      await restarted;
+      expect(sha(result.object)).toBe(sha(syntheticObject(bytes, 12)));
+      // What was decoded before the crash was kept: the proxy's new transfer only filled the rest.
+      expect(dofAtRestart).toBeGreaterThan(0);
+      expect(dofAfterRestart).toBeLessThan(totalDof);
+      expect(result.sources).toHaveLength(1);
+    } finally {
+      client.close();
+      await cluster.stop();
+    }
+  });
+
   test("a proxy with a wrong key for a live proxy's id is refused and exits", async () => {
     const cluster = await startCluster({ proxies: [{ name: 'good', uploadKBps: 0 }], allowPrivateOrigins: true });
     try {

@@ -19,6 +19,7 @@ import {
   ByteRange,
   Codec,
   DEFAULT_GENERATION_SIZE,
+  DEFAULT_RECEIVER_CONFIG,
   DEFAULT_SCHEDULER,
   DEFAULT_SYMBOL_SIZE,
   DownloadRecord,
@@ -62,6 +63,12 @@ export interface ClientConfig {
   /** How long origo gets to welcome the client or answer it; a silent instance is then left for the next. */
   origoTimeoutMs: number;
   maxObjectBytes: number;
+  /**
+   * A download with no progress for this long fails; it is also the longest disconnection a
+   * download survives and resumes from (the Receiver keeps what it decoded meanwhile).
+   * Default: the Receiver's (15 s).
+   */
+  stallTimeoutMs?: number;
   /** Accept a plain ws:// origo on a non-loopback host (a man in the middle could inject proxies). */
   insecureOrigo?: boolean;
   /** Send a record of every download to origo. */
@@ -314,9 +321,13 @@ export class MutpClient {
         range: o.range,
         signal: o.signal,
         sha256: this.host.sha256 ?? sha256,
-        receiverConfig: { maxObjectBytes: this.config.maxObjectBytes },
+        receiverConfig: {
+          maxObjectBytes: this.config.maxObjectBytes,
+          ...(this.config.stallTimeoutMs !== undefined ? { stallTimeoutMs: this.config.stallTimeoutMs } : {}),
+        },
         onProgress: o.onProgress,
         onPolluters: (polluters) => this.onPolluters(session, polluters),
+        reconnect: (lost) => this.reconnect(lost, limits, o.signal),
       });
       this.report(session, url, mode, result, scheduler, links.length);
       return result;
@@ -382,6 +393,25 @@ export class MutpClient {
       }));
     }
     return session.stage(url, ids, o.range, timeoutMs);
+  }
+
+  /**
+   * A new connection to the proxy of a link lost mid-download (a disconnection, a network
+   * change): tried again, backing off from 0.5 s to 4 s, until the stall timeout (the longest
+   * disconnection a download survives) is up. Origo is reconnected first when it was lost too.
+   */
+  private async reconnect(lost: ProxyLink, limits: Limits, signal?: AbortSignal): Promise<ProxyLink> {
+    const clock = this.host.clock;
+    const deadline = clock.now() + (this.config.stallTimeoutMs ?? DEFAULT_RECEIVER_CONFIG.stallTimeoutMs);
+    for (let wait = 500; ; wait = Math.min(2 * wait, 4000)) {
+      try {
+        const session = await this.origo(limits.origoMs);
+        return await this.linkTo(session, lost.proxy, limits.connectMs);
+      } catch (e) {
+        if (signal?.aborted || clock.now() + wait >= deadline) throw e;
+        await new Promise<void>((resolve) => clock.setTimer(wait, resolve));
+      }
+    }
   }
 
   /** The client's limits, shortened by the request's own. */

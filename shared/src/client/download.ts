@@ -38,6 +38,12 @@ export interface DownloadOptions {
    * verified unit), told once the download ends, whether it completed or failed.
    */
   onPolluters?: (polluters: { proxyId: string; kind: PollutionKind; reason: string }[]) => void;
+  /**
+   * A source's connection was lost mid-download: a new connection to the same proxy, or a
+   * rejection when none could be made. Given, the download resumes on it (the Receiver asks that
+   * source again and keeps what it decoded); absent, the source is lost for this download.
+   */
+  reconnect?: (lost: ProxyLink) => Promise<ProxyLink>;
   /** Progress: DoF received / needed (0 before the object's length is known). */
   onProgress?: (progress: { dof: number; totalDof: number; bytes: number }) => void;
 }
@@ -131,7 +137,29 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
     }
     o.signal?.addEventListener('abort', onAbort);
 
-    links.forEach((link, index) => {
+    const lose = (index: number, reason: string) => {
+      receiver.sourceLost(index, reason);
+      flush();
+    };
+    /** Resume across a lost connection: the source goes on over a new one (the caller's reconnect). */
+    const reattach = (index: number, lost: ProxyLink, reason: string) => {
+      o.reconnect!(lost).then(
+        (fresh) => {
+          if (settled) return;
+          links[index] = fresh;
+          attach(index);
+          receiver.sourceReconnected(index, clock.now());
+          flush();
+        },
+        (e: unknown) => {
+          if (settled) return;
+          const why = e instanceof Error ? e.message : String(e);
+          lose(index, `connection to ${lost.proxy.name} lost: ${reason}; reconnecting failed: ${why}`);
+        },
+      );
+    };
+    const attach = (index: number) => {
+      const link = links[index];
       link.attach(o.transferId, {
         onDatagram: (bytes) => {
           receiver.handleDatagram(index, bytes, clock.now());
@@ -140,10 +168,14 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
           flush();
         },
         onLinkClosed: (reason) => {
-          receiver.sourceLost(index, `connection to ${link.proxy.name} lost: ${reason}`);
-          flush();
+          if (settled || links[index] !== link) return;
+          if (o.reconnect) reattach(index, link, reason);
+          else lose(index, `connection to ${link.proxy.name} lost: ${reason}`);
         },
       });
+    };
+    links.forEach((link, index) => {
+      attach(index);
       if (!link.alive) receiver.sourceLost(index, `connection to ${link.proxy.name} is not open`);
     });
     flush();

@@ -450,6 +450,17 @@ export class Receiver {
     this.evaluateAgreement(this.lastProgressAt);
   }
 
+  /**
+   * The host connected the source again after its connection was lost (a new peer connection,
+   * possibly after a disconnection): it is asked again at once, as in a resume, and what it
+   * decoded so far stays. Its sender on the new connection starts the transfer over.
+   */
+  sourceReconnected(sourceIndex: number, now: number): void {
+    const source = this.sources[sourceIndex];
+    if (!source || !source.live || !source.heard) return;
+    source.beginResume(now);
+  }
+
   /** Give up on the download. */
   cancel(): void {
     this.fail('cancelled', 'cancelled by the caller');

@@ -171,18 +171,21 @@ export class Source {
    * heard again; a sender still holding the transfer ignores them, one that lost it starts again.
    */
   takeResumeRequest(now: number, afterMs: number): boolean {
-    if (!this.heard || now - this.lastHeardAt < afterMs) return false;
-    if (!this.resuming) {
-      this.resuming = true;
-      this.resumes++;
-      this.resumeDueAt = now;
-      this.resumeBackoff = this.config.requestRetryMs;
-    }
+    if (!this.resuming && (!this.heard || now - this.lastHeardAt < afterMs)) return false;
+    if (!this.resuming) this.beginResume(now);
     if (now < this.resumeDueAt) return false;
     this.resumeDueAt = now + this.resumeBackoff;
     this.resumeBackoff = Math.min(this.resumeBackoff * 2, this.config.maxRequestRetryMs);
     this.lastRequestAt = now;
     return true;
+  }
+
+  /** Resuming from now: a REQUEST is due at once, and the next META starts the transport over. */
+  beginResume(now: number): void {
+    this.resuming = true;
+    this.resumes++;
+    this.resumeDueAt = now;
+    this.resumeBackoff = this.config.requestRetryMs;
   }
 
   /** When the next resume REQUEST may go out (Infinity: not resuming). */

@@ -30,6 +30,13 @@ export interface SeriesOptions {
   staging: boolean;
   stagingConfig?: Partial<StagingConfig>;
   signal?: AbortSignal;
+  /**
+   * Tries per segment (default 1): a segment whose download failed (stalled past the client's
+   * stall timeout, every proxy lost) is asked for again, as a player retries a segment.
+   */
+  attempts?: number;
+  /** A download of one segment taking longer than this is given up (and tried again if attempts remain). */
+  attemptTimeoutMs?: number;
   /** Called after each segment, in order (the object included; the series does not keep it). */
   onSegment?: (outcome: SegmentOutcome, object: Uint8Array, index: number) => void;
 }
@@ -44,6 +51,10 @@ export interface SegmentOutcome {
   /** A proxy had answered "staged" for it when its download started. */
   staged: boolean;
   sources: string[];
+  /** Failed downloads of it before the one that succeeded. */
+  retries: number;
+  /** Bytes of it the failed downloads had decoded (lost: the next try starts again). */
+  lostBytes: number;
 }
 
 export interface SeriesResult {
@@ -97,13 +108,36 @@ export async function downloadSeries(
       const staged = manager.profile(s)?.staging === 'ready';
       manager.fetchStarted(s, startAt);
       stageAhead();
-      const result = await client.get(s.url, {
-        mode: o.mode,
-        proxies: o.proxies,
-        use: proxies,
-        ...(s.range ? { range: s.range } : {}),
-        signal: o.signal,
-      });
+      let retries = 0;
+      let lostBytes = 0;
+      let result: GetResult | undefined;
+      while (result === undefined) {
+        let decoded = 0;
+        const attempt = new AbortController();
+        const cancelTimer =
+          o.attemptTimeoutMs !== undefined ? clock.setTimer(o.attemptTimeoutMs, () => attempt.abort()) : () => {};
+        const onAbort = () => attempt.abort();
+        o.signal?.addEventListener('abort', onAbort);
+        try {
+          result = await client.get(s.url, {
+            mode: o.mode,
+            proxies: o.proxies,
+            use: proxies,
+            ...(s.range ? { range: s.range } : {}),
+            signal: attempt.signal,
+            onProgress: ({ dof, totalDof, bytes }) => {
+              decoded = totalDof > 0 ? Math.round((bytes * dof) / totalDof) : 0;
+            },
+          });
+        } catch (e) {
+          if (o.signal?.aborted || retries + 1 >= (o.attempts ?? 1)) throw e;
+          retries++;
+          lostBytes += decoded;
+        } finally {
+          cancelTimer();
+          o.signal?.removeEventListener('abort', onAbort);
+        }
+      }
       const end = clock.now();
       manager.fetchCompleted(s, end);
       const outcome: SegmentOutcome = {
@@ -114,6 +148,8 @@ export async function downloadSeries(
         durationMs: end - startAt,
         staged,
         sources: result.sources.map((x) => x.proxyId),
+        retries,
+        lostBytes,
       };
       outcomes.push(outcome);
       o.onSegment?.(outcome, result.object, index);

@@ -1,0 +1,248 @@
+/**
+ * `npm run bench:mobility -- [--json] [--profile vehicular] [--sources 2,4] [--segments 32]`:
+ * SoftStage's micro-benchmark (seed 000 §V) in the namespace testbed. A series of 2 MB segments
+ * is downloaded in play order by the Node client (downloadSeries) while the client's access link
+ * follows the profile's schedule (vehicular: 12 s encounters at 27 % loss, 8 s disconnections),
+ * in three ways per proxy count N:
+ *
+ * - `http`: Parallel HTTP through the N proxies (the baseline), fetched on demand;
+ * - `unstaged`: MUTP (rlnc by default), each segment fetched on demand;
+ * - `staged`: MUTP with staging hints: upcoming segments are fetched into the proxies' caches
+ *   as the StagingManager decides (SoftStage's rule from measured latencies).
+ *
+ * Every series uses fresh URLs (cold caches). Rows report the series' total time, per-segment
+ * times, bytes fetched again after a disconnection (by the proxies from the origin beyond once
+ * per proxy and segment, and by the client for downloads that failed and were tried again) and
+ * whether every segment was byte-exact. `stalls` is null here (no player: the Chromium playback
+ * is bench:browser's).
+ */
+import { createHash } from 'node:crypto';
+import { Command } from 'commander';
+import { downloadSeries, MutpClient, SegmentRef, SeriesResult } from '@mutp/shared/client';
+import { releaseNodeRtc } from '@mutp/node-rtc';
+import { loadNodeCodecs } from '@mutp/wasm/node';
+import { createNodeHost } from '@mutp/client';
+import { startCluster } from './cluster';
+import { syntheticObject } from './origin';
+import { originBytesByProxy } from './proxy-metrics';
+import { enterTestbed, startPlacedOrigin } from './testbed-run';
+
+const program = new Command()
+  .name('bench:mobility')
+  .description('Staged and unstaged MUTP against Parallel HTTP over a series of segments in the testbed.')
+  .option('--json', 'print the rows as JSON on the last line of stdout')
+  .option('--profile <name>', 'network profile (testbed/, sim/src/profiles.ts)', 'vehicular')
+  .option('--sources <list>', 'proxy counts N, comma-separated', '2,4')
+  .option('--segments <n>', 'segments per series', (v) => Number(v), 32)
+  .option('--segment-bytes <n>', 'bytes per segment', (v) => Number(v), 2_000_000)
+  .option('--ways <list>', 'which series to run, comma-separated: http, unstaged, staged', 'http,unstaged,staged')
+  .option('--coding <mode>', 'the MUTP mode of the unstaged and staged series', 'rlnc')
+  .option('--seed <n>', "seed of the profile's schedules and losses", (v) => Number(v), 1)
+  .option(
+    '--stall-timeout-ms <ms>',
+    'a segment download with no progress this long fails (the longest disconnection it survives)',
+    (v) => Number(v),
+    60_000,
+  )
+  .option('--attempts <n>', 'tries per segment before the series fails', (v) => Number(v), 3)
+  .option(
+    '--attempt-timeout-ms <ms>',
+    'a segment download taking longer is given up and tried again (every way alike)',
+    (v) => Number(v),
+    120_000,
+  )
+  .option('--timeout-ms <ms>', 'a whole series gives up after this long', (v) => Number(v), 900_000)
+  .parse();
+const opts = program.opts<{
+  json?: boolean;
+  profile: string;
+  sources: string;
+  segments: number;
+  segmentBytes: number;
+  ways: string;
+  coding: 'uncoded' | 'rlnc' | 'fountain';
+  seed: number;
+  stallTimeoutMs: number;
+  attempts: number;
+  attemptTimeoutMs: number;
+  timeoutMs: number;
+}>();
+
+type Way = 'http' | 'unstaged' | 'staged';
+const WAYS = opts.ways.split(',').map((w) => w.trim()) as Way[];
+for (const w of WAYS) if (!['http', 'unstaged', 'staged'].includes(w)) throw new Error(`--ways: unknown ${w}`);
+if (!['uncoded', 'rlnc', 'fountain'].includes(opts.coding)) throw new Error(`--coding: unknown ${opts.coding}`);
+const SOURCES = opts.sources.split(',').map(Number);
+if (SOURCES.some((n) => !Number.isInteger(n) || n < 1 || n > 8))
+  throw new Error(`--sources: 1..8, got ${opts.sources}`);
+if (!(Number.isInteger(opts.segments) && opts.segments >= 1 && opts.segments <= 1000))
+  throw new Error('--segments: 1..1000');
+if (!(Number.isInteger(opts.segmentBytes) && opts.segmentBytes >= 1 && opts.segmentBytes <= 16_000_000))
+  throw new Error('--segment-bytes: 1..16000000');
+
+/** Roadside proxies: the paper's faster cap (1792 KB/s), as many as the largest N. */
+const CAP_KBPS = 1792;
+const FLEET = Array.from({ length: Math.max(...SOURCES) }, (_, i) => ({ name: `r${i}`, uploadKBps: CAP_KBPS }));
+
+interface Row {
+  profile: string;
+  mode: Way;
+  coding: string;
+  sources: number;
+  segments: number;
+  segmentBytes: number;
+  totalMs: number | null;
+  segmentMs: number[];
+  medianSegmentMs: number | null;
+  refetchedBytes: number | null;
+  originBytes: number | null;
+  retries: number;
+  stalls: null;
+  verified: boolean;
+  staged: number;
+  hints: number;
+  wastedHints: number;
+  error?: string;
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length === 0 ? null : s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
+
+async function main(): Promise<void> {
+  const testbed = await enterTestbed(
+    __filename,
+    opts.profile,
+    FLEET.map((f) => f.uploadKBps),
+    opts.seed,
+  );
+  if (!testbed) return; // the outer process: the inner one, in the client's namespace, did the work
+  const codecs = await loadNodeCodecs();
+  const origin = await startPlacedOrigin(testbed.origin);
+  const cluster = await startCluster({
+    proxies: FLEET,
+    allowPrivateOrigins: true,
+    readyTimeoutMs: 60_000,
+    placement: { origo: testbed.origo, proxies: testbed.proxies },
+  });
+  const host = createNodeHost();
+  // A mobile client: origo and proxy connections get longer to come up over a lossy access link,
+  // and a download waits out a disconnection instead of failing (it resumes, resume in receiver.ts).
+  const client = new MutpClient(host, {
+    origoUrl: cluster.clientUrl,
+    codecs,
+    insecureOrigo: true,
+    origoTimeoutMs: 30_000,
+    connectTimeoutMs: 30_000,
+    stallTimeoutMs: opts.stallTimeoutMs,
+  });
+  const rows: Row[] = [];
+  let seedBase = (Date.now() % 1_000_000) * 1000;
+  try {
+    for (const n of SOURCES) {
+      for (const way of WAYS) {
+        const seeds = Array.from({ length: opts.segments }, () => ++seedBase);
+        const segments: SegmentRef[] = seeds.map((s) => ({ url: `${origin.url}/object/${opts.segmentBytes}/${s}` }));
+        const before = await originBytesByProxy(cluster);
+        const abort = new AbortController();
+        const timer = setTimeout(() => abort.abort(), opts.timeoutMs);
+        let verified = true;
+        let result: SeriesResult | undefined;
+        let error: string | undefined;
+        process.stderr.write(`bench:mobility ${way} N=${n}: ${opts.segments} × ${opts.segmentBytes} B\n`);
+        try {
+          result = await downloadSeries(client, host.clock, segments, {
+            mode: way === 'http' ? 'http' : opts.coding,
+            proxies: n,
+            staging: way === 'staged',
+            attempts: opts.attempts,
+            attemptTimeoutMs: opts.attemptTimeoutMs,
+            signal: abort.signal,
+            onSegment: (s, object, i) => {
+              const ok = sha(object) === sha(syntheticObject(opts.segmentBytes, seeds[i]));
+              verified &&= ok;
+              process.stderr.write(
+                `  ${String(i + 1).padStart(3)}/${opts.segments} ${s.durationMs.toFixed(0).padStart(6)} ms` +
+                  `${s.staged ? ' staged' : ''}${s.retries > 0 ? ` retried ${s.retries}` : ''}${ok ? '' : ' CORRUPT'}\n`,
+              );
+            },
+          });
+        } catch (e) {
+          error = e instanceof Error ? e.message : String(e);
+          verified = false;
+          process.stderr.write(`bench:mobility ${way} N=${n} failed: ${error}\n`);
+        } finally {
+          clearTimeout(timer);
+        }
+        const after = await originBytesByProxy(cluster);
+        const used = result?.proxies.map((p) => p.proxyId) ?? [];
+        const fetched = Object.keys(after).reduce((sum, id) => sum + after[id] - (before[id] ?? 0), 0);
+        // Each proxy of the set fetches each segment once, staged or on demand; beyond that is refetching.
+        const once = used.length * opts.segments * opts.segmentBytes;
+        const lost = result?.segments.reduce((sum, s) => sum + s.lostBytes, 0) ?? 0;
+        const segmentMs = result?.segments.map((s) => Math.round(s.durationMs)) ?? [];
+        rows.push({
+          profile: opts.profile,
+          mode: way,
+          coding: way === 'http' ? 'http' : opts.coding,
+          sources: n,
+          segments: opts.segments,
+          segmentBytes: opts.segmentBytes,
+          totalMs: result ? Math.round(result.totalMs) : null,
+          segmentMs,
+          medianSegmentMs: median(segmentMs),
+          refetchedBytes: result ? Math.max(0, fetched - once) + lost : null,
+          originBytes: fetched,
+          retries: result?.segments.reduce((sum, s) => sum + s.retries, 0) ?? 0,
+          stalls: null,
+          verified: verified && result !== undefined && result.segments.length === opts.segments,
+          staged: result?.segments.filter((s) => s.staged).length ?? 0,
+          hints: result?.staging.ordersSent ?? 0,
+          wastedHints: result?.staging.wasted ?? 0,
+          ...(error !== undefined ? { error } : {}),
+        });
+        const r = rows[rows.length - 1];
+        process.stderr.write(
+          `bench:mobility ${way} N=${n}: total ${r.totalMs ?? '-'} ms, median segment ${r.medianSegmentMs ?? '-'} ms, ` +
+            `refetched ${r.refetchedBytes ?? '-'} B, staged ${r.staged}/${opts.segments}, verified ${r.verified}\n`,
+        );
+      }
+    }
+  } finally {
+    client.close();
+    await cluster.stop();
+    await origin.close();
+    releaseNodeRtc();
+  }
+  const ratio = (n: number, a: Way, b: Way) => {
+    const x = rows.find((r) => r.sources === n && r.mode === a)?.totalMs;
+    const y = rows.find((r) => r.sources === n && r.mode === b)?.totalMs;
+    return x != null && y != null && y > 0 ? Math.round((x / y) * 1000) / 1000 : null;
+  };
+  const comparison = SOURCES.map((n) => ({
+    sources: n,
+    stagedOverUnstaged: ratio(n, 'staged', 'unstaged'),
+    stagedOverHttp: ratio(n, 'staged', 'http'),
+    unstagedOverHttp: ratio(n, 'unstaged', 'http'),
+  }));
+  for (const r of rows) {
+    console.log(
+      `${r.profile} ${r.mode.padEnd(8)} N=${r.sources}: ${r.totalMs === null ? 'failed' : `${(r.totalMs / 1000).toFixed(1)} s`}` +
+        `, median segment ${r.medianSegmentMs ?? '-'} ms, refetched ${r.refetchedBytes ?? '-'} B, retries ${r.retries}, ` +
+        `staged ${r.staged}/${r.segments}, verified ${r.verified}${r.error ? ` (${r.error})` : ''}`,
+    );
+  }
+  for (const c of comparison)
+    console.log(
+      `N=${c.sources}: staged/unstaged ${c.stagedOverUnstaged ?? '-'}, staged/http ${c.stagedOverHttp ?? '-'}, unstaged/http ${c.unstagedOverHttp ?? '-'}`,
+    );
+  if (opts.json) console.log(JSON.stringify({ rows, comparison }));
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exitCode = 1;
+});
