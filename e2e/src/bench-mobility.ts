@@ -129,6 +129,7 @@ async function main(): Promise<void> {
     placement: { origo: testbed.origo, proxies: testbed.proxies },
   });
   const host = createNodeHost();
+  const benchStart = performance.now();
   // A mobile client: origo and proxy connections get longer to come up over a lossy access link,
   // and a download waits out a disconnection instead of failing (it resumes, resume in receiver.ts).
   const client = new MutpClient(host, {
@@ -136,8 +137,10 @@ async function main(): Promise<void> {
     codecs,
     insecureOrigo: true,
     origoTimeoutMs: 30_000,
-    connectTimeoutMs: 30_000,
+    // Short: an attempt begun in a disconnection is better abandoned and made again than waited for.
+    connectTimeoutMs: 5_000,
     stallTimeoutMs: opts.stallTimeoutMs,
+    trace: (line) => process.stderr.write(`    [${((performance.now() - benchStart) / 1000).toFixed(1)} s] ${line}\n`),
   });
   const rows: Row[] = [];
   let seedBase = (Date.now() % 1_000_000) * 1000;
@@ -153,6 +156,8 @@ async function main(): Promise<void> {
         let result: SeriesResult | undefined;
         let error: string | undefined;
         process.stderr.write(`bench:mobility ${way} N=${n}: ${opts.segments} × ${opts.segmentBytes} B\n`);
+        const t0 = benchStart;
+        let lastShown = 0;
         try {
           result = await downloadSeries(client, host.clock, segments, {
             mode: way === 'http' ? 'http' : opts.coding,
@@ -161,6 +166,22 @@ async function main(): Promise<void> {
             attempts: opts.attempts,
             attemptTimeoutMs: opts.attemptTimeoutMs,
             signal: abort.signal,
+            onProgress: (i, p) => {
+              const now = performance.now();
+              if (now - lastShown < 2000) return;
+              lastShown = now;
+              process.stderr.write(
+                `  ${String(i + 1).padStart(3)}/${opts.segments} at ${((now - t0) / 1000).toFixed(1)} s: ${p.dof}/${p.totalDof} DoF\n`,
+              );
+            },
+            onStart: (i) =>
+              process.stderr.write(
+                `  ${String(i + 1).padStart(3)}/${opts.segments} starts at ${((performance.now() - t0) / 1000).toFixed(1)} s\n`,
+              ),
+            onRetry: (e, i) =>
+              process.stderr.write(
+                `  ${String(i + 1).padStart(3)}/${opts.segments} failed, trying again: ${String(e)}\n`,
+              ),
             onSegment: (s, object, i) => {
               const ok = sha(object) === sha(syntheticObject(opts.segmentBytes, seeds[i]));
               verified &&= ok;

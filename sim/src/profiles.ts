@@ -273,6 +273,13 @@ export const PROFILES: Record<string, NetworkProfile> = Object.fromEntries(
       disconnectionMs: [32_000, 100_000],
       loss: [0.27, 0.27],
     }),
+    // The disconnections alone: what staging, handoff and resume address, apart from the data
+    // channel's reaction to 27 % random loss (SCTP's congestion control; docs/testbed.md).
+    vehicular('vehicular-lossless', ', no loss in an encounter', {
+      encounterMs: [12_000, 12_000],
+      disconnectionMs: [8_000, 8_000],
+      loss: [0, 0],
+    }),
     vehicular('vehicular-lossy', ', loss range', {
       encounterMs: [12_000, 12_000],
       disconnectionMs: [8_000, 8_000],

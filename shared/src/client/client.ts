@@ -41,6 +41,8 @@ import { ProxyLink } from './proxy-link';
 
 export type DownloadMode = 'http' | Mode;
 
+/** Each attempt to reconnect a source lost mid-download gets this long (they repeat until the stall timeout). */
+const RECONNECT_ATTEMPT_MS = 5000;
 /** A proxy that could not be reached is not asked for again for this long. */
 const FAILED_PROXY_EXCLUSION_MS = 60_000;
 /** A proxy that polluted a download is not asked for again by this client for an hour. */
@@ -69,6 +71,8 @@ export interface ClientConfig {
    * Default: the Receiver's (15 s).
    */
   stallTimeoutMs?: number;
+  /** Diagnostics: one line per connection event (a link lost, a reconnection tried, made or given up). */
+  trace?: (line: string) => void;
   /** Accept a plain ws:// origo on a non-loopback host (a man in the middle could inject proxies). */
   insecureOrigo?: boolean;
   /** Send a record of every download to origo. */
@@ -403,11 +407,19 @@ export class MutpClient {
   private async reconnect(lost: ProxyLink, limits: Limits, signal?: AbortSignal): Promise<ProxyLink> {
     const clock = this.host.clock;
     const deadline = clock.now() + (this.config.stallTimeoutMs ?? DEFAULT_RECEIVER_CONFIG.stallTimeoutMs);
+    // Short attempts: one begun in a disconnection backs off its own retransmissions (DTLS
+    // doubles up to a minute) and would stay stuck long after the network is back.
+    const attemptMs = Math.min(limits.connectMs, RECONNECT_ATTEMPT_MS);
+    const trace = this.config.trace;
+    trace?.(`${lost.proxy.name}: connection lost (${lost.closeReason ?? 'closed'}), reconnecting`);
     for (let wait = 500; ; wait = Math.min(2 * wait, 4000)) {
       try {
         const session = await this.origo(limits.origoMs);
-        return await this.linkTo(session, lost.proxy, limits.connectMs);
+        const link = await this.linkTo(session, lost.proxy, attemptMs);
+        trace?.(`${lost.proxy.name}: reconnected`);
+        return link;
       } catch (e) {
+        trace?.(`${lost.proxy.name}: reconnection attempt failed: ${e instanceof Error ? e.message : String(e)}`);
         if (signal?.aborted || clock.now() + wait >= deadline) throw e;
         await new Promise<void>((resolve) => clock.setTimer(wait, resolve));
       }

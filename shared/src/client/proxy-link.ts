@@ -26,6 +26,11 @@ export class ProxyLink {
   private feedback?: DatagramChannel;
   private readonly transfers = new Map<number, TransferHandler>();
   private closedReason?: string;
+
+  /** Why the link closed, once it has. */
+  get closeReason(): string | undefined {
+    return this.closedReason;
+  }
   private signals?: ReturnType<OrigoSession['openConnection']>;
   /**
    * The shortest REQUEST-to-META time a transfer on this link saw, ms: the round trip (an origin

@@ -37,6 +37,12 @@ export interface SeriesOptions {
   attempts?: number;
   /** A download of one segment taking longer than this is given up (and tried again if attempts remain). */
   attemptTimeoutMs?: number;
+  /** Progress of segment `index`'s download (GetOptions.onProgress). */
+  onProgress?: (index: number, progress: { dof: number; totalDof: number; bytes: number }) => void;
+  /** Segment `index`'s download (attempt) starts now. */
+  onStart?: (index: number) => void;
+  /** A download of segment `index` failed and is tried again (-1: choosing the proxies failed). */
+  onRetry?: (error: unknown, index: number) => void;
   /** Called after each segment, in order (the object included; the series does not keep it). */
   onSegment?: (outcome: SegmentOutcome, object: Uint8Array, index: number) => void;
 }
@@ -74,7 +80,16 @@ export async function downloadSeries(
   const started = clock.now();
   const manager = new StagingManager(o.stagingConfig);
   manager.setUpcoming(segments);
-  const proxies = await client.chooseProxies(o.proxies, o.mode, { signal: o.signal });
+  let proxies: ProxyInfo[] | undefined;
+  for (let attempt = 1; proxies === undefined; attempt++) {
+    try {
+      proxies = await client.chooseProxies(o.proxies, o.mode, { signal: o.signal });
+    } catch (e) {
+      // Origo out of reach (a disconnection): asked again, as a segment would be.
+      if (o.signal?.aborted || attempt >= (o.attempts ?? 1)) throw e;
+      o.onRetry?.(e, -1);
+    }
+  }
   let hintsAnswered = 0;
   let hintsStaged = 0;
   let done = false;
@@ -118,6 +133,7 @@ export async function downloadSeries(
           o.attemptTimeoutMs !== undefined ? clock.setTimer(o.attemptTimeoutMs, () => attempt.abort()) : () => {};
         const onAbort = () => attempt.abort();
         o.signal?.addEventListener('abort', onAbort);
+        o.onStart?.(index);
         try {
           result = await client.get(s.url, {
             mode: o.mode,
@@ -125,14 +141,16 @@ export async function downloadSeries(
             use: proxies,
             ...(s.range ? { range: s.range } : {}),
             signal: attempt.signal,
-            onProgress: ({ dof, totalDof, bytes }) => {
-              decoded = totalDof > 0 ? Math.round((bytes * dof) / totalDof) : 0;
+            onProgress: (p) => {
+              decoded = p.totalDof > 0 ? Math.round((p.bytes * p.dof) / p.totalDof) : 0;
+              o.onProgress?.(index, p);
             },
           });
         } catch (e) {
           if (o.signal?.aborted || retries + 1 >= (o.attempts ?? 1)) throw e;
           retries++;
           lostBytes += decoded;
+          o.onRetry?.(e, index);
         } finally {
           cancelTimer();
           o.signal?.removeEventListener('abort', onAbort);
