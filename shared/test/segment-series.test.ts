@@ -1,0 +1,117 @@
+/**
+ * downloadSeries' own logic against a scripted client (its network half is e2e/test/cli.test.ts,
+ * `mutp playlist` against real proxies): one proxy set for the whole series, hints to that set as
+ * the StagingManager orders them, segments tried again after a failure.
+ */
+import { ClientError, downloadSeries, SeriesClient, systemClock } from '../src/client';
+import type { GetOptions, GetResult } from '../src/client';
+import type { ProxyInfo, StagedAnswer } from '../src';
+
+const PROXIES: ProxyInfo[] = [
+  { proxyId: 'p1', name: 'p1', httpUrl: 'http://p1.test/', capacityBps: 1e6 },
+  { proxyId: 'p2', name: 'p2', httpUrl: 'http://p2.test/', capacityBps: 1e6 },
+];
+
+/** A client whose downloads succeed unless `failures` says how many times a URL fails first. */
+function scriptedClient(failures: Record<string, number> = {}) {
+  const calls = { choose: 0, stages: [] as { url: string; proxies: string[] }[], gets: [] as GetOptions[] };
+  const client: SeriesClient = {
+    async chooseProxies() {
+      calls.choose++;
+      return PROXIES;
+    },
+    async stage(url, proxies) {
+      calls.stages.push({ url, proxies: proxies.map((p) => p.proxyId) });
+      return proxies.map((p): StagedAnswer => ({
+        type: 'staged',
+        requestId: 's',
+        proxyId: p.proxyId,
+        status: 'staged',
+        originMs: 5,
+        cached: false,
+        bytes: 10,
+      }));
+    },
+    async get(url: string, o: GetOptions): Promise<GetResult> {
+      calls.gets.push(o);
+      if ((failures[url] ?? 0) > 0) {
+        failures[url]--;
+        o.onProgress?.({ dof: 5, totalDof: 10, bytes: 10 });
+        throw new ClientError('download-failed', 'stalled');
+      }
+      return {
+        object: new TextEncoder().encode(url),
+        mode: 'rlnc',
+        startedAt: 0,
+        durationMs: 1,
+        goodputBps: 1,
+        normalizedGoodput: 1,
+        sources: o.use!.map((p) => ({
+          proxyId: p.proxyId,
+          name: p.name,
+          share: 0.5,
+          state: 'active' as const,
+          received: 1,
+          useful: 1,
+          redundant: 0,
+          beforeMeta: 0,
+          afterComplete: 0,
+          invalid: 0,
+          malformed: 0,
+          bytes: 1,
+          rateBps: 1,
+          polluter: false,
+        })),
+      };
+    },
+  };
+  return { client, calls };
+}
+
+const segments = ['http://o.test/0', 'http://o.test/1', 'http://o.test/2', 'http://o.test/3'].map((url) => ({ url }));
+
+test('one proxy set for the series; hints for upcoming segments go to it, never for the one being fetched', async () => {
+  const { client, calls } = scriptedClient();
+  const objects: string[] = [];
+  const result = await downloadSeries(client, systemClock, segments, {
+    mode: 'rlnc',
+    proxies: 2,
+    staging: true,
+    onSegment: (_s, object) => objects.push(new TextDecoder().decode(object)),
+  });
+  expect(calls.choose).toBe(1);
+  expect(objects).toEqual(segments.map((s) => s.url));
+  for (const get of calls.gets) expect(get.use).toBe(PROXIES);
+  expect(calls.stages.map((s) => s.url)).not.toContain(segments[0].url);
+  for (const s of calls.stages) expect(s.proxies).toEqual(['p1', 'p2']);
+  expect(new Set(calls.stages.map((s) => s.url)).size).toBe(calls.stages.length);
+  expect(result.staging.wasted).toBe(0);
+  expect(result.staging.hintsStaged).toBe(result.staging.hintsAnswered);
+  expect(result.segments.map((s) => s.retries)).toEqual([0, 0, 0, 0]);
+});
+
+test('without staging no hint is sent', async () => {
+  const { client, calls } = scriptedClient();
+  const result = await downloadSeries(client, systemClock, segments, { mode: 'rlnc', proxies: 2, staging: false });
+  expect(calls.stages).toEqual([]);
+  expect(result.segments.every((s) => !s.staged)).toBe(true);
+});
+
+test('a failed segment is tried again within `attempts`, and what the failed try had decoded is counted lost', async () => {
+  const { client } = scriptedClient({ 'http://o.test/1': 2 });
+  const retried: number[] = [];
+  const result = await downloadSeries(client, systemClock, segments, {
+    mode: 'rlnc',
+    proxies: 2,
+    staging: false,
+    attempts: 3,
+    onRetry: (_e, i) => retried.push(i),
+  });
+  expect(retried).toEqual([1, 1]);
+  expect(result.segments[1]).toMatchObject({ retries: 2, lostBytes: 10 });
+
+  const { client: failing } = scriptedClient({ 'http://o.test/2': 5 });
+  await expect(
+    downloadSeries(failing, systemClock, segments, { mode: 'rlnc', proxies: 2, staging: false, attempts: 3 }),
+  ).rejects.toThrow(/stalled/);
+});
