@@ -32,7 +32,7 @@ export function formatSeries(r: SeriesResult, mode: string): string {
     `${r.segments.length} segments, ${bytes} bytes in ${(r.totalMs / 1000).toFixed(2)} s (${mode}, ` +
       `${r.proxies.length} proxies: ${r.proxies.map((p) => p.name).join(', ')}), goodput ${mb((bytes / r.totalMs) * 1000)}`,
     `  staged when fetched: ${staged}/${r.segments.length}; hints ${st.ordersSent} (${st.hintsStaged} of ` +
-      `${st.hintsAnswered} proxy answers staged), wasted ${st.wasted}`,
+      `${st.hintsAnswered} proxy answers staged), wasted ${st.wasted}; proxy set changed ${r.handoffs} times`,
     `  staging ahead ${st.neededAhead}: fetch ${ms(st.fetchMs)}, origin to edge ${ms(st.stagingLatencyMs)}, ` +
       `edge round trip ${ms(st.edgeRttMs)}`,
   ].join('\n');

@@ -97,6 +97,7 @@ interface Row {
   refetchedBytes: number | null;
   originBytes: number | null;
   retries: number;
+  handoffs: number;
   stalls: null;
   verified: boolean;
   staged: number;
@@ -218,6 +219,7 @@ async function main(): Promise<void> {
           refetchedBytes: result ? Math.max(0, fetched - once) + lost : null,
           originBytes: fetched,
           retries: result?.segments.reduce((sum, s) => sum + s.retries, 0) ?? 0,
+          handoffs: result?.handoffs ?? 0,
           stalls: null,
           verified: verified && result !== undefined && result.segments.length === opts.segments,
           staged: result?.segments.filter((s) => s.staged).length ?? 0,

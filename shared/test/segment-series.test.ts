@@ -12,13 +12,22 @@ const PROXIES: ProxyInfo[] = [
   { proxyId: 'p2', name: 'p2', httpUrl: 'http://p2.test/', capacityBps: 1e6 },
 ];
 
-/** A client whose downloads succeed unless `failures` says how many times a URL fails first. */
-function scriptedClient(failures: Record<string, number> = {}) {
-  const calls = { choose: 0, stages: [] as { url: string; proxies: string[] }[], gets: [] as GetOptions[] };
+const SPARE: ProxyInfo = { proxyId: 'p3', name: 'p3', httpUrl: 'http://p3.test/', capacityBps: 1e6 };
+
+/**
+ * A client whose downloads succeed unless `failures` says how many times a URL fails first;
+ * `lost` names a proxy whose source fails in that URL's download (its connection lost).
+ */
+function scriptedClient(failures: Record<string, number> = {}, lost: Record<string, string> = {}) {
+  const calls = {
+    choose: [] as (string[] | undefined)[],
+    stages: [] as { url: string; proxies: string[] }[],
+    gets: [] as GetOptions[],
+  };
   const client: SeriesClient = {
-    async chooseProxies() {
-      calls.choose++;
-      return PROXIES;
+    async chooseProxies(_count, _mode, o) {
+      calls.choose.push(o?.exclude);
+      return o?.exclude ? [SPARE] : PROXIES;
     },
     async stage(url, proxies) {
       calls.stages.push({ url, proxies: proxies.map((p) => p.proxyId) });
@@ -50,7 +59,7 @@ function scriptedClient(failures: Record<string, number> = {}) {
           proxyId: p.proxyId,
           name: p.name,
           share: 0.5,
-          state: 'active' as const,
+          state: lost[url] === p.proxyId ? ('failed' as const) : ('active' as const),
           received: 1,
           useful: 1,
           redundant: 0,
@@ -79,7 +88,7 @@ test('one proxy set for the series; hints for upcoming segments go to it, never 
     staging: true,
     onSegment: (_s, object) => objects.push(new TextDecoder().decode(object)),
   });
-  expect(calls.choose).toBe(1);
+  expect(calls.choose).toEqual([undefined]);
   expect(objects).toEqual(segments.map((s) => s.url));
   for (const get of calls.gets) expect(get.use).toBe(PROXIES);
   expect(calls.stages.map((s) => s.url)).not.toContain(segments[0].url);
@@ -114,4 +123,22 @@ test('a failed segment is tried again within `attempts`, and what the failed try
   await expect(
     downloadSeries(failing, systemClock, segments, { mode: 'rlnc', proxies: 2, staging: false, attempts: 3 }),
   ).rejects.toThrow(/stalled/);
+});
+
+test('handoff between segments: a proxy lost in one is replaced before the next, which is staged at the newcomer first', async () => {
+  const { client, calls } = scriptedClient({}, { 'http://o.test/1': 'p2' });
+  const result = await downloadSeries(client, systemClock, segments, { mode: 'rlnc', proxies: 2, staging: true });
+  expect(result.handoffs).toBe(1);
+  expect(calls.choose).toEqual([undefined, ['p1', 'p2']]);
+  expect(calls.gets.map((g) => g.use!.map((p) => p.proxyId))).toEqual([
+    ['p1', 'p2'],
+    ['p1', 'p2'],
+    ['p1', 'p3'],
+    ['p1', 'p3'],
+  ]);
+  // Segment 2 went to p3 before its download started (after segment 1, before segment 2).
+  const toNewcomer = calls.stages.findIndex((s) => s.proxies.includes('p3'));
+  expect(calls.stages[toNewcomer]).toEqual({ url: 'http://o.test/2', proxies: ['p3'] });
+  expect(result.proxies.map((p) => p.proxyId)).toEqual(['p1', 'p3']);
+  expect(result.segments[2].sources).toEqual(['p1', 'p3']);
 });

@@ -18,8 +18,12 @@ import { StagingConfig, StagingManager, StagingStats } from './staging-manager';
 
 /** What the series needs of MutpClient. */
 export interface SeriesClient {
-  chooseProxies(count: number, mode: DownloadMode, o?: Pick<GetOptions, 'signal'>): Promise<ProxyInfo[]>;
-  stage(url: string, proxies: readonly ProxyInfo[], o?: { range?: ByteRange }): Promise<StagedAnswer[]>;
+  chooseProxies(count: number, mode: DownloadMode, o?: Pick<GetOptions, 'signal' | 'exclude'>): Promise<ProxyInfo[]>;
+  stage(
+    url: string,
+    proxies: readonly ProxyInfo[],
+    o?: { range?: ByteRange; timeoutMs?: number },
+  ): Promise<StagedAnswer[]>;
   get(url: string, o: GetOptions): Promise<GetResult>;
 }
 
@@ -66,8 +70,10 @@ export interface SegmentOutcome {
 export interface SeriesResult {
   segments: SegmentOutcome[];
   totalMs: number;
-  /** The proxies chosen for the series. */
+  /** The proxies of the series at its end (the chosen set, changed by handoffs). */
   proxies: ProxyInfo[];
+  /** Times the proxy set changed between two segments (chunk-aware handoff). */
+  handoffs: number;
   staging: StagingStats & { hintsAnswered: number; hintsStaged: number };
 }
 
@@ -90,9 +96,52 @@ export async function downloadSeries(
       o.onRetry?.(e, -1);
     }
   }
+  let set: ProxyInfo[] = proxies;
+  let handoffs = 0;
   let hintsAnswered = 0;
   let hintsStaged = 0;
   let done = false;
+
+  /** A hint's answers into the manager. */
+  const record = (s: SegmentRef, answers: readonly StagedAnswer[]) => {
+    const at = clock.now();
+    for (const a of answers) {
+      hintsAnswered++;
+      if (a.status === 'staged') {
+        hintsStaged++;
+        manager.staged(s, a.proxyId, at, a.originMs);
+      } else {
+        manager.stageFailed(s, a.proxyId);
+      }
+    }
+  };
+
+  /**
+   * Chunk-aware handoff, between two segments: proxies of the set that failed in the last one are
+   * replaced by others origo offers, and the next segment is staged at the newcomers before the
+   * switch (a segment is never moved in the middle; while it runs, the Receiver shifts the work
+   * to its live sources). Without replacements the set goes on without them.
+   */
+  const handoff = async (failing: readonly ProxyInfo[], upcoming: SegmentRef): Promise<ProxyInfo[]> => {
+    const keep = set.filter((p) => !failing.includes(p));
+    let fresh: ProxyInfo[] = [];
+    try {
+      fresh = await client.chooseProxies(failing.length, o.mode, {
+        signal: o.signal,
+        exclude: set.map((p) => p.proxyId),
+      });
+    } catch {
+      // Origo out of reach: go on with the proxies left (MutpClient replaces dead ones itself).
+    }
+    if (fresh.length === 0) return keep.length > 0 ? keep : set;
+    handoffs++;
+    if (o.staging) {
+      manager.stageOrdered(upcoming, clock.now());
+      const range = upcoming.range ? { range: upcoming.range } : {};
+      record(upcoming, await client.stage(upcoming.url, fresh, { ...range, timeoutMs: HANDOFF_STAGE_WAIT_MS }));
+    }
+    return [...keep, ...fresh];
+  };
 
   /** Orders what the manager says is needed now; each answer may call for more. */
   const stageAhead = () => {
@@ -100,17 +149,8 @@ export async function downloadSeries(
     const now = clock.now();
     for (const s of manager.decide(now)) {
       manager.stageOrdered(s, now);
-      void client.stage(s.url, proxies, s.range ? { range: s.range } : {}).then((answers) => {
-        const at = clock.now();
-        for (const a of answers) {
-          hintsAnswered++;
-          if (a.status === 'staged') {
-            hintsStaged++;
-            manager.staged(s, a.proxyId, at, a.originMs);
-          } else {
-            manager.stageFailed(s, a.proxyId);
-          }
-        }
+      void client.stage(s.url, set, s.range ? { range: s.range } : {}).then((answers) => {
+        record(s, answers);
         stageAhead();
       });
     }
@@ -138,7 +178,7 @@ export async function downloadSeries(
           result = await client.get(s.url, {
             mode: o.mode,
             proxies: o.proxies,
-            use: proxies,
+            use: set,
             ...(s.range ? { range: s.range } : {}),
             signal: attempt.signal,
             onProgress: (p) => {
@@ -171,6 +211,11 @@ export async function downloadSeries(
       };
       outcomes.push(outcome);
       o.onSegment?.(outcome, result.object, index);
+      const next = segments[index + 1];
+      if (next !== undefined && o.mode !== 'http') {
+        const failing = failedIn(result, set);
+        if (failing.length > 0) set = await handoff(failing, next);
+      }
     }
   } finally {
     done = true;
@@ -178,7 +223,20 @@ export async function downloadSeries(
   return {
     segments: outcomes,
     totalMs: clock.now() - started,
-    proxies,
+    proxies: set,
+    handoffs,
     staging: { ...manager.stats(), hintsAnswered, hintsStaged },
   };
+}
+
+/** How long a handoff waits for the newcomers to stage the next segment before switching to them. */
+const HANDOFF_STAGE_WAIT_MS = 5000;
+
+/** Proxies of `set` that failed in a download: lost, excluded, or replaced by another. */
+function failedIn(result: GetResult, set: readonly ProxyInfo[]): ProxyInfo[] {
+  return set.filter((p) => {
+    const source = result.sources.find((s) => s.proxyId === p.proxyId);
+    if (source === undefined) return true;
+    return 'state' in source && (source.state === 'failed' || source.state === 'dropped');
+  });
 }
