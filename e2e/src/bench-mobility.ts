@@ -22,7 +22,7 @@ import { downloadSeries, MutpClient, SegmentRef, SeriesResult } from '@mutp/shar
 import { releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import { createNodeHost } from '@mutp/client';
-import { startCluster } from './cluster';
+import { Cluster, startCluster } from './cluster';
 import { syntheticObject } from './origin';
 import { originBytesByProxy } from './proxy-metrics';
 import { enterTestbed, startPlacedOrigin } from './testbed-run';
@@ -113,6 +113,19 @@ const median = (xs: number[]) => {
 };
 const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 
+/** The proxies' origin byte counts, asked again while the access link is down (up to 90 s). */
+async function originBytes(cluster: Cluster): Promise<Record<string, number>> {
+  const deadline = performance.now() + 90_000;
+  for (;;) {
+    try {
+      return await originBytesByProxy(cluster);
+    } catch (e) {
+      if (performance.now() > deadline) throw e;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }
+}
+
 async function main(): Promise<void> {
   const testbed = await enterTestbed(
     __filename,
@@ -150,7 +163,7 @@ async function main(): Promise<void> {
       for (const way of WAYS) {
         const seeds = Array.from({ length: opts.segments }, () => ++seedBase);
         const segments: SegmentRef[] = seeds.map((s) => ({ url: `${origin.url}/object/${opts.segmentBytes}/${s}` }));
-        const before = await originBytesByProxy(cluster);
+        const before = await originBytes(cluster);
         const abort = new AbortController();
         const timer = setTimeout(() => abort.abort(), opts.timeoutMs);
         let verified = true;
@@ -199,7 +212,7 @@ async function main(): Promise<void> {
         } finally {
           clearTimeout(timer);
         }
-        const after = await originBytesByProxy(cluster);
+        const after = await originBytes(cluster);
         const used = result?.proxies.map((p) => p.proxyId) ?? [];
         const fetched = Object.keys(after).reduce((sum, id) => sum + after[id] - (before[id] ?? 0), 0);
         // Each proxy of the set fetches each segment once, staged or on demand; beyond that is refetching.

@@ -130,6 +130,25 @@ describeTestbed('namespace testbed', () => {
     }
   });
 
+  test('bench:mobility: a staged series through on/off connectivity arrives byte-exact, nothing fetched twice', async () => {
+    if (unavailable) return;
+    const args = ['--import', 'tsx', join(ROOT, 'e2e/src/bench-mobility.ts'), '--profile', 'vehicular-lossless'];
+    args.push('--sources', '2', '--segments', '24', '--segment-bytes', '1000000', '--ways', 'staged', '--json');
+    const { stdout } = await run(process.execPath, args, { cwd: ROOT, timeout: 300_000, maxBuffer: 8 << 20 }).catch(
+      (e: unknown) => {
+        const err = e as { stderr?: string; message: string };
+        throw new Error(`bench:mobility failed: ${err.message}\n${(err.stderr ?? '').slice(-4000)}`);
+      },
+    );
+    const { rows } = JSON.parse(stdout.trim().split('\n').pop() ?? '') as {
+      rows: { verified: boolean; refetchedBytes: number; segmentMs: number[]; hints: number; error?: string }[];
+    };
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ verified: true, refetchedBytes: 0 });
+    expect(rows[0].segmentMs).toHaveLength(24);
+    expect(rows[0].hints).toBeGreaterThanOrEqual(23);
+  });
+
   test('paper-loss2, lte-dublin, vehicular and a mahimahi trace: each mode completes or fails with a reason', async () => {
     if (unavailable) return;
     const dir = mkdtempSync(join(tmpdir(), 'mutp-trace-'));

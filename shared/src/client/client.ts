@@ -401,7 +401,7 @@ export class MutpClient {
 
   /**
    * A new connection to the proxy of a link lost mid-download (a disconnection, a network
-   * change): tried again, backing off from 0.5 s to 4 s, until the stall timeout (the longest
+   * change): tried again, backing off from 0.5 s to 2 s, until the stall timeout (the longest
    * disconnection a download survives) is up. Origo is reconnected first when it was lost too.
    */
   private async reconnect(lost: ProxyLink, limits: Limits, signal?: AbortSignal): Promise<ProxyLink> {
@@ -412,7 +412,7 @@ export class MutpClient {
     const attemptMs = Math.min(limits.connectMs, RECONNECT_ATTEMPT_MS);
     const trace = this.config.trace;
     trace?.(`${lost.proxy.name}: connection lost (${lost.closeReason ?? 'closed'}), reconnecting`);
-    for (let wait = 500; ; wait = Math.min(2 * wait, 4000)) {
+    for (let wait = 500; ; wait = Math.min(2 * wait, 2000)) {
       try {
         const session = await this.origo(limits.origoMs);
         const link = await this.linkTo(session, lost.proxy, attemptMs);

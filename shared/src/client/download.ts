@@ -69,6 +69,13 @@ export interface DownloadResult {
 
 /** How long a finished transfer still answers stray data with STOP. */
 const STOP_LINGER_MS = 3000;
+/**
+ * A source heard before and then silent this long on a link that still looks open: the link is
+ * closed and made anew (with `reconnect`). After a disconnection a surviving SCTP association
+ * may sit in retransmission back-off for many seconds more; a new connection is up in one round
+ * trip of ICE and DTLS.
+ */
+export const SILENT_LINK_MS = 3000;
 
 export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions): Promise<DownloadResult> {
   const startedAt = clock.now();
@@ -110,6 +117,7 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
       if (settled) return;
       settled = true;
       timer.stop();
+      stopWatchdog();
       o.signal?.removeEventListener('abort', onAbort);
       // STOPs were flushed above. A lost STOP is repeated when that proxy's data keeps coming, so
       // the transfer stays attached for a while; the links stay open for the next download.
@@ -137,6 +145,22 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
     }
     o.signal?.addEventListener('abort', onAbort);
 
+    /** When each source's link last delivered a datagram of this transfer (-Infinity: not yet). */
+    const lastHeard = links.map(() => -Infinity);
+    let stopWatchdog = () => {};
+    const watch = () => {
+      stopWatchdog = clock.setTimer(SILENT_LINK_MS / 3, () => {
+        if (settled) return;
+        const now = clock.now();
+        const sources = receiver.stats().sources;
+        links.forEach((link, i) => {
+          const live = sources[i].state === 'active' || sources[i].state === 'connecting';
+          if (live && link.alive && now - lastHeard[i] > SILENT_LINK_MS) link.close(`nothing for ${SILENT_LINK_MS} ms`);
+        });
+        watch();
+      });
+    };
+    if (o.reconnect) watch();
     const lose = (index: number, reason: string) => {
       receiver.sourceLost(index, reason);
       flush();
@@ -147,6 +171,8 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
         (fresh) => {
           if (settled) return;
           links[index] = fresh;
+          // The new connection gets its own time to answer before it is judged silent.
+          if (lastHeard[index] > -Infinity) lastHeard[index] = clock.now();
           attach(index);
           receiver.sourceReconnected(index, clock.now());
           flush();
@@ -162,7 +188,8 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
       const link = links[index];
       link.attach(o.transferId, {
         onDatagram: (bytes) => {
-          receiver.handleDatagram(index, bytes, clock.now());
+          lastHeard[index] = clock.now();
+          receiver.handleDatagram(index, bytes, lastHeard[index]);
           // Per datagram: the cheap getters, not stats() (a copy of every source's counters).
           if (o.onProgress && !settled) o.onProgress({ ...receiver.progress(), bytes: receiver.objectLength ?? 0 });
           flush();
