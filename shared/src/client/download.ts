@@ -155,7 +155,10 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
         const sources = receiver.stats().sources;
         links.forEach((link, i) => {
           const live = sources[i].state === 'active' || sources[i].state === 'connecting';
-          if (live && link.alive && now - lastHeard[i] > SILENT_LINK_MS) link.close(`nothing for ${SILENT_LINK_MS} ms`);
+          // Only a source heard in this transfer: before its first answer it may be fetching from
+          // the origin, and a new connection would withdraw that fetch.
+          const silent = lastHeard[i] > -Infinity && now - lastHeard[i] > SILENT_LINK_MS;
+          if (live && link.alive && silent) link.close(`nothing for ${SILENT_LINK_MS} ms`);
         });
         watch();
       });
