@@ -76,6 +76,13 @@ const STOP_LINGER_MS = 3000;
  * trip of ICE and DTLS.
  */
 export const SILENT_LINK_MS = 3000;
+/**
+ * A source never heard in the transfer gets this long from when it was first asked (on this
+ * connection) before its connection is made anew: it may be fetching the object from the origin,
+ * which a new connection withdraws, so this is well above a segment's origin fetch. It bounds
+ * what a download that began just before a disconnection waits for a stuck association.
+ */
+export const UNANSWERED_LINK_MS = 10_000;
 
 export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions): Promise<DownloadResult> {
   const startedAt = clock.now();
@@ -147,6 +154,8 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
 
     /** When each source's link last delivered a datagram of this transfer (-Infinity: not yet). */
     const lastHeard = links.map(() => -Infinity);
+    /** When each source was first asked on its current connection. */
+    const askedAt = links.map(() => startedAt);
     let stopWatchdog = () => {};
     const watch = () => {
       stopWatchdog = clock.setTimer(SILENT_LINK_MS / 3, () => {
@@ -155,10 +164,10 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
         const sources = receiver.stats().sources;
         links.forEach((link, i) => {
           const live = sources[i].state === 'active' || sources[i].state === 'connecting';
-          // Only a source heard in this transfer: before its first answer it may be fetching from
-          // the origin, and a new connection would withdraw that fetch.
-          const silent = lastHeard[i] > -Infinity && now - lastHeard[i] > SILENT_LINK_MS;
-          if (live && link.alive && silent) link.close(`nothing for ${SILENT_LINK_MS} ms`);
+          const heard = lastHeard[i] > -Infinity;
+          const silent = heard ? now - lastHeard[i] > SILENT_LINK_MS : now - askedAt[i] > UNANSWERED_LINK_MS;
+          if (live && link.alive && silent)
+            link.close(heard ? `nothing for ${SILENT_LINK_MS} ms` : `no answer for ${UNANSWERED_LINK_MS} ms`);
         });
         watch();
       });
@@ -176,6 +185,7 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
           links[index] = fresh;
           // The new connection gets its own time to answer before it is judged silent.
           if (lastHeard[index] > -Infinity) lastHeard[index] = clock.now();
+          askedAt[index] = clock.now();
           attach(index);
           receiver.sourceReconnected(index, clock.now());
           flush();

@@ -138,7 +138,10 @@ export async function downloadSeries(
     if (o.staging) {
       manager.stageOrdered(upcoming, clock.now());
       const range = upcoming.range ? { range: upcoming.range } : {};
-      record(upcoming, await client.stage(upcoming.url, fresh, { ...range, timeoutMs: HANDOFF_STAGE_WAIT_MS }));
+      const answers = await client
+        .stage(upcoming.url, fresh, { ...range, timeoutMs: HANDOFF_STAGE_WAIT_MS })
+        .catch(() => [] as StagedAnswer[]);
+      record(upcoming, answers);
     }
     return [...keep, ...fresh];
   };
@@ -149,10 +152,15 @@ export async function downloadSeries(
     const now = clock.now();
     for (const s of manager.decide(now)) {
       manager.stageOrdered(s, now);
-      void client.stage(s.url, set, s.range ? { range: s.range } : {}).then((answers) => {
-        record(s, answers);
-        stageAhead();
-      });
+      // A hint is only a hint: one that could not be sent leaves the segment to be fetched on demand.
+      const target = set;
+      void client.stage(s.url, target, s.range ? { range: s.range } : {}).then(
+        (answers) => {
+          record(s, answers);
+          stageAhead();
+        },
+        () => target.forEach((p) => manager.stageFailed(s, p.proxyId)),
+      );
     }
   };
 
