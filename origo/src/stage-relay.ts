@@ -11,7 +11,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
-import { ClientToOrigo, StagedAnswer, StagedByProxy, StageHint } from '@mutp/shared';
+import { ClientToOrigo, failedStage, StagedAnswer, StagedByProxy, StageHint } from '@mutp/shared';
 import type { ClientPeer, ProxyPeer } from './broker';
 import type { Cluster } from './cluster/cluster';
 import type { OrigoConfig } from './config';
@@ -77,7 +77,7 @@ export class StageRelay {
       ...(m.range ? { range: m.range } : {}),
     };
     for (const proxyId of new Set(m.proxyIds)) {
-      const fail = (error: string) => this.answerHere(client.peer, failed(m.requestId, proxyId, error));
+      const fail = (error: string) => this.answerHere(client.peer, failedStage(m.requestId, proxyId, error));
       if (!client.offered.has(proxyId)) {
         fail('not-offered');
         continue;
@@ -119,7 +119,7 @@ export class StageRelay {
       kind: 'staged',
       from: this.deps.cluster.instanceId,
       clientId: hint.clientId,
-      message: failed(hint.requestId, proxyId, 'unknown-proxy'),
+      message: failedStage(hint.requestId, proxyId, 'unknown-proxy'),
     });
   }
 
@@ -181,8 +181,4 @@ export class StageRelay {
 
 function pendingKey(clientId: string, requestId: string, proxyId: string): string {
   return `${clientId}\n${requestId}\n${proxyId}`;
-}
-
-function failed(requestId: string, proxyId: string, error: string): StagedAnswer {
-  return { type: 'staged', requestId, proxyId, status: 'failed', originMs: 0, cached: false, bytes: 0, error };
 }

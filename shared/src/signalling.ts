@@ -264,6 +264,11 @@ export type TokenPublicKey = z.infer<typeof tokenPublicKey>;
 export type StageHint = Extract<z.infer<typeof origoToProxy>, { type: 'stage' }>;
 export type StagedByProxy = Extract<z.infer<typeof proxyToOrigo>, { type: 'staged' }>;
 export type StagedAnswer = Extract<z.infer<typeof origoToClient>, { type: 'staged' }>;
+
+/** A proxy's outcome of a hint that did not stage anything, with why (docs/signalling.md). */
+export function failedStage(requestId: string, proxyId: string, error: string): StagedAnswer {
+  return { type: 'staged', requestId, proxyId, status: 'failed', originMs: 0, cached: false, bytes: 0, error };
+}
 export type SessionDescription = z.infer<typeof sessionDescription>;
 export type IceCandidate = z.infer<typeof iceCandidate>;
 

@@ -20,6 +20,7 @@ import {
   Codec,
   DEFAULT_GENERATION_SIZE,
   DEFAULT_RECEIVER_CONFIG,
+  failedStage,
   DEFAULT_SCHEDULER,
   DEFAULT_SYMBOL_SIZE,
   DownloadRecord,
@@ -385,16 +386,7 @@ export class MutpClient {
     }
     const timeoutMs = o.timeoutMs ?? this.config.origoTimeoutMs;
     if (session === undefined) {
-      return ids.map((proxyId) => ({
-        type: 'staged' as const,
-        requestId: 'none',
-        proxyId,
-        status: 'failed' as const,
-        originMs: 0,
-        cached: false,
-        bytes: 0,
-        error: 'no-session',
-      }));
+      return ids.map((proxyId) => failedStage('none', proxyId, 'no-session'));
     }
     return session.stage(url, ids, o.range, timeoutMs);
   }

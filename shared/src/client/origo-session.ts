@@ -14,6 +14,7 @@ import {
   SessionDescription,
   SIGNALLING_VERSION,
   StagedAnswer,
+  failedStage,
 } from '..';
 import type { ByteRange } from '../range';
 import { ClientError } from './errors';
@@ -173,20 +174,7 @@ export class OrigoSession {
     const ids = [...new Set(proxyIds)];
     const missing = (error: string) =>
       ids.flatMap((proxyId) =>
-        wait.answers.has(proxyId)
-          ? [wait.answers.get(proxyId)!]
-          : [
-              {
-                type: 'staged' as const,
-                requestId,
-                proxyId,
-                status: 'failed' as const,
-                originMs: 0,
-                cached: false,
-                bytes: 0,
-                error,
-              },
-            ],
+        wait.answers.has(proxyId) ? [wait.answers.get(proxyId)!] : [failedStage(requestId, proxyId, error)],
       );
     const wait: StageWait = { answers: new Map(), expected: new Set(ids), done: () => undefined };
     if (!this.isOpen || ids.length === 0) return Promise.resolve(missing('no-session'));
