@@ -152,6 +152,21 @@ test('manifests observed remember their segments; garbage is ignored', () => {
   expect(t.core.decide(facts('https://cdn.example/v/seg.ts'))).toMatchObject({ intercept: true, match: 'manifest' });
 });
 
+test('a media segment of a known playlist carries the next ones and its track (for staging); others none', () => {
+  const t = setup();
+  const playlist = 'https://cdn.example/v/index.m3u8';
+  const body = '#EXTM3U\n#EXT-X-TARGETDURATION:2\n' + [0, 1, 2, 3, 4, 5].map((i) => `#EXTINF:2,\ns${i}.ts\n`).join('');
+  t.core.observeManifest(playlist, body);
+  t.core.serve(t.intercept('https://cdn.example/v/s0.ts'));
+  expect(t.transport.requests[0].req).toMatchObject({
+    track: playlist,
+    upcoming: [1, 2, 3, 4].map((i) => ({ url: `https://cdn.example/v/s${i}.ts` })),
+  });
+  t.core.serve(t.intercept('https://cdn.example/obj/unlisted')); // a URL pattern, no playlist
+  expect(t.transport.requests[1].req.upcoming).toBeUndefined();
+  expect(t.transport.requests[1].req.track).toBeUndefined();
+});
+
 describe('PortTransport', () => {
   function transport() {
     const timers = new ManualTimers();

@@ -1,4 +1,4 @@
-import type { ObjectAttributes } from '@mutp/shared';
+import type { ByteRange, ObjectAttributes, ProxyInfo, StagedAnswer } from '@mutp/shared';
 import { ClientError, GetOptions, GetResult } from '@mutp/shared/client';
 import { ClientLike, Downloader, ORIGO_RETRY_MS } from '../src/downloader/downloader';
 import { ByteLru } from '../src/downloader/lru';
@@ -437,4 +437,120 @@ test('progress: the first datagram cancels the first-byte timer; later ones cost
   call.resolve(object(5000));
   expect(ok(await answer).status).toBe(200);
   expect(timers).toEqual({ set: 1, cancelled: 1 });
+});
+
+describe('staging (a request carries its playlist position)', () => {
+  const SET = [
+    { proxyId: 'a', name: 'proxy-a', httpUrl: 'http://a.test/', capacityBps: 1e6 },
+    { proxyId: 'b', name: 'proxy-b', httpUrl: 'http://b.test/', capacityBps: 1e6 },
+  ];
+
+  /** A FakeClient that can stage: every hint is answered "staged" by each proxy named. */
+  class StagingClient extends FakeClient {
+    chosen = 0;
+    hints: { url: string; proxies: string[]; range?: ByteRange }[] = [];
+    async chooseProxies(): Promise<ProxyInfo[]> {
+      this.chosen++;
+      return SET;
+    }
+    async stage(url: string, proxies: readonly ProxyInfo[], o: { range?: ByteRange } = {}): Promise<StagedAnswer[]> {
+      this.hints.push({ url, proxies: proxies.map((p) => p.proxyId), ...(o.range ? { range: o.range } : {}) });
+      return proxies.map((p) => ({
+        type: 'staged',
+        requestId: 'r',
+        proxyId: p.proxyId,
+        status: 'staged',
+        originMs: 3,
+        cached: false,
+        bytes: 10,
+      }));
+    }
+  }
+
+  function stagingSetup(overrides: Partial<Settings> = {}) {
+    const clients: StagingClient[] = [];
+    const t = setup(overrides, {
+      createClient: async () => {
+        const c = new StagingClient();
+        clients.push(c);
+        return c;
+      },
+    });
+    return { ...t, client: () => clients[clients.length - 1] };
+  }
+
+  const playlist = Array.from({ length: 8 }, (_, i) => `https://cdn.test/seg${i}.ts`);
+  const at = (i: number, more: Partial<GetRequest> = {}) =>
+    req(playlist[i], {
+      track: 'https://cdn.test/index.m3u8',
+      upcoming: playlist.slice(i + 1, i + 5).map((url) => ({ url })),
+      ...more,
+    });
+
+  test('downloads go through one chosen set; the next segment is staged at it, never the one being fetched', async () => {
+    const t = stagingSetup();
+    for (let i = 0; i < 3; i++) {
+      const answer = t.d.handle(at(i));
+      await flush();
+      const call = t.client().calls[i];
+      expect(call.url).toBe(playlist[i]);
+      expect(call.options.use).toEqual(SET);
+      call.resolve(object(100, i));
+      expect(await answer).toMatchObject({ ok: true });
+    }
+    const c = t.client();
+    expect(c.chosen).toBe(1);
+    expect(c.hints.map((h) => h.url)).not.toContain(playlist[0]);
+    expect(c.hints.map((h) => h.url)).toEqual(expect.arrayContaining([playlist[1], playlist[2], playlist[3]]));
+    for (const h of c.hints) expect(h.proxies).toEqual(['a', 'b']);
+    expect(t.d.stagingStats()).toMatchObject({ wasted: 0, hintsStaged: c.hints.length * 2 });
+  });
+
+  test('a seek: what was staged ahead and skipped counts as waste, at most the staged-ahead segments', async () => {
+    const t = stagingSetup();
+    const first = t.d.handle(at(0));
+    await flush();
+    t.client().calls[0].resolve(object(100));
+    await first;
+    const seek = t.d.handle(at(5));
+    await flush();
+    t.client().calls[1].resolve(object(100));
+    await seek;
+    const stats = t.d.stagingStats()!;
+    expect(stats.wasted).toBeGreaterThanOrEqual(1);
+    expect(stats.wasted).toBeLessThanOrEqual(stats.neededAhead);
+  });
+
+  test('ranged segments are staged as the ranges the manifest names', async () => {
+    const t = stagingSetup();
+    const url = 'https://cdn.test/all.ts';
+    const answer = t.d.handle(
+      req(url, {
+        range: { kind: 'from', start: 0, end: 99 },
+        track: 'https://cdn.test/ranged.m3u8',
+        upcoming: [{ url, range: { start: 100, length: 100 } }],
+      }),
+    );
+    await flush();
+    t.client().calls[0].resolve(object(100), { range: { start: 0, completeLength: 1000 } });
+    await answer;
+    expect(t.client().hints).toEqual([{ url, proxies: ['a', 'b'], range: { start: 100, length: 100 } }]);
+  });
+
+  test('no hint with staging off, in Parallel HTTP, or without a playlist position; origo then picks per download', async () => {
+    for (const [overrides, more] of [
+      [{ staging: false }, {}],
+      [{}, { mode: 'http' as const }],
+      [{}, { track: undefined, upcoming: undefined }],
+    ] as [Partial<Settings>, Partial<GetRequest>][]) {
+      const t = stagingSetup(overrides);
+      const answer = t.d.handle(at(0, more));
+      await flush();
+      expect(t.client().calls[0].options.use).toBeUndefined();
+      t.client().calls[0].resolve(object(100));
+      await answer;
+      expect(t.client().hints).toEqual([]);
+      expect(t.client().chosen).toBe(0);
+    }
+  });
 });

@@ -50,6 +50,7 @@ test('an HLS media playlist gives back its segments, resolved against the playli
           kind: 'media',
           duration: s.duration,
           ...(s.range ? { byteRange: s.range } : {}),
+          track: 0,
         })),
       );
     }),

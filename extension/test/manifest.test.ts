@@ -89,28 +89,30 @@ describe('HLS', () => {
     expect(info.kind).toBe('hls');
     expect(info.manifests).toEqual([]);
     expect(info.segments).toEqual([
-      { url: 'https://site.example/video/stream/init.mp4', kind: 'init' },
-      { url: 'https://site.example/video/stream/seg-0.m4s', kind: 'media', duration: 4 },
-      { url: 'https://site.example/abs/seg-1.m4s?token=a%20b', kind: 'media', duration: 4 },
-      { url: 'https://cdn.example.net/other/seg-2.m4s', kind: 'media', duration: 3.5 },
+      { url: 'https://site.example/video/stream/init.mp4', kind: 'init', track: 0 },
+      { url: 'https://site.example/video/stream/seg-0.m4s', kind: 'media', duration: 4, track: 0 },
+      { url: 'https://site.example/abs/seg-1.m4s?token=a%20b', kind: 'media', duration: 4, track: 0 },
+      { url: 'https://cdn.example.net/other/seg-2.m4s', kind: 'media', duration: 3.5, track: 0 },
     ]);
   });
 
   test('EXT-X-BYTERANGE: offsets follow on from the previous range; the init segment has its own', () => {
     const info = extractHls(HLS_BYTERANGE, 'http://127.0.0.1:8080/hls/br.m3u8');
     expect(info.segments).toEqual([
-      { url: 'http://127.0.0.1:8080/hls/main.mp4', kind: 'init', byteRange: { offset: 0, length: 720 } },
+      { url: 'http://127.0.0.1:8080/hls/main.mp4', kind: 'init', byteRange: { offset: 0, length: 720 }, track: 0 },
       {
         url: 'http://127.0.0.1:8080/hls/main.mp4',
         kind: 'media',
         duration: 4,
         byteRange: { offset: 720, length: 1000 },
+        track: 0,
       },
       {
         url: 'http://127.0.0.1:8080/hls/main.mp4',
         kind: 'media',
         duration: 4,
         byteRange: { offset: 1720, length: 2000 },
+        track: 0,
       },
     ]);
   });
@@ -135,16 +137,17 @@ describe('DASH', () => {
     expect(info.kind).toBe('dash');
     expect(info.segments).toEqual(
       expect.arrayContaining([
-        { url: 'https://cdn.example.com/v/init-v0.m4s', kind: 'init' },
-        { url: 'https://cdn.example.com/v/chunk-v0-00001.m4s', kind: 'media', duration: 4 },
-        { url: 'https://cdn.example.com/v/chunk-v0-00002.m4s', kind: 'media', duration: 4 },
-        { url: 'https://cdn.example.com/v/audio/a-init.mp4', kind: 'init' },
-        { url: 'https://cdn.example.com/v/audio/a1.m4s', kind: 'media', duration: 4 },
+        { url: 'https://cdn.example.com/v/init-v0.m4s', kind: 'init', track: 0 },
+        { url: 'https://cdn.example.com/v/chunk-v0-00001.m4s', kind: 'media', duration: 4, track: 0 },
+        { url: 'https://cdn.example.com/v/chunk-v0-00002.m4s', kind: 'media', duration: 4, track: 0 },
+        { url: 'https://cdn.example.com/v/audio/a-init.mp4', kind: 'init', track: 1 },
+        { url: 'https://cdn.example.com/v/audio/a1.m4s', kind: 'media', duration: 4, track: 1 },
         {
           url: 'https://cdn.example.com/v/audio/big.mp4',
           kind: 'media',
           duration: 4,
           byteRange: { offset: 100, length: 100 },
+          track: 1,
         },
       ]),
     );
@@ -165,9 +168,9 @@ describe('DASH', () => {
     );
     expect(info.segments).toEqual(
       expect.arrayContaining([
-        { url: `${base}hi/init.mp4`, kind: 'init' },
-        { url: `${base}video-360.webm`, kind: 'init', byteRange: { offset: 0, length: 500 } },
-        { url: `${base}video-360.webm`, kind: 'index', byteRange: { offset: 500, length: 400 } },
+        { url: `${base}hi/init.mp4`, kind: 'init', track: 2 },
+        { url: `${base}video-360.webm`, kind: 'init', byteRange: { offset: 0, length: 500 }, track: 0 },
+        { url: `${base}video-360.webm`, kind: 'index', byteRange: { offset: 500, length: 400 }, track: 0 },
       ]),
     );
     // The MPD itself is never a segment.
@@ -207,6 +210,49 @@ describe('SegmentRegistry', () => {
     expect(r.lookup('http://h/init.mp4')?.kind).toBe('init');
     expect(r.lookup('http://h/nothing.m4s')).toBeUndefined();
     expect(r.manifestsSeen).toBe(2);
+  });
+
+  test('upcoming: the media segments after one in its playlist, by range for ranged ones, per DASH representation', () => {
+    const r = new SegmentRegistry();
+    r.addManifest('http://h/i.m3u8', extractHls(HLS_MEDIA, 'http://h/i.m3u8'));
+    expect(r.upcoming('http://h/seg-0.m4s', undefined, 4)).toEqual({
+      track: 'http://h/i.m3u8',
+      segments: [{ url: 'http://h/abs/seg-1.m4s?token=a%20b' }, { url: 'https://cdn.example.net/other/seg-2.m4s' }],
+    });
+    expect(r.upcoming('https://cdn.example.net/other/seg-2.m4s', undefined, 4)?.segments).toEqual([]);
+    expect(r.upcoming('http://h/init.mp4', undefined, 4)).toBeUndefined(); // not a media segment
+    r.addManifest('http://h/br.m3u8', extractHls(HLS_BYTERANGE, 'http://h/br.m3u8'));
+    expect(r.upcoming('http://h/main.mp4', 720, 1)).toEqual({
+      track: 'http://h/br.m3u8',
+      segments: [{ url: 'http://h/main.mp4', range: { start: 1720, length: 2000 } }],
+    });
+    expect(r.upcoming('http://h/main.mp4', 5, 1)).toBeUndefined(); // no segment starts there
+    const mpd = 'https://site.example/m/stream.mpd';
+    r.addManifest(mpd, extractDash(DASH_TEMPLATE, mpd));
+    expect(r.upcoming('https://cdn.example.com/v/chunk-v0-00001.m4s', undefined, 4)).toEqual({
+      track: `${mpd}#0`,
+      segments: [{ url: 'https://cdn.example.com/v/chunk-v0-00002.m4s' }],
+    });
+    expect(r.upcoming('https://cdn.example.com/v/audio/a1.m4s', undefined, 4)?.track).toBe(`${mpd}#1`);
+  });
+
+  test('upcoming: a refreshed playlist replaces its order; only the last 16 playlists are kept', () => {
+    const r = new SegmentRegistry();
+    const live = (first: number) =>
+      `#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXT-X-MEDIA-SEQUENCE:${first}\n` +
+      [0, 1, 2].map((i) => `#EXTINF:4,\ns${first + i}.ts\n`).join('');
+    r.addManifest('http://h/live.m3u8', extractHls(live(0), 'http://h/live.m3u8'));
+    expect(r.upcoming('http://h/s2.ts', undefined, 4)?.segments).toEqual([]);
+    r.addManifest('http://h/live.m3u8', extractHls(live(2), 'http://h/live.m3u8'));
+    expect(r.upcoming('http://h/s2.ts', undefined, 4)?.segments).toEqual([
+      { url: 'http://h/s3.ts' },
+      { url: 'http://h/s4.ts' },
+    ]);
+    expect(r.upcoming('http://h/s0.ts', undefined, 4)).toBeUndefined();
+    for (let i = 0; i < 16; i++)
+      r.addManifest(`http://h/p${i}.m3u8`, extractHls(live(100 * (i + 1)), `http://h/p${i}.m3u8`));
+    expect(r.upcoming('http://h/s2.ts', undefined, 4)).toBeUndefined();
+    expect(r.upcoming('http://h/s100.ts', undefined, 4)?.track).toBe('http://h/p0.m3u8');
   });
 
   test('is bounded: the oldest segments are forgotten first', () => {

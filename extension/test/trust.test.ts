@@ -6,7 +6,7 @@
 import { DownloaderGrants, GRANT_TTL_MS } from '../src/background/grants';
 import { GetRequest } from '../src/common/messages';
 import { Authorization, DownloaderRelay } from '../src/content/relay';
-import { checkUrl, ConsentCache, corsConsent, HeadResponse } from '../src/content/request-policy';
+import { checkUrl, ConsentCache, corsConsent, HeadResponse, readableUpcoming } from '../src/content/request-policy';
 import { waitFor } from '@mutp/testing/wait';
 
 const PAGE = 'https://site.example';
@@ -101,6 +101,35 @@ describe('ConsentCache', () => {
   });
 });
 
+describe('readableUpcoming (staging hints ride on a request: the same rules as its URL)', () => {
+  test('same-origin kept; credentials and other schemes dropped; cross-origin only once consent is known', async () => {
+    const cache = new ConsentCache(
+      async (url) => url.includes('cors-ok'),
+      () => 0,
+    );
+    const list = [
+      { url: `${PAGE}/s1.ts#frag` },
+      { url: `${PAGE}/all.ts`, range: { start: 100, length: 50 } },
+      { url: 'https://user:pw@cdn.example/s2.ts' },
+      { url: 'ftp://cdn.example/s3.ts' },
+      { url: 'https://cdn.example/cors-ok/s4.ts' },
+      { url: 'https://cdn.example/refused/s5.ts' },
+    ];
+    expect(readableUpcoming(list, PAGE, cache)).toEqual([
+      { url: `${PAGE}/s1.ts` },
+      { url: `${PAGE}/all.ts`, range: { start: 100, length: 50 } },
+    ]);
+    // The checks started above; once answered, the consented one rides on the next request.
+    await cache.check('https://cdn.example/cors-ok/s4.ts');
+    await cache.check('https://cdn.example/refused/s5.ts');
+    expect(readableUpcoming(list, PAGE, cache).map((s) => s.url)).toEqual([
+      `${PAGE}/s1.ts`,
+      `${PAGE}/all.ts`,
+      'https://cdn.example/cors-ok/s4.ts',
+    ]);
+  });
+});
+
 describe('DownloaderGrants', () => {
   test('a token is redeemed once, only in the tab that granted it, only while fresh', () => {
     let now = 0;
@@ -171,6 +200,28 @@ describe('DownloaderRelay', () => {
         { type: 'result', id: 2, ok: false, reason: 'cors', message: 'cors' },
         { type: 'result', id: 3, ok: false, reason: 'bad-request', message: 'bad-request' },
       ]);
+    } finally {
+      t.close();
+    }
+  });
+
+  test('upcoming segments: passed on when well-formed, dropped (the request kept) when not', async () => {
+    const t = setup(async (r) => ({ ok: true, request: r }));
+    try {
+      const upcoming = [{ url: `${PAGE}/b.m4s` }, { url: `${PAGE}/c.m4s`, range: { start: 0, length: 9 } }];
+      t.hook.postMessage(get({ id: 1, upcoming, track: `${PAGE}/i.m3u8` }));
+      t.hook.postMessage(
+        get({ id: 2, upcoming: [{ url: `${PAGE}/b.m4s`, range: { start: 0, length: 0 } }], track: 't' }),
+      );
+      t.hook.postMessage(get({ id: 3, upcoming: Array(5).fill({ url: `${PAGE}/b.m4s` }), track: 't' }));
+      t.hook.postMessage(get({ id: 4, upcoming, track: 7 as unknown as string }));
+      await until('four requests to reach the frame', () => t.toFrame.length >= 4);
+      const [first, ...rest] = byId(t.toFrame) as GetRequest[];
+      expect(first).toMatchObject({ id: 1, upcoming, track: `${PAGE}/i.m3u8` });
+      for (const r of rest) {
+        expect(r.upcoming).toBeUndefined();
+        expect(r.track).toBeUndefined();
+      }
     } finally {
       t.close();
     }

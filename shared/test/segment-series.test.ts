@@ -1,9 +1,10 @@
 /**
- * downloadSeries' own logic against a scripted client (its network half is e2e/test/cli.test.ts,
- * `mutp playlist` against real proxies): one proxy set for the whole series, hints to that set as
- * the StagingManager orders them, segments tried again after a failure.
+ * downloadSeries' and SegmentStager's own logic against a scripted client (the network half is
+ * e2e/test/cli.test.ts, `mutp playlist` against real proxies, and the extension's playback
+ * tests): one proxy set for the whole series, hints to that set as the StagingManager orders
+ * them, segments tried again after a failure, tracks followed apart.
  */
-import { ClientError, downloadSeries, SeriesClient, systemClock } from '../src/client';
+import { ClientError, downloadSeries, SegmentStager, SeriesClient, systemClock } from '../src/client';
 import type { GetOptions, GetResult } from '../src/client';
 import type { ProxyInfo, StagedAnswer } from '../src';
 
@@ -141,4 +142,68 @@ test('handoff between segments: a proxy lost in one is replaced before the next,
   expect(calls.stages[toNewcomer]).toEqual({ url: 'http://o.test/2', proxies: ['p3'] });
   expect(result.proxies.map((p) => p.proxyId)).toEqual(['p1', 'p3']);
   expect(result.segments[2].sources).toEqual(['p1', 'p3']);
+});
+
+describe('SegmentStager (the loader side: segments as the player asks for them)', () => {
+  const flush = () => new Promise((r) => setImmediate(r));
+  const track = (name: string, n: number) =>
+    Array.from({ length: n }, (_, i) => ({ url: `http://o.test/${name}/${i}` }));
+
+  test('tracks are staged apart: interleaved audio and video requests do not count each other as skipped', async () => {
+    const { client, calls } = scriptedClient();
+    const stager = new SegmentStager(client, systemClock, { mode: 'rlnc', proxies: 2, staging: true });
+    await stager.proxies();
+    const video = track('v', 4);
+    const audio = track('a', 4);
+    for (let i = 0; i < 4; i++) {
+      for (const [name, list] of [
+        ['v', video],
+        ['a', audio],
+      ] as const) {
+        stager.setUpcoming(list.slice(i), name);
+        stager.fetchStarted(list[i], name);
+        await flush();
+        stager.fetchCompleted(list[i], name);
+      }
+    }
+    const staged = calls.stages.map((s) => s.url);
+    expect(staged).toContain('http://o.test/v/1');
+    expect(staged).toContain('http://o.test/a/1');
+    expect(stager.stats().wasted).toBe(0);
+  });
+
+  test('a seek leaves at most the staged-ahead segments as waste, and a dropped track counts its own', async () => {
+    const { client } = scriptedClient();
+    const stager = new SegmentStager(client, systemClock, { mode: 'rlnc', proxies: 2, staging: true, maxTracks: 1 });
+    await stager.proxies();
+    const list = track('v', 20);
+    stager.setUpcoming(list, 'v');
+    stager.fetchStarted(list[0], 'v');
+    await flush();
+    stager.fetchCompleted(list[0], 'v');
+    // Only one ahead until fetch and staging times are measured: segment 1 is staged, then skipped.
+    stager.setUpcoming(list.slice(10), 'v');
+    expect(stager.stats().wasted).toBe(1);
+    stager.fetchStarted(list[10], 'v');
+    await flush();
+    stager.setUpcoming(track('v2', 5), 'v2'); // a stream switch: track v is dropped with list[11] staged
+    expect(stager.stats().wasted).toBe(2);
+  });
+
+  test('a failed choice of proxies is tried again on the next call; hints wait for a set', async () => {
+    const { client, calls } = scriptedClient();
+    let refuse = true;
+    const choose = client.chooseProxies.bind(client);
+    client.chooseProxies = (count, mode, o) =>
+      refuse ? Promise.reject(new ClientError('no-proxies', 'none')) : choose(count, mode, o);
+    const stager = new SegmentStager(client, systemClock, { mode: 'rlnc', proxies: 2, staging: true });
+    const list = track('v', 3);
+    stager.setUpcoming(list);
+    await expect(stager.proxies()).rejects.toThrow(/none/);
+    stager.fetchStarted(list[0]);
+    expect(calls.stages).toEqual([]);
+    refuse = false;
+    await expect(stager.proxies()).resolves.toBe(PROXIES);
+    expect(stager.current()).toBe(PROXIES);
+  });
 });

@@ -54,11 +54,28 @@ export interface GetRequest {
   /** Seconds of media, when the manifest says (statistics). */
   duration?: number;
   /**
+   * The media segments the manifest lists after this one in the same playlist (at most
+   * {@link MAX_UPCOMING}), for staging at the proxies ahead of the player's requests. The relay
+   * keeps only those the page may read (as it checks `url`).
+   */
+  upcoming?: UpcomingSegment[];
+  /** The playlist (rendition) `url` and `upcoming` belong to: staging follows each one apart. */
+  track?: string;
+  /**
    * The hook falls back to the network after this long (set by the content script, which works it
    * out from the settings as the hook does): the downloader's limits derive from it.
    */
   deadlineMs?: number;
 }
+
+/** A segment the player will ask for soon: a URL, or a byte range of it (EXT-X-BYTERANGE, DASH ranges). */
+export interface UpcomingSegment {
+  url: string;
+  range?: { start: number; length: number };
+}
+
+/** Upcoming segments a request carries at most (the staging manager looks no further ahead). */
+export const MAX_UPCOMING = 4;
 
 export type HookToDownloader =
   { type: 'hello'; session: string; pageUrl: string } | GetRequest | { type: 'cancel'; id: number };

@@ -37,6 +37,11 @@ export interface Settings {
   /** MUTP downloads run at once per page frame (1 = one segment at a time, all proxies on it). */
   concurrency: number;
   /**
+   * Stage the segments the manifest lists next at the proxies before the player asks for them
+   * (SoftStage), and keep one proxy set per page frame, changed only between segments.
+   */
+  staging: boolean;
+  /**
    * Debug/test aid: the page-world hook exposes `window.__mutp.counters()` (off by default so
    * pages see nothing unusual).
    */
@@ -54,6 +59,7 @@ export const DEFAULT_SETTINGS: Readonly<Settings> = Object.freeze({
   maxObjectBytes: 64 * 1024 * 1024,
   rangeCacheBytes: 128 * 1024 * 1024,
   concurrency: 1,
+  staging: true,
   exposeCounters: false,
 });
 
@@ -156,6 +162,7 @@ export function normalizeSettings(raw: unknown): Settings {
     maxObjectBytes: clampInt(r.maxObjectBytes, 1024, 256 * 1024 * 1024, d.maxObjectBytes),
     rangeCacheBytes: clampInt(r.rangeCacheBytes, 0, 1024 * 1024 * 1024, d.rangeCacheBytes),
     concurrency: clampInt(r.concurrency, 1, 8, d.concurrency),
+    staging: typeof r.staging === 'boolean' ? r.staging : d.staging,
     exposeCounters: typeof r.exposeCounters === 'boolean' ? r.exposeCounters : d.exposeCounters,
   };
 }

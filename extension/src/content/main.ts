@@ -24,7 +24,7 @@ import { normalizeSettings, Settings, SETTINGS_KEY, siteEnabled } from '../commo
 import { redactUrl } from '../common/media';
 import { hookDeadline } from '../common/deadlines';
 import { Authorization, DownloaderRelay } from './relay';
-import { checkUrl, ConsentCache, corsConsent, HeadFetch } from './request-policy';
+import { checkUrl, ConsentCache, corsConsent, HeadFetch, readableUpcoming } from './request-policy';
 
 const api = ext();
 let hookPort: MessagePort | undefined;
@@ -108,7 +108,15 @@ async function authorize(request: GetRequest): Promise<Authorization> {
   // The hook's deadline for this request, worked out here from the settings (not taken from the
   // page): the downloader's limits derive from it.
   const deadlineMs = hookDeadline(s.deadlineMs, request.duration);
-  return { ok: true, request: { ...request, url: verdict.url, mode: s.mode, proxies: s.proxies, deadlineMs } };
+  const forwarded: GetRequest = { ...request, url: verdict.url, mode: s.mode, proxies: s.proxies, deadlineMs };
+  delete forwarded.upcoming;
+  delete forwarded.track;
+  const upcoming = s.staging ? readableUpcoming(request.upcoming ?? [], window.location.origin, consent) : [];
+  if (upcoming.length > 0 && request.track !== undefined) {
+    forwarded.upcoming = upcoming;
+    forwarded.track = request.track;
+  }
+  return { ok: true, request: forwarded };
 }
 
 function randomToken(): string {

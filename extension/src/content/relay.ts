@@ -5,7 +5,7 @@
  * decides (mode, N, the URL as the proxies fetch it), and forwards it on the private port to the
  * downloader. Answers come back the same way, the bytes transferred, not copied.
  */
-import { GetFailure, GetRequest, HookToDownloader, isObject } from '../common/messages';
+import { GetFailure, GetRequest, HookToDownloader, isObject, MAX_UPCOMING, UpcomingSegment } from '../common/messages';
 import { ByteRangeSpec } from '../common/media';
 
 /** A request the relay may forward, or why not (the hook sends it to the network instead). */
@@ -106,7 +106,32 @@ function shapeOf(m: GetRequest): GetRequest | undefined {
     if (!range) return undefined;
     request.range = range;
   }
+  // Staging is only a hint: a malformed list is dropped, the request itself still goes.
+  const upcoming = upcomingOf(m.upcoming);
+  if (upcoming && typeof m.track === 'string' && m.track.length <= MAX_URL_CHARS) {
+    request.upcoming = upcoming;
+    request.track = m.track;
+  }
   return request;
+}
+
+const MAX_URL_CHARS = 8192;
+
+function upcomingOf(list: unknown): UpcomingSegment[] | undefined {
+  if (!Array.isArray(list) || list.length > MAX_UPCOMING) return undefined;
+  const out: UpcomingSegment[] = [];
+  for (const item of list as unknown[]) {
+    if (!isObject(item) || typeof item.url !== 'string' || item.url.length > MAX_URL_CHARS) return undefined;
+    const segment: UpcomingSegment = { url: item.url };
+    if (item.range !== undefined) {
+      const r = item.range;
+      if (!isObject(r) || !Number.isSafeInteger(r.start) || !Number.isSafeInteger(r.length)) return undefined;
+      if ((r.start as number) < 0 || (r.length as number) <= 0) return undefined;
+      segment.range = { start: r.start as number, length: r.length as number };
+    }
+    out.push(segment);
+  }
+  return out;
 }
 
 function rangeOf(r: unknown): ByteRangeSpec | undefined {

@@ -9,7 +9,10 @@
  * - a cross-origin URL needs the origin's CORS consent for the page's origin: one credential-less
  *   HEAD (CORS-safelisted, so no preflight), made as the page (Chrome's content-script fetch
  *   follows the page's CORS; Firefox's `content.fetch` too), cached per URL for a while.
+ *
+ * The same rules apply to the upcoming segments a request names for staging.
  */
+import type { UpcomingSegment } from '../common/messages';
 
 export type UrlVerdict =
   { ok: true; url: string; crossOrigin: boolean } | { ok: false; reason: 'scheme' | 'credentials' | 'bad-request' };
@@ -66,7 +69,7 @@ export async function corsConsent(fetchHead: HeadFetch, url: string, pageOrigin:
 
 /** Consent answers per URL, kept `ttlMs` and at most `maxEntries` (oldest dropped first). */
 export class ConsentCache {
-  private readonly entries = new Map<string, { at: number; answer: Promise<boolean> }>();
+  private readonly entries = new Map<string, { at: number; answer: Promise<boolean>; settled?: boolean }>();
 
   constructor(
     private readonly ask: (url: string) => Promise<boolean>,
@@ -75,13 +78,47 @@ export class ConsentCache {
     private readonly maxEntries = 512,
   ) {}
 
+  /** The answer when it is known already (undefined: never asked, expired, or still asking). */
+  known(url: string): boolean | undefined {
+    const hit = this.entries.get(url);
+    if (!hit || this.now() - hit.at >= this.ttlMs) return undefined;
+    return hit.settled;
+  }
+
   check(url: string): Promise<boolean> {
     const hit = this.entries.get(url);
     if (hit && this.now() - hit.at < this.ttlMs) return hit.answer;
     this.entries.delete(url);
     while (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value as string);
-    const answer = this.ask(url).catch(() => false);
-    this.entries.set(url, { at: this.now(), answer });
-    return answer;
+    const entry: { at: number; answer: Promise<boolean>; settled?: boolean } = {
+      at: this.now(),
+      answer: this.ask(url).catch(() => false),
+    };
+    entry.answer.then((ok) => (entry.settled = ok));
+    this.entries.set(url, entry);
+    return entry.answer;
   }
+}
+
+/**
+ * The upcoming segments (for staging) the page could read itself, as the proxies would fetch them.
+ * A cross-origin one whose CORS answer is not known yet is left out, and its check starts now so a
+ * later request carries it: staging never delays the request it rides on.
+ */
+export function readableUpcoming(
+  list: readonly UpcomingSegment[],
+  pageOrigin: string,
+  consent: Pick<ConsentCache, 'known' | 'check'>,
+): UpcomingSegment[] {
+  const out: UpcomingSegment[] = [];
+  for (const segment of list) {
+    const verdict = checkUrl(segment.url, pageOrigin);
+    if (!verdict.ok) continue;
+    if (verdict.crossOrigin && consent.known(verdict.url) !== true) {
+      void consent.check(verdict.url);
+      continue;
+    }
+    out.push(segment.range ? { url: verdict.url, range: { ...segment.range } } : { url: verdict.url });
+  }
+  return out;
 }

@@ -13,13 +13,30 @@
  * through MUTP, kept in a bounded LRU, the range sliced from it. URLs that name their bytes
  * themselves (YouTube-style `range=`) need no Range header and are fetched as they are.
  *
+ * Staging (settings.staging, coded modes): a request carries the segments its playlist lists next
+ * (the hook reads the manifests; the content script keeps only those the page may read). One
+ * SegmentStager per client, mode and N keeps one proxy set for the frame, downloads through it
+ * (GetOptions.use), hints upcoming segments to it as SoftStage's rule says, and replaces proxies
+ * that failed only between two segments (chunk-aware handoff). Without a set (origo could not
+ * choose one) a segment is downloaded as before: origo picks the proxies for it.
+ *
  * Deadlines: each request's limits for origo, the proxy connections and the first byte derive
  * from the hook's deadline for it (common/deadlines.ts), so the downloader answers with the real
  * cause before the hook gives up with 'timeout'. While the client has origo in its back-off
  * period, requests are answered at once (reason 'origo-unreachable', cause 'origo-down').
  */
-import type { ByteRange } from '@mutp/shared';
-import { ClientError, describeDown, GetOptions, GetResult, OrigoDown } from '@mutp/shared/client';
+import type { ByteRange, ProxyInfo } from '@mutp/shared';
+import {
+  ClientError,
+  describeDown,
+  GetOptions,
+  GetResult,
+  OrigoDown,
+  SegmentRef,
+  SegmentStager,
+  StagerStats,
+  StagingClient,
+} from '@mutp/shared/client';
 import { limitsFor, origoCause } from '../common/deadlines';
 import { GetFailure, GetRequest, GetSuccess, ProxyShareRecord, SegmentRecord } from '../common/messages';
 import { contentRange, formatRange, guessContentType, redactUrl, resolveRange } from '../common/media';
@@ -34,6 +51,9 @@ export interface ClientLike {
   origoDown?(): OrigoDown | undefined;
   /** Opens the origo session ahead of the first request (MutpClient). */
   prepare?(timeoutMs: number): void;
+  /** Staging (MutpClient): without these, segments are never staged. */
+  chooseProxies?: StagingClient['chooseProxies'];
+  stage?: StagingClient['stage'];
 }
 
 export interface DownloaderDeps {
@@ -110,6 +130,7 @@ export class Downloader {
   private readonly tooLarge = new Set<string>();
   private readonly completeLengths = new Map<string, number>();
   private origoDownUntil = -Infinity;
+  private staging?: { key: string; stager: SegmentStager };
 
   constructor(private readonly deps: DownloaderDeps) {
     this.cacheCapacity = deps.settings().rangeCacheBytes;
@@ -197,8 +218,15 @@ export class Downloader {
     if (job.waiters.size === 0) job.controller.abort();
   }
 
+  /** What staging did in this frame (undefined before the first staged request). */
+  stagingStats(): StagerStats | undefined {
+    return this.staging?.stager.stats();
+  }
+
   /** Closes the client (the frame is going away, or the settings changed). */
   close(): void {
+    this.staging?.stager.close();
+    this.staging = undefined;
     for (const job of this.jobs.values()) job.controller.abort();
     const client = this.client;
     this.client = undefined;
@@ -341,13 +369,7 @@ export class Downloader {
     // No byte from the proxies in time (queue and connections included): the network is quicker.
     // Parallel HTTP reports no progress: only its own connect limits apply.
     if (req.mode !== 'http') {
-      const setTimer =
-        this.deps.setTimer ??
-        ((ms: number, callback: () => void) => {
-          const handle = setTimeout(callback, ms);
-          return () => clearTimeout(handle);
-        });
-      job.stopTimer = setTimer(limits.firstByteMs, () => {
+      job.stopTimer = this.timer(limits.firstByteMs, () => {
         if (controller.signal.aborted) return;
         job.stopReason = 'no-first-byte';
         controller.abort();
@@ -367,9 +389,18 @@ export class Downloader {
   private async download(job: Job, req: GetRequest, limits: ReturnType<typeof limitsFor>): Promise<Fetched> {
     const settings = this.deps.settings();
     const client = await this.clientFor(settings);
+    const staging = this.stagingFor(client, req, settings);
+    const segment: SegmentRef = { url: req.url, ...(job.range ? { range: job.range } : {}) };
+    let use: ProxyInfo[] | undefined;
+    if (staging) {
+      staging.setUpcoming([segment, ...(req.upcoming ?? [])], req.track);
+      use = await staging.proxies(job.controller.signal).catch(() => undefined);
+      staging.fetchStarted(segment, req.track);
+    }
     const result = await client.get(req.url, {
       mode: req.mode,
       proxies: req.proxies,
+      ...(use ? { use } : {}),
       ...(job.range ? { range: job.range } : {}),
       signal: job.controller.signal,
       origoTimeoutMs: limits.origoMs,
@@ -387,6 +418,11 @@ export class Downloader {
         }
       },
     });
+    if (staging) {
+      staging.fetchCompleted(segment, req.track);
+      // Settled in the background: the page gets its bytes now, the next segment uses the new set.
+      void staging.afterSegment(result, req.upcoming?.[0], req.track).catch(() => undefined);
+    }
     if (result.object.byteLength > settings.maxObjectBytes) {
       job.stopReason = 'too-large';
       throw new Failure('too-large', `${result.object.byteLength} bytes`);
@@ -395,6 +431,38 @@ export class Downloader {
     const contentType =
       result.attributes?.contentType ?? (('contentType' in result && result.contentType) || guessContentType(req.url));
     return { bytes: result.object, contentType, result };
+  }
+
+  /**
+   * The stager for this request's client, mode and N (a new one when any changed), or undefined
+   * when the request is not staged: staging off, Parallel HTTP, no playlist position, or a client
+   * that cannot stage.
+   */
+  private stagingFor(client: ClientLike, req: GetRequest, settings: Settings): SegmentStager | undefined {
+    if (!settings.staging || req.mode === 'http' || req.track === undefined) return undefined;
+    const { chooseProxies, stage } = client;
+    if (!chooseProxies || !stage) return undefined;
+    const key = `${this.client?.key} ${req.mode} ${req.proxies}`;
+    if (this.staging?.key !== key) {
+      this.staging?.stager.close();
+      const clock = {
+        now: () => this.deps.now(),
+        setTimer: (ms: number, callback: () => void) => this.timer(ms, callback),
+      };
+      const stagingClient: StagingClient = {
+        chooseProxies: (count, mode, o) => chooseProxies.call(client, count, mode, o),
+        stage: (url, proxies, o) => stage.call(client, url, proxies, o),
+      };
+      const stager = new SegmentStager(stagingClient, clock, { mode: req.mode, proxies: req.proxies, staging: true });
+      this.staging = { key, stager };
+    }
+    return this.staging.stager;
+  }
+
+  private timer(ms: number, callback: () => void): () => void {
+    if (this.deps.setTimer) return this.deps.setTimer(ms, callback);
+    const handle = setTimeout(callback, ms);
+    return () => clearTimeout(handle);
   }
 
   private clientFor(settings: Settings): Promise<ClientLike> {

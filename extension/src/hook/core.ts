@@ -5,7 +5,7 @@
  * API and this.
  */
 import { Counters, emptyCounters } from '../common/counters';
-import { GetFailure, GetRequest, GetSuccess, HookConfig } from '../common/messages';
+import { GetFailure, GetRequest, GetSuccess, HookConfig, MAX_UPCOMING } from '../common/messages';
 import { manifestHint } from '../common/media';
 import { hookDeadline, MIN_DEADLINE_MS } from '../common/deadlines';
 import { compilePatterns, CompiledPatterns, decide, Decision, RequestFacts } from './decide';
@@ -135,6 +135,7 @@ export class HookCore {
     };
     if (d.range) req.range = d.range;
     if (d.segment?.duration !== undefined) req.duration = d.segment.duration;
+    this.attachUpcoming(req, d);
     try {
       this.transport.request(req, (a) => {
         if (a.ok) {
@@ -157,6 +158,18 @@ export class HookCore {
         finish({ kind: 'cancelled' });
       },
     };
+  }
+
+  /** What the player will ask for after this segment, so the downloader can stage it (never throws). */
+  private attachUpcoming(req: GetRequest, d: InterceptDecision): void {
+    if (d.segment?.kind !== 'media') return;
+    this.safely(() => {
+      const offset = d.segment?.ranged && d.range?.kind === 'from' ? d.range.start : undefined;
+      const next = this.registry.upcoming(d.url, offset, MAX_UPCOMING);
+      if (!next) return;
+      req.upcoming = next.segments;
+      req.track = next.track;
+    });
   }
 
   /** A media request the page aborted before it was handed to the downloader. */

@@ -18,6 +18,11 @@ export interface SegmentRef {
   duration?: number;
   /** A byte range of `url` (EXT-X-BYTERANGE, DASH mediaRange/indexRange/Initialization@range). */
   byteRange?: { offset: number; length: number };
+  /**
+   * Which of the manifest's playlists (DASH representations) lists it, counted from 0: segments
+   * of one track follow each other in play order.
+   */
+  track: number;
 }
 
 export interface ManifestInfo {
@@ -46,6 +51,9 @@ class Collector {
   readonly manifests: string[] = [];
   private readonly seen = new Set<string>();
 
+  /** The track segments added now belong to (DASH: one per representation). */
+  track = 0;
+
   constructor(private readonly base: string) {}
 
   add(uri: unknown, kind: SegmentKind, extra: { duration?: number; byteRange?: ByteRangeLike } = {}): void {
@@ -56,7 +64,7 @@ class Collector {
     const key = `${kind} ${url} ${range ? `${range.offset}+${range.length}` : ''}`;
     if (this.seen.has(key)) return;
     this.seen.add(key);
-    const ref: SegmentRef = { url, kind };
+    const ref: SegmentRef = { url, kind, track: this.track };
     if (typeof extra.duration === 'number' && Number.isFinite(extra.duration) && extra.duration > 0) {
       ref.duration = extra.duration;
     }
@@ -153,7 +161,8 @@ export function extractDash(text: string, manifestUrl: string): ManifestInfo {
     }
   }
   const manifest = normalizeUrl(manifestUrl);
-  for (const p of playlists) {
+  for (const [track, p] of playlists.entries()) {
+    c.track = track;
     for (const s of p.segments ?? []) {
       if (s.map) c.add(s.map.resolvedUri ?? s.map.uri, 'init', { byteRange: s.map.byterange });
       c.add(s.resolvedUri ?? s.uri, 'media', { duration: s.duration, byteRange: s.byterange });
@@ -209,12 +218,34 @@ export interface SegmentInfo {
   ranged: boolean;
 }
 
+/** What comes after a media segment in its playlist (for staging). */
+export interface Upcoming {
+  /** The playlist: the manifest's URL, and the representation's index in a DASH MPD. */
+  track: string;
+  segments: { url: string; range?: { start: number; length: number } }[];
+}
+
+/** Playlists whose order the registry keeps (a player follows a few at once: video, audio, a switch). */
+const MAX_TRACKS = 16;
+
+/** A playlist's media segments in play order, and where each one sits in it. */
+interface Track {
+  segments: SegmentRef[];
+  index: Map<string, number>;
+}
+
+/** One media segment: its URL, or its URL and the first byte of its range. */
+function positionKey(url: string, offset?: number): string {
+  return offset === undefined ? url : `${url}#${offset}`;
+}
+
 /**
  * URLs of media segments from the manifests the page loaded, bounded (oldest forgotten first:
- * live playlists keep adding segments).
+ * live playlists keep adding segments), and the order of the last few playlists.
  */
 export class SegmentRegistry {
   private readonly entries = new Map<string, SegmentInfo>();
+  private readonly tracks = new Map<string, Track>();
   manifestsSeen = 0;
 
   constructor(private readonly capacity = 50_000) {}
@@ -225,6 +256,7 @@ export class SegmentRegistry {
 
   addManifest(manifestUrl: string, info: ManifestInfo): void {
     this.manifestsSeen++;
+    const byTrack = new Map<number, SegmentRef[]>();
     for (const s of info.segments) {
       const previous = this.entries.get(s.url);
       const entry: SegmentInfo = {
@@ -235,14 +267,49 @@ export class SegmentRegistry {
       };
       this.entries.delete(s.url); // re-insert: most recent last
       this.entries.set(s.url, entry);
+      if (s.kind !== 'media') continue;
+      const list = byTrack.get(s.track) ?? [];
+      list.push(s);
+      byTrack.set(s.track, list);
     }
     while (this.entries.size > this.capacity) {
       const oldest = this.entries.keys().next().value as string;
       this.entries.delete(oldest);
     }
+    // A refreshed playlist replaces its order (a live window moves on).
+    for (const [n, segments] of byTrack) {
+      const name = info.kind === 'dash' ? `${manifestUrl}#${n}` : manifestUrl;
+      const index = new Map<string, number>();
+      segments.forEach((s, i) => index.set(positionKey(s.url, s.byteRange?.offset), i));
+      this.tracks.delete(name);
+      this.tracks.set(name, { segments, index });
+    }
+    while (this.tracks.size > MAX_TRACKS) this.tracks.delete(this.tracks.keys().next().value as string);
   }
 
   lookup(url: string): SegmentInfo | undefined {
     return this.entries.get(url);
+  }
+
+  /**
+   * The `max` media segments after the one at `url` (from byte `offset` of it, for a ranged
+   * segment) in the most recent playlist listing it; undefined when no kept playlist does.
+   */
+  upcoming(url: string, offset: number | undefined, max: number): Upcoming | undefined {
+    const key = positionKey(url, offset);
+    // Most recent playlist first: after a stream switch the new rendition is the one playing.
+    for (const [name, track] of [...this.tracks].reverse()) {
+      const at = track.index.get(key);
+      if (at === undefined) continue;
+      const segments = track.segments
+        .slice(at + 1, at + 1 + max)
+        .map((s) =>
+          s.byteRange
+            ? { url: s.url, range: { start: s.byteRange.offset, length: s.byteRange.length } }
+            : { url: s.url },
+        );
+      return { track: name, segments };
+    }
+    return undefined;
   }
 }

@@ -19,6 +19,7 @@ function fill(s: Settings): void {
   field<HTMLInputElement>('maxObjectMiB').value = String(Math.round(s.maxObjectBytes / MIB));
   field<HTMLInputElement>('rangeCacheMiB').value = String(Math.round(s.rangeCacheBytes / MIB));
   field<HTMLInputElement>('concurrency').value = String(s.concurrency);
+  field<HTMLInputElement>('staging').checked = s.staging;
   field<HTMLTextAreaElement>('disabledSites').value = s.disabledSites.join('\n');
   field<HTMLTextAreaElement>('urlPatterns').value = s.urlPatterns.join('\n');
   field<HTMLInputElement>('exposeCounters').checked = s.exposeCounters;
@@ -39,6 +40,7 @@ function read(): { settings: Settings; problems: string[] } {
     maxObjectBytes: Number(field<HTMLInputElement>('maxObjectMiB').value) * MIB,
     rangeCacheBytes: Number(field<HTMLInputElement>('rangeCacheMiB').value) * MIB,
     concurrency: Number(field<HTMLInputElement>('concurrency').value),
+    staging: field<HTMLInputElement>('staging').checked,
     disabledSites: lines('disabledSites'),
     urlPatterns: lines('urlPatterns'),
     exposeCounters: field<HTMLInputElement>('exposeCounters').checked,

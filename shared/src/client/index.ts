@@ -15,7 +15,7 @@ export { MutpClient, DEFAULT_CLIENT_CONFIG, origoUrlsOf } from './client';
 export type { ClientConfig, ClientOptions, DownloadMode, GetOptions, GetResult } from './client';
 export { OrigoBackoff, DEFAULT_ORIGO_BACKOFF, describeDown } from './origo-backoff';
 export type { BackoffPolicy, OrigoDown } from './origo-backoff';
-export { StagingManager, DEFAULT_STAGING_CONFIG, segmentKey, downloadSeries } from './staging';
+export { StagingManager, DEFAULT_STAGING_CONFIG, segmentKey, downloadSeries, SegmentStager } from './staging';
 export type {
   ChunkProfile,
   SegmentRef,
@@ -26,4 +26,7 @@ export type {
   SeriesClient,
   SeriesOptions,
   SeriesResult,
+  StagerOptions,
+  StagerStats,
+  StagingClient,
 } from './staging';

@@ -4,3 +4,5 @@ export { segmentKey } from './chunk-profile';
 export type { ChunkProfile, SegmentRef, StagingState } from './chunk-profile';
 export { downloadSeries } from './segment-series';
 export type { SegmentOutcome, SeriesClient, SeriesOptions, SeriesResult } from './segment-series';
+export { SegmentStager, HANDOFF_STAGE_WAIT_MS } from './stager';
+export type { StagerOptions, StagerStats, StagingClient } from './stager';

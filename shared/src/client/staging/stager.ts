@@ -1,0 +1,236 @@
+/**
+ * Keeps upcoming segments staged at one proxy set (SoftStage) and changes that set only between
+ * segments (chunk-aware handoff): the part of a segment series that `mutp playlist`, bench:mobility
+ * and the extension's loader share. The caller downloads; this decides and sends the hints.
+ *
+ * Segments belong to tracks (a player's video and audio renditions, named by their playlist):
+ * each track has its own StagingManager, so two interleaved series do not count each other's
+ * segments as skipped. At most `maxTracks` are followed; the least recently used is dropped, and
+ * what it had staged but never fetched counts as wasted (a stream switch).
+ *
+ * Hints are sent in the background and never block a download: a segment whose staging has not
+ * finished is fetched on demand (the proxy's cache joins its fetch under way, so the origin is
+ * asked once either way).
+ */
+import type { ByteRange } from '../../range';
+import type { ProxyInfo, StagedAnswer } from '../../signalling';
+import type { DownloadMode, GetOptions, GetResult } from '../client';
+import type { Clock } from '../host';
+import type { SegmentRef } from './chunk-profile';
+import { StagingConfig, StagingManager, StagingStats } from './staging-manager';
+
+/** What staging needs of MutpClient. */
+export interface StagingClient {
+  chooseProxies(count: number, mode: DownloadMode, o?: Pick<GetOptions, 'signal' | 'exclude'>): Promise<ProxyInfo[]>;
+  stage(
+    url: string,
+    proxies: readonly ProxyInfo[],
+    o?: { range?: ByteRange; timeoutMs?: number },
+  ): Promise<StagedAnswer[]>;
+}
+
+export interface StagerOptions {
+  mode: DownloadMode;
+  proxies: number;
+  /** Send hints (SoftStage); false: the set and its handoffs only, every segment fetched on demand. */
+  staging: boolean;
+  stagingConfig?: Partial<StagingConfig>;
+  /** Tracks followed at once (default 4). */
+  maxTracks?: number;
+}
+
+export type StagerStats = StagingStats & { hintsAnswered: number; hintsStaged: number; handoffs: number };
+
+/** How long a handoff waits for the newcomers to stage the next segment before switching to them. */
+export const HANDOFF_STAGE_WAIT_MS = 5000;
+const DEFAULT_TRACK = '';
+
+export class SegmentStager {
+  private set?: ProxyInfo[];
+  private choosing?: Promise<ProxyInfo[]>;
+  private readonly tracks = new Map<string, StagingManager>();
+  private closed = false;
+  private handoffs = 0;
+  private hintsAnswered = 0;
+  private hintsStaged = 0;
+  /** Orders and waste of dropped tracks (their managers are gone). */
+  private droppedOrders = 0;
+  private droppedWasted = 0;
+  private lastTrack = DEFAULT_TRACK;
+
+  constructor(
+    private readonly client: StagingClient,
+    private readonly clock: Clock,
+    private readonly o: StagerOptions,
+  ) {}
+
+  /** The set in use, if chosen. */
+  current(): readonly ProxyInfo[] | undefined {
+    return this.set;
+  }
+
+  /** The proxy set, chosen through origo the first time (again after a failed choice). */
+  proxies(signal?: AbortSignal): Promise<ProxyInfo[]> {
+    if (this.set) return Promise.resolve(this.set);
+    if (!this.choosing) {
+      const choosing = this.client.chooseProxies(this.o.proxies, this.o.mode, signal ? { signal } : {});
+      this.choosing = choosing;
+      choosing.then(
+        (set) => {
+          if (this.choosing === choosing) this.set = set;
+        },
+        () => {
+          if (this.choosing === choosing) this.choosing = undefined;
+        },
+      );
+    }
+    return this.choosing;
+  }
+
+  /** The segments of `track` from the playing position on (again after a seek or a playlist refresh). */
+  setUpcoming(segments: readonly SegmentRef[], track = DEFAULT_TRACK): void {
+    this.track(track).setUpcoming(segments);
+  }
+
+  /**
+   * `s`'s download starts now: whether a proxy had staged it, and hints for what comes after it
+   * go out (never for `s` itself: its download fetches it from the origin if no proxy has it).
+   */
+  fetchStarted(s: SegmentRef, track = DEFAULT_TRACK): boolean {
+    const manager = this.track(track);
+    const staged = manager.profile(s)?.staging === 'ready';
+    manager.fetchStarted(s, this.clock.now());
+    this.stageAhead(track);
+    return staged;
+  }
+
+  fetchCompleted(s: SegmentRef, track = DEFAULT_TRACK): void {
+    this.track(track).fetchCompleted(s, this.clock.now());
+  }
+
+  /**
+   * Chunk-aware handoff, between two segments: proxies of the set that failed in the last
+   * download (lost, excluded, replaced) are replaced by others origo offers, and `next` is staged
+   * at the newcomers before the switch (a segment is never moved in the middle; while it runs,
+   * the Receiver shifts the work to its live sources). Without replacements the set goes on
+   * without them. Resolves once the set for `next` is settled.
+   */
+  async afterSegment(result: GetResult, next?: SegmentRef, track = DEFAULT_TRACK, signal?: AbortSignal): Promise<void> {
+    const set = this.set;
+    if (!set || this.closed || this.o.mode === 'http') return;
+    const failing = failedIn(result, set);
+    if (failing.length === 0) return;
+    const keep = set.filter((p) => !failing.includes(p));
+    let fresh: ProxyInfo[] = [];
+    try {
+      fresh = await this.client.chooseProxies(failing.length, this.o.mode, {
+        ...(signal ? { signal } : {}),
+        exclude: set.map((p) => p.proxyId),
+      });
+    } catch {
+      // Origo out of reach: go on with the proxies left (MutpClient replaces dead ones itself).
+    }
+    if (this.set !== set) return; // changed meanwhile (another track's handoff)
+    if (fresh.length === 0) {
+      if (keep.length > 0) this.set = keep;
+      return;
+    }
+    this.handoffs++;
+    if (this.o.staging && next !== undefined) {
+      const manager = this.track(track);
+      manager.stageOrdered(next, this.clock.now());
+      const answers = await this.client
+        .stage(next.url, fresh, { ...(next.range ? { range: next.range } : {}), timeoutMs: HANDOFF_STAGE_WAIT_MS })
+        .catch(() => [] as StagedAnswer[]);
+      this.record(manager, next, answers);
+    }
+    this.set = [...keep, ...fresh];
+  }
+
+  /** No more hints (the series ended, the page went away). */
+  close(): void {
+    this.closed = true;
+  }
+
+  stats(): StagerStats {
+    let ordersSent = this.droppedOrders;
+    let wasted = this.droppedWasted;
+    for (const m of this.tracks.values()) {
+      const s = m.stats();
+      ordersSent += s.ordersSent;
+      wasted += s.wasted;
+    }
+    const last = this.tracks.get(this.lastTrack)?.stats() ?? new StagingManager(this.o.stagingConfig).stats();
+    return {
+      ...last,
+      ordersSent,
+      wasted,
+      hintsAnswered: this.hintsAnswered,
+      hintsStaged: this.hintsStaged,
+      handoffs: this.handoffs,
+    };
+  }
+
+  private track(name: string): StagingManager {
+    this.lastTrack = name;
+    let manager = this.tracks.get(name);
+    if (manager) {
+      this.tracks.delete(name); // most recently used last
+    } else {
+      manager = new StagingManager(this.o.stagingConfig);
+      while (this.tracks.size >= Math.max(1, this.o.maxTracks ?? 4)) {
+        const [oldest, dropped] = this.tracks.entries().next().value as [string, StagingManager];
+        dropped.setUpcoming([]); // its staged, unfetched segments become waste
+        const s = dropped.stats();
+        this.droppedOrders += s.ordersSent;
+        this.droppedWasted += s.wasted;
+        this.tracks.delete(oldest);
+      }
+    }
+    this.tracks.set(name, manager);
+    return manager;
+  }
+
+  /** Orders what the track's manager says is needed now; each answer may call for more. */
+  private stageAhead(track: string): void {
+    const set = this.set;
+    if (!this.o.staging || this.closed || !set) return;
+    const manager = this.tracks.get(track);
+    if (!manager) return;
+    const now = this.clock.now();
+    for (const s of manager.decide(now)) {
+      manager.stageOrdered(s, now);
+      // A hint is only a hint: one that could not be sent leaves the segment to be fetched on demand.
+      void this.client.stage(s.url, set, s.range ? { range: s.range } : {}).then(
+        (answers) => {
+          this.record(manager, s, answers);
+          if (this.tracks.get(track) === manager) this.stageAhead(track);
+        },
+        () => set.forEach((p) => manager.stageFailed(s, p.proxyId)),
+      );
+    }
+  }
+
+  /** A hint's answers into the manager. */
+  private record(manager: StagingManager, s: SegmentRef, answers: readonly StagedAnswer[]): void {
+    const at = this.clock.now();
+    for (const a of answers) {
+      this.hintsAnswered++;
+      if (a.status === 'staged') {
+        this.hintsStaged++;
+        manager.staged(s, a.proxyId, at, a.originMs);
+      } else {
+        manager.stageFailed(s, a.proxyId);
+      }
+    }
+  }
+}
+
+/** Proxies of `set` that failed in a download: lost, excluded, or replaced by another. */
+function failedIn(result: GetResult, set: readonly ProxyInfo[]): ProxyInfo[] {
+  return set.filter((p) => {
+    const source = result.sources.find((s) => s.proxyId === p.proxyId);
+    if (source === undefined) return true;
+    return 'state' in source && (source.state === 'failed' || source.state === 'dropped');
+  });
+}
