@@ -8,6 +8,11 @@
 #                   global `sidx`, `indexRange` in the MPD (shaka-player fetches ranges of it);
 #   high/fmp4/      one muxed fragmented MP4 (4 s fragments, a `sidx` per track at the start),
 #                   for the hand-written MSE range player.
+# One stream runs longer: "long" is the high content for 120 s, for playbacks that must last
+# (the lte-dublin 120 s playback target):
+#   long/hls-ts/    HLS with 4 s TS segments like high/hls-ts: the high mezzanine looped three
+#                   times with -c copy (a remux, no encode: about a second; the timestamps run on
+#                   across the loop points), for `bench:browser --stream long/hls-ts/index.m3u8`.
 # `--large` also makes large/stream.mp4: the high fMP4 looped with -c copy to about 2 GB (only
 # the remux: about a minute), for bench:ranges --large.
 #
@@ -134,6 +139,16 @@ fmp4() {
   ffmpeg -hide_banner -loglevel error -y -i "$2" -c copy "${fragmented[@]}" "$1/stream.mp4"
 }
 
+# 120 s of high in 4 s TS segments: the 40 s mezzanine played $3 + 1 times in a row, remuxed.
+# ffmpeg offsets each loop by the input's duration, so PTS keep increasing (no discontinuity);
+# only the AAC priming frame (hidden by the MP4's edit list) overlaps the previous loop's last
+# frame by one frame (21 ms), which hls.js drops (mp4-remuxer: overlap >= maxAudioFramesDrift).
+long_hls_ts() {
+  ffmpeg -hide_banner -loglevel error -y -stream_loop "$3" -i "$2" -c copy \
+    -f hls -hls_time 4 -hls_playlist_type vod -hls_segment_type mpegts \
+    -hls_segment_filename "$1/seg-%03d.ts" "$1/index.m3u8"
+}
+
 # About 2 GB: the 40 s high fMP4 (~17.5 MB) played $2 + 1 times in a row.
 large_fmp4() {
   ffmpeg -hide_banner -loglevel error -y -stream_loop "$3" -i "$2" -c copy "${fragmented[@]}" "$1/stream.mp4"
@@ -152,6 +167,7 @@ unset ADOPT
 step high/mezzanine mezzanine 3500k
 step high/dash-sb dash_segment_base "$out/high/mezzanine/source.mp4"
 step high/fmp4 fmp4 "$out/high/mezzanine/source.mp4"
+step long/hls-ts long_hls_ts "$out/high/mezzanine/source.mp4" 2
 if $large; then
   step large large_fmp4 "$out/high/fmp4/stream.mp4" 115
 fi

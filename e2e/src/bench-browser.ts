@@ -1,11 +1,24 @@
 /**
  * `npm run bench:browser -- [--json] [--stream high/hls-ts/index.m3u8] [--repeats 1] [--sources 4]
- * [--modes rlnc,fountain] [--extension DIR]` (DIR: another unpacked build, for A/B runs): a real
- * player (hls.js in headless Chromium with the built extension) plays a stream from the local
- * origin through the extension in each mode (http = Parallel HTTP through the proxies, uncoded,
- * rlnc, fountain) with N ∈ {1, 2, 4} shaped proxies (N = 1: 896 KB/s; N = 2: 896 + 1792;
- * N = 4: 2 × 896 + 2 × 1792). Each N gets its own origo + proxies (the extension only chooses how
- * many proxies, so the set must be exactly the cell's), with the proxies' caches warmed first.
+ * [--modes rlnc,fountain] [--cold] [--settings JSON] [--extension DIR]` (DIR: another unpacked
+ * build, for A/B runs): a real player (hls.js in headless Chromium with the built extension)
+ * plays a stream from the local origin through the extension in each mode (http = Parallel HTTP
+ * through the proxies, uncoded, rlnc, fountain) with N ∈ {1, 2, 4} shaped proxies (N = 1:
+ * 896 KB/s; N = 2: 896 + 1792; N = 4: 2 × 896 + 2 × 1792). Each N gets its own origo + proxies
+ * (the extension only chooses how many proxies, so the set must be exactly the cell's), with the
+ * proxies' caches warmed first.
+ * `--stream long/hls-ts/index.m3u8` plays 120 s of the high stream instead of 40 s
+ * (e2e/media/generate.sh; give it a longer `--play-timeout`).
+ *
+ * `--cold` skips the warming: every play (each mode, N and repeat) starts with proxies that never
+ * fetched the stream, so the segments' first requests pay the proxies' origin fetches. The modes
+ * and repeats of one N share its cluster (origo, its records, the testbed relay), so before each
+ * play its proxies are restarted (`Cluster.restartProxy`: SIGKILL, relaunch under the same id,
+ * wait until origo lists the new registration), which empties their in-memory caches; a new
+ * cluster per play would restart origo and the relay as well for nothing. A play's page opens
+ * fresh connections, so none reaches a killed process. `--settings '{"staging":false}'` merges
+ * extension settings into every play's (not the ones the bench sets per cell: origoUrl, mode,
+ * proxies, exposeCounters). Each row says whether it ran `cold` and with which `settings`.
  *
  * A play runs until the player has fetched every segment of the playlist (the rest of the
  * stream is then buffered: no later rebuffering can come from the network). Per segment, the
@@ -24,11 +37,12 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import { boxPlotSvg, BoxSeries, boxStats, quantile } from './box-plot';
-import { ChromiumSession, ensureExtensionBuilt, launchChromium, SegmentRecord } from './browser';
+import { ChromiumSession, ensureExtensionBuilt, ExtensionSettings, launchChromium, SegmentRecord } from './browser';
 import { capsFor, playOnce, PlayResult, segmentUrlsOf, warmProxies } from './browser-play';
-import { startCluster } from './cluster';
+import { Cluster, startCluster } from './cluster';
+import { DEFAULT_SETTINGS } from '@mutp/extension/settings';
 import { CodecSet } from '@mutp/sim';
 import type { NetworkProfile } from '@mutp/sim/profiles';
 import { loadProfile } from '@mutp/testbed';
@@ -48,6 +62,27 @@ const COLORS: Record<BenchMode, string> = {
   fountain: '#59a14f',
 };
 
+/** What the bench sets per cell; --settings may not change them. */
+const CELL_SETTINGS = ['origoUrl', 'mode', 'proxies', 'exposeCounters'];
+
+/** --settings: a JSON object of extension settings. */
+function parseSettings(value: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch (e) {
+    throw new InvalidArgumentError(`not JSON (${e instanceof Error ? e.message : String(e)})`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new InvalidArgumentError(`a JSON object of extension settings is expected, e.g. '{"staging":false}'`);
+  const fixed = Object.keys(parsed).filter((k) => CELL_SETTINGS.includes(k));
+  if (fixed.length > 0)
+    throw new InvalidArgumentError(
+      `${fixed.join(', ')}: set per cell by the bench (--modes, --sources), not by --settings`,
+    );
+  return parsed as Record<string, unknown>;
+}
+
 const program = new Command()
   .name('bench:browser')
   .description('Per-segment goodput of a real player (hls.js, Chromium, the extension) by mode and number of proxies.')
@@ -61,6 +96,8 @@ const program = new Command()
   .option('--profile <name>', 'network profile (testbed/); loopback = no testbed', 'loopback')
   .option('--seed <n>', "seed of the profile's schedules and losses", (v) => Number(v), 1)
   .option('--extension <dir>', 'an unpacked Chromium extension to use instead of extension/dist/chrome (A/B runs)')
+  .option('--cold', "don't warm the proxies: each play starts with restarted proxies, their caches empty")
+  .option('--settings <json>', "extension settings (a JSON object) merged into every play's", parseSettings, {})
   .parse();
 const opts = program.opts<{
   json?: boolean;
@@ -73,7 +110,10 @@ const opts = program.opts<{
   profile: string;
   seed: number;
   extension?: string;
+  cold?: boolean;
+  settings: Record<string, unknown>;
 }>();
+const cold = opts.cold === true;
 if (opts.profile !== 'loopback' && opts.out === join(__dirname, '..', 'results'))
   opts.out = join(opts.out, opts.profile.replace(/[^a-z0-9-]/gi, '_'));
 
@@ -132,6 +172,10 @@ interface Row {
   origoRecords: number;
   speedupVsHttp: number | null;
   profile: string;
+  /** Proxies restarted before each play, caches never warmed (--cold). */
+  cold: boolean;
+  /** The extension settings from --settings (besides mode, proxies, origoUrl, exposeCounters). */
+  settings: Record<string, unknown>;
   /** The simulator's goodput for one median-size segment in the same mode, caps and profile (median of 5 seeds). */
   simSegmentGoodputBps: number | null;
 }
@@ -168,6 +212,8 @@ function rowOf(cell: Cell): Row {
     origoRecords: cell.origoRecords,
     speedupVsHttp: null,
     profile: opts.profile,
+    cold,
+    settings: opts.settings,
     simSegmentGoodputBps: null,
   };
 }
@@ -225,6 +271,13 @@ function csvOf(cells: Cell[]): string {
   return `${lines.join('\n')}\n`;
 }
 
+/** Restarts every proxy of the cluster: their caches are empty again (--cold). */
+async function restartProxies(cluster: Cluster): Promise<number> {
+  const t = Date.now();
+  await Promise.all(cluster.proxies.map((p) => cluster.restartProxy(p.name)));
+  return Date.now() - t;
+}
+
 async function renderPng(chromium: ChromiumSession, svg: string, file: string): Promise<void> {
   const page = await chromium.browser.newPage();
   try {
@@ -261,6 +314,13 @@ async function main(): Promise<void> {
   const modes = opts.modes.split(',') as BenchMode[];
   for (const m of modes) if (!MODES.includes(m)) throw new Error(`unknown mode ${m}`);
   if (!opts.extension) ensureExtensionBuilt();
+  const unknown = Object.keys(opts.settings).filter((k) => !(k in DEFAULT_SETTINGS));
+  if (unknown.length > 0)
+    log(`--settings: ${unknown.join(', ')} not among extension/src/common/settings.ts's settings (passed as given)`);
+  log(
+    `${opts.stream}: proxies ${cold ? 'cold (restarted before each play, never warmed)' : 'warmed before each N'}, ` +
+      `extra settings ${JSON.stringify(opts.settings)}`,
+  );
   // The testbed's fleet: the largest N's caps; each N uses the hosts whose caps it needs.
   const fleetCaps = capsFor(Math.max(...sources));
   const testbed =
@@ -291,17 +351,28 @@ async function main(): Promise<void> {
       // In the testbed the extension reaches origo through a loopback relay (it takes ws:// only to this machine).
       const extensionOrigoUrl = relay ? `ws://127.0.0.1:${relay.port}${origoUrl.pathname}` : cluster.clientUrl;
       try {
-        await warmProxies(cluster, segmentUrls);
+        if (!cold) await warmProxies(cluster, segmentUrls);
         for (const mode of modes) {
-          await chromium.setSettings({ origoUrl: extensionOrigoUrl, mode, proxies: n, exposeCounters: true });
+          await chromium.setSettings({
+            ...(opts.settings as ExtensionSettings),
+            origoUrl: extensionOrigoUrl,
+            mode,
+            proxies: n,
+            exposeCounters: true,
+          });
           const recordsBefore = (await origoRecords(cluster, mode)).length;
           const cell: Cell = { mode, sources: n, capsKBps: caps, plays: [], origoRecords: 0 };
           for (let r = 0; r < opts.repeats; r++) {
+            // Every cold play restarts the proxies, the cluster's first too: one rule, and each play
+            // is known to start on empty caches whatever ran before it.
+            const restartMs = cold ? await restartProxies(cluster) : 0;
             const play = await playOnce(chromium, playerUrl, segmentUrls.length, r, opts.playTimeout * 1000);
             cell.plays.push(play);
             const ok = play.segments.filter((s) => s.ok);
             log(
-              `${mode} N=${n} play ${r + 1}/${opts.repeats}: ${ok.length}/${segmentUrls.length} segments by MUTP, ` +
+              `${mode} N=${n} play ${r + 1}/${opts.repeats} ` +
+                `(${cold ? `cold: proxies restarted in ${(restartMs / 1000).toFixed(1)} s` : 'warm'}): ` +
+                `${ok.length}/${segmentUrls.length} segments by MUTP, ` +
                 `median ${(median(ok.map((s) => s.goodputBps)) / 1e6).toFixed(2)} MB/s, stalls ${play.state.stalls}, ` +
                 `fallbacks ${JSON.stringify(play.counters.fallbacks)}, ${(play.wallMs / 1000).toFixed(1)} s`,
             );
@@ -345,7 +416,7 @@ async function main(): Promise<void> {
         svg: boxPlotSvg(
           series((s) => s.goodputBps / 1e6),
           {
-            title: `Per-segment goodput in Chromium (hls.js, ${opts.stream})`,
+            title: `Per-segment goodput in Chromium (hls.js, ${opts.stream}${cold ? ', cold proxies' : ''})`,
             yLabel: 'goodput (MB/s)',
             groups,
             series: modes,
@@ -364,7 +435,7 @@ async function main(): Promise<void> {
         svg: boxPlotSvg(
           series((s) => Math.min(1, s.normalizedGoodput)),
           {
-            title: `Per-segment normalized goodput in Chromium (hls.js, ${opts.stream})`,
+            title: `Per-segment normalized goodput in Chromium (hls.js, ${opts.stream}${cold ? ', cold proxies' : ''})`,
             yLabel: 'normalized goodput (useful / received)',
             groups,
             series: modes,
@@ -383,6 +454,7 @@ async function main(): Promise<void> {
       await renderPng(chromium, p.svg, join(opts.out, `${p.file}.png`));
     }
 
+    console.log(`${opts.stream}, proxies ${cold ? 'cold' : 'warm'}, extra settings ${JSON.stringify(opts.settings)}:`);
     printTable(rows);
     // Issue 13's targets for Chromium at N = 4: coded median segment goodput >= 0.85 of the caps'
     // sum (>= 2.6 x Parallel HTTP), normalized goodput >= 0.97.
