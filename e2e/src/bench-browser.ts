@@ -51,7 +51,7 @@ import { Origin, startOrigin } from './origin';
 import { simulateCell } from './sim-prediction';
 import { enterTestbed, loopbackRelay, PlacedOrigin, startPlacedOrigin } from './testbed-run';
 import { startPlayerPages } from './player-pages';
-import { origoRecords } from './proxy-metrics';
+import { countsDelta, origoRecords, proxyCounts } from './proxy-metrics';
 
 const MODES = ['http', 'uncoded', 'rlnc', 'fountain'] as const;
 type BenchMode = (typeof MODES)[number];
@@ -149,6 +149,8 @@ interface Cell {
   capsKBps: number[];
   plays: PlayResult[];
   origoRecords: number;
+  /** Staging hints the proxies answered during the plays, by outcome (all proxies summed). */
+  stageHints: Record<string, number>;
 }
 
 interface Row {
@@ -170,6 +172,8 @@ interface Row {
   /** Mean share of each proxy (by cap) over the segments. */
   proxyShares: Record<string, number>;
   origoRecords: number;
+  /** Staging hints the proxies answered in this cell's plays, by outcome (staged, cached, busy, ...). */
+  stageHints: Record<string, number>;
   speedupVsHttp: number | null;
   profile: string;
   /** Proxies restarted before each play, caches never warmed (--cold). */
@@ -210,6 +214,7 @@ function rowOf(cell: Cell): Row {
         .map(([k, v]) => [k, round(v.reduce((a, b) => a + b, 0) / v.length) ?? 0]),
     ),
     origoRecords: cell.origoRecords,
+    stageHints: cell.stageHints,
     speedupVsHttp: null,
     profile: opts.profile,
     cold,
@@ -361,20 +366,27 @@ async function main(): Promise<void> {
             exposeCounters: true,
           });
           const recordsBefore = (await origoRecords(cluster, mode)).length;
-          const cell: Cell = { mode, sources: n, capsKBps: caps, plays: [], origoRecords: 0 };
+          const cell: Cell = { mode, sources: n, capsKBps: caps, plays: [], origoRecords: 0, stageHints: {} };
           for (let r = 0; r < opts.repeats; r++) {
             // Every cold play restarts the proxies, the cluster's first too: one rule, and each play
             // is known to start on empty caches whatever ran before it.
             const restartMs = cold ? await restartProxies(cluster) : 0;
+            const countsBefore = await proxyCounts(cluster);
             const play = await playOnce(chromium, playerUrl, segmentUrls.length, r, opts.playTimeout * 1000);
             cell.plays.push(play);
+            const hints: Record<string, number> = {};
+            for (const p of countsDelta(countsBefore, await proxyCounts(cluster)))
+              for (const [outcome, k] of Object.entries(p.stageHints)) hints[outcome] = (hints[outcome] ?? 0) + k;
+            for (const [outcome, k] of Object.entries(hints))
+              cell.stageHints[outcome] = (cell.stageHints[outcome] ?? 0) + k;
             const ok = play.segments.filter((s) => s.ok);
             log(
               `${mode} N=${n} play ${r + 1}/${opts.repeats} ` +
                 `(${cold ? `cold: proxies restarted in ${(restartMs / 1000).toFixed(1)} s` : 'warm'}): ` +
                 `${ok.length}/${segmentUrls.length} segments by MUTP, ` +
                 `median ${(median(ok.map((s) => s.goodputBps)) / 1e6).toFixed(2)} MB/s, stalls ${play.state.stalls}, ` +
-                `fallbacks ${JSON.stringify(play.counters.fallbacks)}, ${(play.wallMs / 1000).toFixed(1)} s`,
+                `fallbacks ${JSON.stringify(play.counters.fallbacks)}, stage hints ${JSON.stringify(hints)}, ` +
+                `${(play.wallMs / 1000).toFixed(1)} s`,
             );
             await new Promise((res) => setTimeout(res, 500)); // the proxies end their transfers
           }

@@ -71,11 +71,12 @@ export function parsePrometheus(text: string): Sample[] {
   return out;
 }
 
-/** Per proxy: ended transfers by `mode/outcome`, and bytes sent by kind. */
+/** Per proxy: ended transfers by `mode/outcome`, bytes sent by kind, staging hints by outcome. */
 export interface ProxyCounts {
   name: string;
   transfers: Record<string, number>;
   bytesSent: Record<string, number>;
+  stageHints: Record<string, number>;
 }
 
 export async function proxyCounts(cluster: Cluster): Promise<ProxyCounts[]> {
@@ -87,11 +88,13 @@ export async function proxyCounts(cluster: Cluster): Promise<ProxyCounts[]> {
       const samples = parsePrometheus(await r.text());
       const transfers: Record<string, number> = {};
       const bytesSent: Record<string, number> = {};
+      const stageHints: Record<string, number> = {};
       for (const s of samples) {
+        if (s.name === 'mutp_proxy_stage_hints_total') stageHints[s.labels.outcome] = s.value;
         if (s.name === 'mutp_proxy_transfers_total') transfers[`${s.labels.mode}/${s.labels.outcome}`] = s.value;
         if (s.name === 'mutp_proxy_bytes_sent_total') bytesSent[s.labels.kind] = s.value;
       }
-      return { name: p.name, transfers, bytesSent };
+      return { name: p.name, transfers, bytesSent, stageHints };
     }),
   );
 }
@@ -109,6 +112,7 @@ export function countsDelta(before: ProxyCounts[], after: ProxyCounts[]): ProxyC
       name: p.name,
       transfers: diff(p.transfers, prev?.transfers),
       bytesSent: diff(p.bytesSent, prev?.bytesSent),
+      stageHints: diff(p.stageHints, prev?.stageHints),
     };
   });
 }
