@@ -112,8 +112,8 @@ export class SegmentStager {
    * Chunk-aware handoff, between two segments: proxies of the set that failed in the last
    * download (lost, excluded, replaced) are replaced by others origo offers, and `next` is staged
    * at the newcomers before the switch (a segment is never moved in the middle; while it runs,
-   * the Receiver shifts the work to its live sources). Without replacements the set goes on
-   * without them. Resolves once the set for `next` is settled.
+   * the Receiver shifts the work to its live sources). Without replacements the set stays as it
+   * is. Resolves once the set for `next` is settled.
    */
   async afterSegment(result: GetResult, next?: SegmentRef, track = DEFAULT_TRACK, signal?: AbortSignal): Promise<void> {
     const set = this.set;
@@ -130,11 +130,10 @@ export class SegmentStager {
     } catch {
       // Origo out of reach: go on with the proxies left (MutpClient replaces dead ones itself).
     }
-    if (this.set !== set) return; // changed meanwhile (another track's handoff)
-    if (fresh.length === 0) {
-      if (keep.length > 0) this.set = keep;
-      return;
-    }
+    // Without replacements the set stays whole: a proxy that failed once may serve the next
+    // segment, and MutpClient replaces one it cannot reach for that download. (Shrinking the set
+    // here left a player with fewer and fewer sources after transient failures.)
+    if (this.set !== set || fresh.length === 0) return;
     this.handoffs++;
     if (this.o.staging && next !== undefined) {
       const manager = this.track(track);
