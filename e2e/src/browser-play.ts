@@ -103,11 +103,14 @@ export async function playOnce(
     const tab = await waitFor(
       'the download records in storage.session',
       async () => {
+        // One record per request the downloader answered: those the page aborted first have none.
         const t = await chromium.tabStats(playerUrl);
-        return t && t.segments.length >= counters!.intercepted ? t : undefined;
+        return t && t.segments.length >= counters!.intercepted - counters!.aborted ? t : undefined;
       },
       10_000,
-    );
+    ).catch((e: unknown) => {
+      throw new Error(`${String(e)}; counters ${JSON.stringify(counters)}`);
+    });
     const playing = state!.events.find((e) => e[0] === 'playing');
     return {
       repeat,

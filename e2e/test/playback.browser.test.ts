@@ -11,7 +11,9 @@
  *   origo stored one download record per segment; the per-tab statistics in storage.session hold
  *   a successful 4-proxy record per segment;
  * - the bytes the player got (hashed in the page at the player's loader) are the origin's files;
- * - playback never rebuffered after it started.
+ * - playback never rebuffered after it started;
+ * - staging (the default) hinted segments ahead of the player, some were staged by the time they
+ *   were asked for, and nothing staged went unasked.
  * With the extension switched off, and with origo stopped, the same pages play from the network
  * and the counters say why (`disabled`, `origo-unreachable`).
  *
@@ -266,6 +268,13 @@ describe('Chromium with the extension, rlnc/fountain from four proxies', () => {
         expect(s.normalizedGoodput).toBeGreaterThan(0);
       }
       expect(Object.keys(tab.proxies).sort()).toEqual(PROXIES.map((p) => p.name).sort());
+      // Staging (on by default): segments were hinted ahead of the player and found staged, and a
+      // play without seeks or switches left nothing staged that the player never asked for.
+      const staging = tab.segments.map((s) => s.staging).filter((x) => x !== undefined);
+      expect(staging.length).toBe(tab.segments.length);
+      expect(Math.max(...staging.map((x) => x.hintsStaged))).toBeGreaterThan(0);
+      expect(tab.segments.filter((s) => s.staged).length).toBeGreaterThan(0);
+      expect(staging.map((x) => x.wasted)).toEqual(staging.map(() => 0));
     } finally {
       await played.page.close();
     }

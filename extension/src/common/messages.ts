@@ -140,6 +140,10 @@ export interface SegmentRecord {
   cached: boolean;
   range?: string;
   proxies: ProxyShareRecord[];
+  /** Staging only: a proxy had staged this segment when its download started. */
+  staged?: boolean;
+  /** Staging only: the frame's staging so far (hints sent and staged, segments staged and skipped). */
+  staging?: { ordersSent: number; hintsStaged: number; wasted: number; neededAhead: number };
 }
 
 export type ToBackground =

@@ -131,6 +131,8 @@ export class Downloader {
   private readonly completeLengths = new Map<string, number>();
   private origoDownUntil = -Infinity;
   private staging?: { key: string; stager: SegmentStager };
+  /** Downloads that were staged (a proxy held the segment) when they started, for their records. */
+  private readonly stagedResults = new WeakMap<GetResult, boolean>();
 
   constructor(private readonly deps: DownloaderDeps) {
     this.cacheCapacity = deps.settings().rangeCacheBytes;
@@ -392,10 +394,11 @@ export class Downloader {
     const staging = this.stagingFor(client, req, settings);
     const segment: SegmentRef = { url: req.url, ...(job.range ? { range: job.range } : {}) };
     let use: ProxyInfo[] | undefined;
+    let staged = false;
     if (staging) {
       staging.setUpcoming([segment, ...(req.upcoming ?? [])], req.track);
       use = await staging.proxies(job.controller.signal).catch(() => undefined);
-      staging.fetchStarted(segment, req.track);
+      staged = staging.fetchStarted(segment, req.track);
     }
     const result = await client.get(req.url, {
       mode: req.mode,
@@ -419,6 +422,7 @@ export class Downloader {
       },
     });
     if (staging) {
+      this.stagedResults.set(result, staged);
       staging.fetchCompleted(segment, req.track);
       // Settled in the background: the page gets its bytes now, the next segment uses the new set.
       void staging.afterSegment(result, req.upcoming?.[0], req.track).catch(() => undefined);
@@ -589,6 +593,13 @@ export class Downloader {
     if (o.reason) record.reason = o.reason;
     if (o.detail) record.detail = o.detail.split(req.url).join(record.url).slice(0, 300);
     if (req.range) record.range = formatRange(req.range);
+    const staged = r && this.stagedResults.get(r);
+    const stats = this.staging?.stager.stats();
+    if (staged !== undefined && stats) {
+      record.staged = staged;
+      const { ordersSent, hintsStaged, wasted, neededAhead } = stats;
+      record.staging = { ordersSent, hintsStaged, wasted, neededAhead };
+    }
     try {
       this.deps.onRecord(record);
     } catch {
