@@ -111,9 +111,10 @@ async function authorize(request: GetRequest): Promise<Authorization> {
   const forwarded: GetRequest = { ...request, url: verdict.url, mode: s.mode, proxies: s.proxies, deadlineMs };
   delete forwarded.upcoming;
   delete forwarded.track;
-  const upcoming = s.staging ? readableUpcoming(request.upcoming ?? [], window.location.origin, consent) : [];
-  if (upcoming.length > 0 && request.track !== undefined) {
-    forwarded.upcoming = upcoming;
+  // Kept with an empty list too (the playlist's last segment, or next ones whose CORS answer is
+  // not known yet): the downloader still knows where the player is.
+  if (s.staging && request.track !== undefined) {
+    forwarded.upcoming = readableUpcoming(request.upcoming ?? [], window.location.origin, consent);
     forwarded.track = request.track;
   }
   return { ok: true, request: forwarded };
