@@ -216,7 +216,9 @@ test('peers over the per-client limit are refused with connection-closed', async
 
 test('a connected peer without transfers is closed after the idle timeout', async () => {
   const origo = await startFakeOrigo('s3cret');
-  const proxy = createProxy(testConfig({ origoUrl: origo.url, secret: 's3cret', peerIdleTimeoutMs: 1000 }), {
+  // The idle clock starts with the peer, before its channels open: 3 s leaves a loaded machine
+  // time to connect first (with 1 s, CI twice closed the peer before its channels opened).
+  const proxy = createProxy(testConfig({ origoUrl: origo.url, secret: 's3cret', peerIdleTimeoutMs: 3000 }), {
     logger: silentLogger(),
     codecs: { uncoded: uncodedCodec },
   });
