@@ -1,6 +1,6 @@
 /**
  * `npm run bench:browser -- [--json] [--stream high/hls-ts/index.m3u8] [--repeats 1] [--sources 4]
- * [--modes rlnc,fountain] [--cold] [--settings JSON] [--extension DIR]` (DIR: another unpacked
+ * [--modes rlnc,fountain] [--cold] [--settings JSON] [--seeks 40,80] [--extension DIR]` (DIR: another unpacked
  * build, for A/B runs): a real player (hls.js in headless Chromium with the built extension)
  * plays a stream from the local origin through the extension in each mode (http = Parallel HTTP
  * through the proxies, uncoded, rlnc, fountain) with N ∈ {1, 2, 4} shaped proxies (N = 1:
@@ -19,6 +19,10 @@
  * fresh connections, so none reaches a killed process. `--settings '{"staging":false}'` merges
  * extension settings into every play's (not the ones the bench sets per cell: origoUrl, mode,
  * proxies, exposeCounters). Each row says whether it ran `cold` and with which `settings`.
+ * `--seeks 40,80` seeks to those media times in each play (each once playback went 1 s past the
+ * last), which then ends when the player fetched the last segment; rows count the seeks and the
+ * extension's staging at the end of each play (hints, and segments staged but never asked for:
+ * `wasted`, `wastedPerSeek`, the staging overhead of issue 12).
  *
  * A play runs until the player has fetched every segment of the playlist (the rest of the
  * stream is then buffered: no later rebuffering can come from the network). Per segment, the
@@ -98,6 +102,12 @@ const program = new Command()
   .option('--extension <dir>', 'an unpacked Chromium extension to use instead of extension/dist/chrome (A/B runs)')
   .option('--cold', "don't warm the proxies: each play starts with restarted proxies, their caches empty")
   .option('--settings <json>', "extension settings (a JSON object) merged into every play's", parseSettings, {})
+  .option(
+    '--seeks <list>',
+    'media seconds to seek to during each play, in order (e.g. 40,80): staging overhead per seek',
+    (v) => v.split(',').map(Number),
+    [] as number[],
+  )
   .parse();
 const opts = program.opts<{
   json?: boolean;
@@ -112,7 +122,9 @@ const opts = program.opts<{
   extension?: string;
   cold?: boolean;
   settings: Record<string, unknown>;
+  seeks: number[];
 }>();
+if (opts.seeks.some((t) => !(t >= 0))) throw new Error(`--seeks takes media seconds, got ${opts.seeks.join(',')}`);
 const cold = opts.cold === true;
 if (opts.profile !== 'loopback' && opts.out === join(__dirname, '..', 'results'))
   opts.out = join(opts.out, opts.profile.replace(/[^a-z0-9-]/gi, '_'));
@@ -174,6 +186,15 @@ interface Row {
   origoRecords: number;
   /** Staging hints the proxies answered in this cell's plays, by outcome (staged, cached, busy, ...). */
   stageHints: Record<string, number>;
+  /** Seeks made in all plays (--seeks). */
+  seeks: number;
+  /**
+   * The extension's staging at the end of each play, summed: hints sent, staged, and segments
+   * staged but never asked for (`wasted`, the staging overhead); null without staging.
+   */
+  staging: { ordersSent: number; hintsStaged: number; wasted: number } | null;
+  /** wasted / seeks (null without seeks or staging). */
+  wastedPerSeek: number | null;
   speedupVsHttp: number | null;
   profile: string;
   /** Proxies restarted before each play, caches never warmed (--cold). */
@@ -184,7 +205,23 @@ interface Row {
   simSegmentGoodputBps: number | null;
 }
 
+/** The last staging snapshot of each play's records, summed over the plays. */
+function stagingOf(plays: PlayResult[]): Row['staging'] {
+  let sum: Row['staging'] = null;
+  for (const p of plays) {
+    const last = [...p.segments].reverse().find((s) => s.staging)?.staging;
+    if (!last) continue;
+    sum ??= { ordersSent: 0, hintsStaged: 0, wasted: 0 };
+    sum.ordersSent += last.ordersSent;
+    sum.hintsStaged += last.hintsStaged;
+    sum.wasted += last.wasted;
+  }
+  return sum;
+}
+
 function rowOf(cell: Cell): Row {
+  const seeks = cell.plays.reduce((a, p) => a + p.seeks, 0);
+  const staging = stagingOf(cell.plays);
   const segs = cell.plays.flatMap((p) => p.segments.filter((s) => s.ok && !s.cached));
   const goodputs = segs.map((s) => s.goodputBps).sort((a, b) => a - b);
   const reasons: Record<string, number> = {};
@@ -215,6 +252,9 @@ function rowOf(cell: Cell): Row {
     ),
     origoRecords: cell.origoRecords,
     stageHints: cell.stageHints,
+    seeks,
+    staging,
+    wastedPerSeek: seeks > 0 && staging ? round(staging.wasted / seeks, 2) : null,
     speedupVsHttp: null,
     profile: opts.profile,
     cold,
@@ -372,7 +412,10 @@ async function main(): Promise<void> {
             // is known to start on empty caches whatever ran before it.
             const restartMs = cold ? await restartProxies(cluster) : 0;
             const countsBefore = await proxyCounts(cluster);
-            const play = await playOnce(chromium, playerUrl, segmentUrls.length, r, opts.playTimeout * 1000);
+            const play = await playOnce(chromium, playerUrl, segmentUrls.length, r, opts.playTimeout * 1000, {
+              seekTo: opts.seeks,
+              lastSegmentUrl: segmentUrls[segmentUrls.length - 1],
+            });
             cell.plays.push(play);
             const hints: Record<string, number> = {};
             for (const p of countsDelta(countsBefore, await proxyCounts(cluster)))
@@ -386,6 +429,7 @@ async function main(): Promise<void> {
                 `${ok.length}/${segmentUrls.length} segments by MUTP, ` +
                 `median ${(median(ok.map((s) => s.goodputBps)) / 1e6).toFixed(2)} MB/s, stalls ${play.state.stalls}, ` +
                 `fallbacks ${JSON.stringify(play.counters.fallbacks)}, stage hints ${JSON.stringify(hints)}, ` +
+                `staging ${JSON.stringify(stagingOf([play]))}${play.seeks ? ` over ${play.seeks} seeks` : ''}, ` +
                 `${(play.wallMs / 1000).toFixed(1)} s`,
             );
             await new Promise((res) => setTimeout(res, 500)); // the proxies end their transfers

@@ -58,12 +58,26 @@ export interface PlayResult {
   state: PlayerState;
   startupMs: number;
   wallMs: number;
+  /** Seeks made (PlayOptions.seekTo). */
+  seeks: number;
+}
+
+/** What a play does besides playing. */
+export interface PlayOptions {
+  beforeLoad?(page: Page): Promise<void>;
+  beforeClose?(page: Page): Promise<void>;
+  /**
+   * Media times (s) to seek to, in order, each once playback has gone on 1 s past the previous
+   * position. The play then ends when the player fetched `lastSegmentUrl` (it skips segments).
+   */
+  seekTo?: number[];
+  lastSegmentUrl?: string;
 }
 
 /**
- * Opens the player page, waits until it fetched all `segmentCount` segments, and returns the
- * extension's records of them. A profiler's hooks run on the new page before it navigates and
- * before it closes.
+ * Opens the player page, waits until it fetched all `segmentCount` segments (with seeks: the
+ * last one), and returns the extension's records of them. A profiler's hooks run on the new page
+ * before it navigates and before it closes.
  */
 export async function playOnce(
   chromium: ChromiumSession,
@@ -71,8 +85,10 @@ export async function playOnce(
   segmentCount: number,
   repeat: number,
   playTimeoutMs: number,
-  hooks: { beforeLoad?(page: Page): Promise<void>; beforeClose?(page: Page): Promise<void> } = {},
+  hooks: PlayOptions = {},
 ): Promise<PlayResult> {
+  const seekTo = hooks.seekTo ?? [];
+  if (seekTo.length > 0 && !hooks.lastSegmentUrl) throw new Error('seeking plays need lastSegmentUrl');
   const page = await chromium.browser.newPage();
   const pageErrors: string[] = [];
   page.on('pageerror', (e) => pageErrors.push(String(e)));
@@ -82,17 +98,40 @@ export async function playOnce(
     await page.goto(playerUrl, { waitUntil: 'load' });
     let state: PlayerState | undefined;
     let counters: Counters | undefined;
+    let from = 0;
+    for (const to of seekTo) {
+      await waitFor(
+        `playback past ${from + 1} s before seeking to ${to} s`,
+        async () => {
+          state = await playerState(page);
+          if (state.errors.length > 0) throw new Error(`player error: ${state.errors.join('; ')}`);
+          return state.started && state.currentTime >= from + 1 ? true : undefined;
+        },
+        playTimeoutMs,
+      );
+      await page.evaluate((t) => {
+        const doc = (globalThis as unknown as { document: { querySelector(s: string): { currentTime: number } } })
+          .document;
+        doc.querySelector('video').currentTime = t;
+      }, to);
+      from = to;
+    }
+    const done = (s: PlayerState, c: Counters): boolean => {
+      if (!s.started) return false;
+      if (seekTo.length > 0) return s.loaded.some((l) => l.url === hooks.lastSegmentUrl);
+      return c.served + c.aborted + totalFallbacks(c) >= segmentCount && s.loaded.length >= segmentCount;
+    };
     await waitFor(
-      `the player to fetch all ${segmentCount} segments`,
+      seekTo.length > 0
+        ? `the player to fetch ${hooks.lastSegmentUrl}`
+        : `the player to fetch all ${segmentCount} segments`,
       async () => {
         state = await playerState(page);
         counters = await pageCounters(page);
         if (state.errors.length > 0 || pageErrors.length > 0) {
           throw new Error(`player error: ${[...state.errors, ...pageErrors].join('; ')}`);
         }
-        if (!counters) return undefined;
-        const accounted = counters.served + counters.aborted + totalFallbacks(counters);
-        return accounted >= segmentCount && state.loaded.length >= segmentCount && state.started ? true : undefined;
+        return counters && done(state, counters) ? true : undefined;
       },
       playTimeoutMs,
     ).catch((e: unknown) => {
@@ -119,6 +158,7 @@ export async function playOnce(
       state: state!,
       startupMs: playing ? playing[2] : NaN,
       wallMs: Date.now() - t0,
+      seeks: seekTo.length,
     };
   } finally {
     await hooks.beforeClose?.(page).catch(() => undefined);

@@ -121,6 +121,10 @@ describe('StagingManager', () => {
     m.setUpcoming(list(10, 31));
     expect(m.stats().wasted).toBe(3);
     expect(m.decide(3100)).toEqual([]);
+    // A staged segment whose download started and was abandoned (the player seeked) was asked for.
+    m.fetchStarted(seg(10), 3200);
+    m.setUpcoming(list(20, 31));
+    expect(m.stats().wasted).toBe(5); // 11 and 12, not 10
   });
 
   test('segments are told apart by range', () => {

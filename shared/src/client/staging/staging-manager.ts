@@ -83,7 +83,8 @@ export class StagingManager {
   /**
    * The upcoming segments from the playing position on (again after a seek, a stream switch or a
    * playlist refresh). Segments still listed keep what is known of them; those that left the list
-   * staged or ordered but never fetched are counted as wasted.
+   * staged or ordered but never asked for are counted as wasted (one whose download started and
+   * was abandoned, as a player does on a seek, was asked for: its staging was not for nothing).
    */
   setUpcoming(segments: readonly SegmentRef[]): void {
     const next: ChunkProfile[] = [];
@@ -96,7 +97,7 @@ export class StagingManager {
     }
     for (const [key, p] of this.byKey) {
       if (keys.has(key)) continue;
-      if (!p.fetched && p.staging !== 'none') this.wasted++;
+      if (p.fetchStartedAt === undefined && p.staging !== 'none') this.wasted++;
       this.byKey.delete(key);
     }
     for (const p of next) this.byKey.set(p.key, p);
