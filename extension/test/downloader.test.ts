@@ -448,9 +448,13 @@ describe('staging (a request carries its playlist position)', () => {
   /** A FakeClient that can stage: every hint is answered "staged" by each proxy named. */
   class StagingClient extends FakeClient {
     chosen = 0;
+    chooseTimeouts: (number | undefined)[] = [];
+    refuse?: ClientError;
     hints: { url: string; proxies: string[]; range?: ByteRange }[] = [];
-    async chooseProxies(): Promise<ProxyInfo[]> {
+    async chooseProxies(_n: number, _mode: string, o: { origoTimeoutMs?: number } = {}): Promise<ProxyInfo[]> {
       this.chosen++;
+      this.chooseTimeouts.push(o.origoTimeoutMs);
+      if (this.refuse) throw this.refuse;
       return SET;
     }
     async stage(url: string, proxies: readonly ProxyInfo[], o: { range?: ByteRange } = {}): Promise<StagedAnswer[]> {
@@ -519,6 +523,24 @@ describe('staging (a request carries its playlist position)', () => {
     const stats = t.d.stagingStats()!;
     expect(stats.wasted).toBeGreaterThanOrEqual(1);
     expect(stats.wasted).toBeLessThanOrEqual(stats.neededAhead);
+  });
+
+  test("choosing the set has the request's origo limit, and its failure is the request's (reason and cause)", async () => {
+    const t = stagingSetup();
+    const first = t.d.handle(at(0));
+    await flush();
+    t.client().calls[0].resolve(object(100));
+    await first;
+    expect(t.client().chooseTimeouts).toEqual([expect.any(Number)]);
+    expect(t.client().chooseTimeouts[0]).toBeLessThan(normalizeSettings({}).deadlineMs);
+
+    const down = stagingSetup();
+    down.d.prepare(); // makes the client, so the test can make origo fail before the first request
+    await flush();
+    down.client().refuse = new ClientError('origo-unreachable', 'origo handshake timed out');
+    const refused = await down.d.handle(at(0));
+    expect(refused).toMatchObject({ ok: false, reason: 'origo-unreachable' });
+    expect(down.client().calls).toEqual([]); // no download without a set
   });
 
   test('ranged segments are staged as the ranges the manifest names', async () => {

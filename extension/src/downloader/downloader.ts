@@ -17,8 +17,9 @@
  * (the hook reads the manifests; the content script keeps only those the page may read). One
  * SegmentStager per client, mode and N keeps one proxy set for the frame, downloads through it
  * (GetOptions.use), hints upcoming segments to it as SoftStage's rule says, and replaces proxies
- * that failed only between two segments (chunk-aware handoff). Without a set (origo could not
- * choose one) a segment is downloaded as before: origo picks the proxies for it.
+ * that failed only between two segments (chunk-aware handoff). Choosing the set is the
+ * download's first call to origo: it has the request's origo limit, and its failure (origo down
+ * or hung, no proxies) is the download's, with the same reason and cause.
  *
  * Deadlines: each request's limits for origo, the proxy connections and the first byte derive
  * from the hook's deadline for it (common/deadlines.ts), so the downloader answers with the real
@@ -397,7 +398,9 @@ export class Downloader {
     let staged = false;
     if (staging) {
       staging.setUpcoming([segment, ...(req.upcoming ?? [])], req.track);
-      use = await staging.proxies(job.controller.signal).catch(() => undefined);
+      // Within the request's origo limit, and its failure is the download's: the download would
+      // have asked origo the same (a second try would overrun the hook's deadline).
+      use = await staging.proxies(job.controller.signal, limits.origoMs);
       staged = staging.fetchStarted(segment, req.track);
     }
     const result = await client.get(req.url, {

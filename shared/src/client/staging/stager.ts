@@ -21,7 +21,11 @@ import { StagingConfig, StagingManager, StagingStats } from './staging-manager';
 
 /** What staging needs of MutpClient. */
 export interface StagingClient {
-  chooseProxies(count: number, mode: DownloadMode, o?: Pick<GetOptions, 'signal' | 'exclude'>): Promise<ProxyInfo[]>;
+  chooseProxies(
+    count: number,
+    mode: DownloadMode,
+    o?: Pick<GetOptions, 'signal' | 'exclude' | 'origoTimeoutMs'>,
+  ): Promise<ProxyInfo[]>;
   stage(
     url: string,
     proxies: readonly ProxyInfo[],
@@ -69,11 +73,17 @@ export class SegmentStager {
     return this.set;
   }
 
-  /** The proxy set, chosen through origo the first time (again after a failed choice). */
-  proxies(signal?: AbortSignal): Promise<ProxyInfo[]> {
+  /**
+   * The proxy set, chosen through origo the first time (again after a failed choice), within
+   * `origoTimeoutMs` when given (a caller with a deadline).
+   */
+  proxies(signal?: AbortSignal, origoTimeoutMs?: number): Promise<ProxyInfo[]> {
     if (this.set) return Promise.resolve(this.set);
     if (!this.choosing) {
-      const choosing = this.client.chooseProxies(this.o.proxies, this.o.mode, signal ? { signal } : {});
+      const choosing = this.client.chooseProxies(this.o.proxies, this.o.mode, {
+        ...(signal ? { signal } : {}),
+        ...(origoTimeoutMs !== undefined ? { origoTimeoutMs } : {}),
+      });
       this.choosing = choosing;
       choosing.then(
         (set) => {
