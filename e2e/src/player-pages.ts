@@ -69,8 +69,12 @@ const PAGE_SCRIPT = String.raw`
     if (state.events.length < 500) state.events.push([name, Math.round(video.currentTime * 1000) / 1000, now()]);
   });
   ['loadedmetadata', 'canplay', 'playing', 'waiting', 'stalled', 'seeking', 'ended', 'pause'].forEach(event);
-  video.addEventListener('playing', () => { state.started = true; });
-  video.addEventListener('waiting', () => { if (state.started && !video.seeking && !video.ended) state.stalls++; });
+  // A wait between a seek (the page's, or the player's own jump over a gap at the start) and the
+  // playing that ends it is seek latency, not a stall: Firefox may fire it after 'seeked'.
+  let inSeek = false;
+  video.addEventListener('seeking', () => { inSeek = true; });
+  video.addEventListener('playing', () => { state.started = true; inSeek = false; });
+  video.addEventListener('waiting', () => { if (state.started && !video.seeking && !inSeek && !video.ended) state.stalls++; });
   video.addEventListener('stalled', () => { state.stalledEvents++; });
   video.addEventListener('ended', () => { state.ended = true; });
   video.addEventListener('error', () => state.errors.push('video: ' + (video.error ? video.error.code + ' ' + video.error.message : '?')));
