@@ -483,6 +483,14 @@ describe('staging (a request carries its playlist position)', () => {
     return { ...t, client: () => clients[clients.length - 1] };
   }
 
+  /** Handles `request`, answering its download with 100 bytes. */
+  async function served(t: ReturnType<typeof stagingSetup>, request: GetRequest) {
+    const answer = t.d.handle(request);
+    await flush();
+    t.client().calls.at(-1)!.resolve(object(100));
+    return answer;
+  }
+
   const playlist = Array.from({ length: 8 }, (_, i) => `https://cdn.test/seg${i}.ts`);
   const at = (i: number, more: Partial<GetRequest> = {}) =>
     req(playlist[i], {
@@ -512,14 +520,8 @@ describe('staging (a request carries its playlist position)', () => {
 
   test('a seek: what was staged ahead and skipped counts as waste, at most the staged-ahead segments', async () => {
     const t = stagingSetup();
-    const first = t.d.handle(at(0));
-    await flush();
-    t.client().calls[0].resolve(object(100));
-    await first;
-    const seek = t.d.handle(at(5));
-    await flush();
-    t.client().calls[1].resolve(object(100));
-    await seek;
+    await served(t, at(0));
+    await served(t, at(5));
     const stats = t.d.stagingStats()!;
     expect(stats.wasted).toBeGreaterThanOrEqual(1);
     expect(stats.wasted).toBeLessThanOrEqual(stats.neededAhead);
@@ -527,10 +529,7 @@ describe('staging (a request carries its playlist position)', () => {
 
   test("choosing the set has the request's origo limit, and its failure is the request's (reason and cause)", async () => {
     const t = stagingSetup();
-    const first = t.d.handle(at(0));
-    await flush();
-    t.client().calls[0].resolve(object(100));
-    await first;
+    await served(t, at(0));
     expect(t.client().chooseTimeouts).toEqual([expect.any(Number)]);
     expect(t.client().chooseTimeouts[0]).toBeLessThan(normalizeSettings({}).deadlineMs);
 
