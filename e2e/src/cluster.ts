@@ -97,6 +97,8 @@ export interface ClusterOptions {
    * every instance's URL. Loopback only.
    */
   origoInstances?: { count: number; redisUrl: string };
+  /** More origo arguments, after the cluster's own (e.g. a test's socket budgets). */
+  origoArgs?: string[];
 }
 
 export interface PlacedHost {
@@ -196,6 +198,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
         '--token-key',
         tokenKeyFile,
         ...(o.origoInstances ? ['--redis', o.origoInstances.redisUrl, '--instance-id', `o${i}`] : []),
+        ...(o.origoArgs ?? []),
       ],
       { MUTP_ADMIN_TOKEN: adminToken },
       origoLog,
