@@ -11,8 +11,10 @@
  * URL once (cold: every proxy fetches it from the origin first; reported as `coldEfficiency`),
  * then measures `repeats` downloads of that URL from the proxies' caches (`efficiency`, the
  * figure to hold against the simulator). With `--stage` the cell's proxies are chosen once and
- * the object is staged at them (a hint through origo, answered) before the cold download, so
- * `coldEfficiency` is that of a staged first download.
+ * each cold object is staged at them (a hint through origo with the mode's layout, answered:
+ * fetched and its encoder prepared) `--stage-lead-ms` before its download, so `coldEfficiency` is
+ * that of a staged first download. `--cold-repeats` cold downloads per cell, each of a fresh
+ * object, give the median (one cold download per cell is a noisy figure).
  */
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
@@ -36,6 +38,12 @@ const program = new Command()
   .description('End-to-end goodput over real loopback WebRTC against shaped proxies, with the simulator alongside.')
   .option('--json', 'print the rows as a JSON array on the last line of stdout')
   .option('--repeats <n>', "downloads per cell from the proxies' caches (medians), after one cold", (v) => Number(v), 3)
+  .option(
+    '--cold-repeats <n>',
+    'cold downloads per cell, each of a fresh object (coldEfficiency is their median; one is noisy)',
+    (v) => Number(v),
+    1,
+  )
   .option('--quick', 'only 2 MiB objects and N = 4')
   .option('--profile <name>', 'network profile (testbed/ and sim/src/profiles.ts); loopback = no testbed', 'loopback')
   .option('--sources <list>', 'proxy counts N, comma-separated (default 1,2,4; --quick: 4)')
@@ -52,6 +60,12 @@ const program = new Command()
     '--stage',
     "stage each cell's fresh object at the cell's proxies (a staging hint through origo, answered) before its cold download: coldEfficiency then measures a staged first download",
   )
+  .option(
+    '--stage-lead-ms <ms>',
+    "with --stage, how long before its download each cold object is staged (a player stages ahead; on one machine the proxies' staging work would otherwise overlap the download)",
+    (v) => Number(v),
+    1000,
+  )
   .option('--object-bytes <list>', 'object sizes, comma-separated (default 1 MiB and 2 MiB; --quick: 2 MiB)')
   .option(
     '--timeout-ms <ms>',
@@ -63,6 +77,7 @@ const program = new Command()
 const opts = program.opts<{
   json?: boolean;
   repeats: number;
+  coldRepeats: number;
   quick?: boolean;
   profile: string;
   sources?: string;
@@ -72,6 +87,7 @@ const opts = program.opts<{
   capScale: number;
   timeline?: boolean;
   stage?: boolean;
+  stageLeadMs: number;
   timeoutMs: number;
 }>();
 
@@ -79,6 +95,10 @@ const MODES = ['http', 'uncoded', 'rlnc', 'fountain'] as const;
 type BenchMode = (typeof MODES)[number];
 if (!(opts.capScale > 0 && opts.capScale <= 4))
   throw new Error(`--cap-scale: above 0, at most 4; got ${opts.capScale}`);
+if (!(opts.stageLeadMs >= 0 && opts.stageLeadMs <= 60_000))
+  throw new Error(`--stage-lead-ms: 0 to 60000; got ${opts.stageLeadMs}`);
+if (!(Number.isInteger(opts.coldRepeats) && opts.coldRepeats >= 1 && opts.coldRepeats <= 999))
+  throw new Error(`--cold-repeats: an integer from 1 to 999; got ${opts.coldRepeats}`);
 /** The paper's two proxy caps, KB/s (scaled by --cap-scale). */
 const SLOW_KBPS = Math.round(896 * opts.capScale);
 const FAST_KBPS = Math.round(1792 * opts.capScale);
@@ -223,36 +243,46 @@ async function main(): Promise<void> {
             let failed = 0;
             const failures: Record<string, number> = {};
             const fallbackMs: number[] = [];
-            let cold: GetResult | undefined;
+            const colds: GetResult[] = [];
             const url = `${origin.url}/object/${objectBytes}/${rows.length + 1}`;
+            // Every cold download is of a fresh object; the warm repeats are of the first one.
+            const coldUrls = Array.from({ length: opts.coldRepeats }, (_, c) =>
+              c === 0 ? url : `${origin.url}/object/${objectBytes}/${(rows.length + 1) * 1000 + c}`,
+            );
             const linksBefore = testbed ? sumLinkDrops(testbed) : undefined;
             senderLog?.take();
-            // Where the links' schedules stood when the measured repeats began (after the cold download).
+            // Where the links' schedules stood when the measured repeats began (after the cold downloads).
             let offsetMs = 0;
             let timeline: number[] = [];
             let shares: string[] = [];
-            // --stage: the cell's proxies, chosen once, fetch the object before the first download.
+            // --stage: the cell's proxies, chosen once, fetch each cold object before its download.
             let staged: ProxyInfo[] | undefined;
             if (opts.stage) {
               try {
                 staged = await client.chooseProxies(n, mode, { exclude });
-                const answers = await client.stage(url, staged, { timeoutMs: GET_TIMEOUT_MS });
-                const notStaged = answers.filter((a) => a.status !== 'staged');
-                if (notStaged.length > 0)
-                  process.stderr.write(
-                    `bench:e2e ${mode} N=${n} ${kind}: not staged at ${notStaged.map((a) => `${a.proxyId} (${a.error})`).join(', ')}\n`,
-                  );
               } catch (e) {
-                process.stderr.write(`bench:e2e ${mode} N=${n} ${kind}: staging failed: ${String(e)}\n`);
+                process.stderr.write(`bench:e2e ${mode} N=${n} ${kind}: no proxies to stage at: ${String(e)}\n`);
               }
             }
-            for (let r = -1; r < opts.repeats; r++) {
+            const stage = async (coldUrl: string) => {
+              if (!staged) return;
+              const answers = await client.stage(coldUrl, staged, { timeoutMs: GET_TIMEOUT_MS, mode });
+              const notStaged = answers.filter((a) => a.status !== 'staged');
+              if (notStaged.length > 0)
+                process.stderr.write(
+                  `bench:e2e ${mode} N=${n} ${kind}: not staged at ${notStaged.map((a) => `${a.proxyId} (${a.error})`).join(', ')}\n`,
+                );
+              await new Promise((resolve) => setTimeout(resolve, opts.stageLeadMs));
+            };
+            for (let r = -opts.coldRepeats; r < opts.repeats; r++) {
+              const target = r < 0 ? coldUrls[r + opts.coldRepeats] : url;
+              if (r < 0) await stage(target);
               if (r === 0 && testbed) offsetMs = Date.now() - testbed.startedAtMs;
               const track = opts.timeline && mode !== 'http' && r === opts.repeats - 1;
               const t0 = performance.now();
               timeline = [];
               try {
-                const result = await client.get(url, {
+                const result = await client.get(target, {
                   mode,
                   proxies: n,
                   exclude,
@@ -268,7 +298,7 @@ async function main(): Promise<void> {
                       }
                     : {}),
                 });
-                if (r < 0) cold = result;
+                if (r < 0) colds.push(result);
                 else results.push(result);
                 if (track) shares = result.sources.map((x) => `${x.name}:${round(x.share)}`);
               } catch (e) {
@@ -315,8 +345,8 @@ async function main(): Promise<void> {
                 codecs,
                 profile && { profile, fleetIndices, offsetMs },
               ),
-              coldDownloadMs: cold ? round(cold.durationMs, 1) : null,
-              coldEfficiency: cold ? round(ideal / cold.durationMs) : null,
+              coldDownloadMs: colds.length ? round(median(colds.map((x) => x.durationMs)), 1) : null,
+              coldEfficiency: colds.length ? round(median(colds.map((x) => ideal / x.durationMs))) : null,
             };
             rows.push(row);
             process.stderr.write(

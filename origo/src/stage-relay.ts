@@ -75,6 +75,7 @@ export class StageRelay {
       requestId: m.requestId,
       url: m.url,
       ...(m.range ? { range: m.range } : {}),
+      ...(m.layout ? { layout: m.layout } : {}),
     };
     for (const proxyId of new Set(m.proxyIds)) {
       const fail = (error: string) => this.answerHere(client.peer, failedStage(m.requestId, proxyId, error));

@@ -14,6 +14,7 @@ export class ProxyMetrics {
   readonly cacheEntries: Gauge;
   readonly originErrors: Counter<'kind'>;
   readonly stageHints: Counter<'outcome'>;
+  readonly stagePrepared: Counter<'outcome'>;
   readonly malformedDatagrams: Counter;
   readonly unknownTransferDatagrams: Counter;
   readonly peers: Gauge;
@@ -57,6 +58,12 @@ export class ProxyMetrics {
     this.stageHints = new Counter({
       name: 'mutp_proxy_stage_hints_total',
       help: 'Staging hints from origo, by outcome (staged, cached, busy, uncacheable, or the fetch error kind)',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.stagePrepared = new Counter({
+      name: 'mutp_proxy_stage_prepared_total',
+      help: "Staged objects whose encoder was prepared for the hint's layout, by outcome (prepared, refused: a layout a REQUEST would be refused for, overloaded: no memory budget, failed)",
       labelNames: ['outcome'],
       registers,
     });

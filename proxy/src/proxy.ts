@@ -24,6 +24,7 @@ import { fetchOrigin } from './origin-fetch';
 import { OrigoLink, OrigoLinkStats } from './origo-link';
 import { PeerManager } from './peer-manager';
 import { RateMeter } from './rate-meter';
+import { encoderPreparer } from './stage-prepare';
 import { Stager } from './stager';
 import { TokenBucket, TokenBucketStats } from './token-bucket';
 import { TransferHostStats, TransferServices } from './transfer-host';
@@ -171,6 +172,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
     maxPerClient: config.maxStagingPerClient,
     timeoutMs: Math.max(config.originTimeoutMs, config.originTotalTimeoutMs),
     draining: () => admission.draining,
+    prepare: encoderPreparer(() => services.codecs, config.minSymbolSize),
   });
   let httpUrl: string | undefined;
   let closed = false;

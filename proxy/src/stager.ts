@@ -8,12 +8,19 @@
  * A hint costs an origin fetch and cache space without anyone downloading yet, so hints under way
  * are capped in all and per client; past a cap the hint is answered 'busy' at once (the client
  * then fetches on demand, as without staging). A fetch that outlives `timeoutMs` is withdrawn.
+ *
+ * A hint that names the layout its client will REQUEST with also gets the object's encoder and
+ * digests prepared (`prepare`) before the answer; a layout that cannot be prepared leaves the
+ * object staged all the same (the REQUEST then does that work, as without the layout).
  */
 import type { StagedByProxy, StageHint } from '@mutp/shared';
 import type { Logger } from 'pino';
+import { EncoderBudgetError } from '@mutp/shared';
 import { asServeError } from './errors';
 import type { ProxyMetrics } from './metrics';
+import type { CachedObject } from './object-cache';
 import type { ObjectSource } from './object-source';
+import { LayoutRefused, PrepareStaged } from './stage-prepare';
 
 export interface StagerOptions {
   objects: Pick<ObjectSource, 'get' | 'isCached'>;
@@ -28,6 +35,8 @@ export interface StagerOptions {
   timeoutMs: number;
   /** The proxy is draining: hints are answered 'draining' (it takes no new work). */
   draining?: () => boolean;
+  /** Readies a staged object for the layout a hint names (stage-prepare.ts); absent: not done. */
+  prepare?: PrepareStaged;
   clock?: () => number;
 }
 
@@ -84,11 +93,30 @@ export class Stager {
       const originMs = cached ? 0 : Math.max(0, this.clock() - started);
       // Served but not kept (larger than the cache, or the origin said no-store): nothing is staged.
       if (!object.cached) return this.answer(hint, 'failed', 'uncacheable', originMs, object.bytes.length);
+      if (hint.layout) await this.prepare(hint, object, signal);
       this.answer(hint, 'staged', undefined, originMs, object.bytes.length, cached);
     } catch (e) {
       const error = signal.aborted && !this.abort.signal.aborted ? 'timeout' : asServeError(e).kind;
       this.log.info({ url: hint.url, clientId: hint.clientId, error }, 'staging failed');
       this.answer(hint, 'failed', error, Math.max(0, this.clock() - started));
+    }
+  }
+
+  /** Prepares the staged object for the hint's layout; a failure is counted and logged, not answered. */
+  private async prepare(hint: StageHint, object: CachedObject, signal: AbortSignal): Promise<void> {
+    const { prepare, metrics } = this.options;
+    if (!prepare || !hint.layout) return;
+    try {
+      await prepare(object, hint.layout, signal);
+      metrics.stagePrepared.inc({ outcome: signal.aborted ? 'failed' : 'prepared' });
+    } catch (e) {
+      const outcome =
+        e instanceof LayoutRefused ? 'refused' : e instanceof EncoderBudgetError ? 'overloaded' : 'failed';
+      metrics.stagePrepared.inc({ outcome });
+      this.log.info(
+        { url: hint.url, clientId: hint.clientId, layout: hint.layout, outcome, err: e },
+        'staged object not prepared',
+      );
     }
   }
 

@@ -9,6 +9,7 @@
  * record per download.
  */
 import { z } from 'zod';
+import { MAX_GENERATION_SIZE, MAX_SYMBOL_SIZE, MIN_SYMBOL_SIZE } from './limits';
 import { rangeProblem } from './range';
 
 export const SIGNALLING_VERSION = 1;
@@ -48,6 +49,16 @@ const stageUrl = z
 const stageRange = z
   .object({ start: z.number().int(), length: z.number().int() })
   .refine((r) => rangeProblem(r) === undefined, { message: 'not a byte range a REQUEST may name' });
+/**
+ * The layout the client will REQUEST a staged object with (a REQUEST's mode, symbol and generation
+ * size): the proxy prepares the object's encoder for it, so the first packets do not wait for it.
+ */
+const stageLayout = z.object({
+  mode,
+  symbolSize: z.number().int().min(MIN_SYMBOL_SIZE).max(MAX_SYMBOL_SIZE),
+  generationSize: z.number().int().min(1).max(MAX_GENERATION_SIZE),
+});
+export type StageLayout = z.infer<typeof stageLayout>;
 /**
  * How a proxy's staging of one hint ended (docs/signalling.md, "Staging hints"): `originMs` is
  * what its origin fetch took (0: already cached), `error` a short code when it failed.
@@ -146,7 +157,14 @@ export const origoToProxy = z.discriminatedUnion('type', [
    * A client's staging hint (SoftStage): fetch this object into the cache now, answer `staged`
    * with the same clientId and requestId. The proxy keeps no client state for it.
    */
-  z.object({ type: z.literal('stage'), clientId: id, requestId: id, url: stageUrl, range: stageRange.optional() }),
+  z.object({
+    type: z.literal('stage'),
+    clientId: id,
+    requestId: id,
+    url: stageUrl,
+    range: stageRange.optional(),
+    layout: stageLayout.optional(),
+  }),
 ]);
 
 // ------------------------------------------------------------------ client <-> origo
@@ -220,6 +238,7 @@ export const clientToOrigo = z.discriminatedUnion('type', [
     requestId: id,
     url: stageUrl,
     range: stageRange.optional(),
+    layout: stageLayout.optional(),
     proxyIds: z.array(id).min(1).max(MAX_STAGE_PROXIES),
   }),
 ]);

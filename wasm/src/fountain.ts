@@ -41,13 +41,26 @@ class FountainEncoder implements UnitEncoder {
       out.fill(0, bytes, layout.symbolSize);
       return;
     }
-    const encoder = (this.encoders[unit] ??= this.wirehair.createEncoder(
-      this.object.subarray(start, start + bytes),
-      layout.symbolSize,
-    ));
-    const block = encoder.encodeView(blockId);
+    const block = this.encoderOf(unit).encodeView(blockId);
     out.set(block);
     out.fill(0, block.length, layout.symbolSize);
+  }
+
+  prepare(unit: number): void {
+    if (this.freed) throw new Error('fountain encoder used after free()');
+    const { layout } = this;
+    if (!isUnit(layout, unit) || layout.unitSize(unit) === 1) return;
+    this.encoderOf(unit);
+  }
+
+  /** Unit `unit`'s wirehair encoder, made on first use (a unit of two symbols or more). */
+  private encoderOf(unit: number): WirehairEncoder {
+    const { layout } = this;
+    const start = unit * layout.symbolsPerUnit * layout.symbolSize;
+    return (this.encoders[unit] ??= this.wirehair.createEncoder(
+      this.object.subarray(start, start + unitBytes(layout, unit)),
+      layout.symbolSize,
+    ));
   }
 
   usableKey(unit: number, blockId: number): boolean {

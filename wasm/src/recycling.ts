@@ -52,6 +52,7 @@ export class RecyclingCodec implements Codec {
       mode: encoder.mode,
       encodeInto: (unit, key, out) => encoder.encodeInto(unit, key, out),
       usableKey: encoder.usableKey ? (unit, key) => encoder.usableKey!(unit, key) : undefined,
+      prepare: encoder.prepare ? (unit) => encoder.prepare!(unit) : undefined,
       free: () => {
         encoder.free();
         release();

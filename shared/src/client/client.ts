@@ -28,6 +28,7 @@ import {
   PollutionKind,
   ProxyInfo,
   SchedulerName,
+  StageLayout,
   StagedAnswer,
   windowForPath,
 } from '..';
@@ -370,12 +371,14 @@ export class MutpClient {
    * Staging hint (SoftStage): asks `proxies` to fetch `url` (or `range` of it) from its origin
    * into their caches now, so a later download of it does not wait for the origin. Resolves with
    * each proxy's answer (staged with its origin fetch time, or failed and why); never rejects: a
-   * hint that cannot be sent comes back failed ('no-session', 'timeout').
+   * hint that cannot be sent comes back failed ('no-session', 'timeout'). With `mode` (the mode the
+   * object will be downloaded in) the hint carries this client's layout for it, and the proxies
+   * also prepare the object's encoder (wirehair solves its code before the first packet).
    */
   async stage(
     url: string,
     proxies: readonly (ProxyInfo | string)[],
-    o: { range?: ByteRange; timeoutMs?: number } = {},
+    o: { range?: ByteRange; timeoutMs?: number; mode?: DownloadMode } = {},
   ): Promise<StagedAnswer[]> {
     const ids = proxies.map((p) => (typeof p === 'string' ? p : p.proxyId));
     let session: OrigoSession | undefined;
@@ -388,7 +391,11 @@ export class MutpClient {
     if (session === undefined) {
       return ids.map((proxyId) => failedStage('none', proxyId, 'no-session'));
     }
-    return session.stage(url, ids, o.range, timeoutMs);
+    const layout: StageLayout | undefined =
+      o.mode !== undefined && o.mode !== 'http'
+        ? { mode: o.mode, symbolSize: this.config.symbolSize, generationSize: this.config.generationSize }
+        : undefined;
+    return session.stage(url, ids, o.range, timeoutMs, layout);
   }
 
   /**

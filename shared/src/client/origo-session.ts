@@ -13,6 +13,7 @@ import {
   ProxyInfo,
   SessionDescription,
   SIGNALLING_VERSION,
+  StageLayout,
   StagedAnswer,
   failedStage,
 } from '..';
@@ -159,7 +160,8 @@ export class OrigoSession {
   }
 
   /**
-   * Asks `proxyIds` (offered to this client) through origo to fetch `url` into their caches now.
+   * Asks `proxyIds` (offered to this client) through origo to fetch `url` into their caches now
+   * (and with `layout`, to prepare its encoder for a REQUEST with that layout).
    * Resolves with one answer per proxy when all have answered or after `timeoutMs`; a proxy that
    * did not answer by then counts as failed ('timeout'). Never rejects: staging is a hint, the
    * download works without it.
@@ -169,6 +171,7 @@ export class OrigoSession {
     proxyIds: readonly string[],
     range?: ByteRange,
     timeoutMs = this.timeoutMs,
+    layout?: StageLayout,
   ): Promise<StagedAnswer[]> {
     const requestId = `s${this.nextRequest++}`;
     const ids = [...new Set(proxyIds)];
@@ -187,7 +190,14 @@ export class OrigoSession {
       };
       wait.done = finish;
       this.stages.set(requestId, wait);
-      this.send({ type: 'stage', requestId, url, ...(range ? { range } : {}), proxyIds: ids });
+      this.send({
+        type: 'stage',
+        requestId,
+        url,
+        ...(range ? { range } : {}),
+        ...(layout ? { layout } : {}),
+        proxyIds: ids,
+      });
     });
   }
 

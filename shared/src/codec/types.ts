@@ -17,6 +17,11 @@ export interface UnitEncoder {
    * upwards skips the ones that cannot (wirehair cannot use a few, see docs/protocol.md §8.4).
    */
   usableKey?(unit: number, key: number): boolean;
+  /**
+   * Does now what the first packet of `unit` would otherwise wait for (wirehair solves its code on
+   * first use). Absent: the codec has nothing to prepare.
+   */
+  prepare?(unit: number): void;
   free(): void;
 }
 

@@ -3,6 +3,7 @@ export type { AdmissionLimits, AdmissionResult, Grant } from './admission';
 export { LayoutDigests } from './layout-digests';
 export { EncoderBudgetError, encoderBytesOf, SharedEncoders, sharingCodec } from './shared-encoders';
 export { IdleEncoders } from './idle-encoders';
+export { prepareObject } from './prepare';
 export {
   DEFAULT_ENDPOINT_LIMITS,
   PENDING_TRANSFER_BYTES,

@@ -94,6 +94,12 @@ export class SharedEncoders {
         encoder.encodeInto(unit, k, out);
       },
       usableKey: encoder.usableKey ? (unit, k) => encoder.usableKey!(unit, k) : undefined,
+      prepare: encoder.prepare
+        ? (unit) => {
+            if (freed) throw new Error('encoder lease used after free()');
+            encoder.prepare!(unit);
+          }
+        : undefined,
       free: release,
     };
   }

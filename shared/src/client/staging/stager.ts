@@ -29,7 +29,7 @@ export interface StagingClient {
   stage(
     url: string,
     proxies: readonly ProxyInfo[],
-    o?: { range?: ByteRange; timeoutMs?: number },
+    o?: { range?: ByteRange; timeoutMs?: number; mode?: DownloadMode },
   ): Promise<StagedAnswer[]>;
 }
 
@@ -149,7 +149,11 @@ export class SegmentStager {
       const manager = this.track(track);
       manager.stageOrdered(next, this.clock.now());
       const answers = await this.client
-        .stage(next.url, fresh, { ...(next.range ? { range: next.range } : {}), timeoutMs: HANDOFF_STAGE_WAIT_MS })
+        .stage(next.url, fresh, {
+          ...(next.range ? { range: next.range } : {}),
+          timeoutMs: HANDOFF_STAGE_WAIT_MS,
+          mode: this.o.mode,
+        })
         .catch(() => [] as StagedAnswer[]);
       this.record(manager, next, answers);
     }
@@ -210,7 +214,7 @@ export class SegmentStager {
     for (const s of manager.decide(now)) {
       manager.stageOrdered(s, now);
       // A hint is only a hint: one that could not be sent leaves the segment to be fetched on demand.
-      void this.client.stage(s.url, set, s.range ? { range: s.range } : {}).then(
+      void this.client.stage(s.url, set, { ...(s.range ? { range: s.range } : {}), mode: this.o.mode }).then(
         (answers) => {
           this.record(manager, s, answers);
           if (this.tracks.get(track) === manager) this.stageAhead(track);
