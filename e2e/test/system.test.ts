@@ -135,6 +135,22 @@ describe('four unshaped proxies', () => {
     const missing = await client.stage(`${origin.url}/status/404`, chosen.slice(0, 1), { timeoutMs: 20_000 });
     expect(missing).toEqual([expect.objectContaining({ status: 'failed', error: 'not-found' })]);
     expect(origin.requests.get(path)).toBe(2);
+
+    // With the mode, the hint carries the client's layout: each proxy prepares the encoder too.
+    const fountainSet = await client.chooseProxies(2, 'fountain');
+    const fountainUrl = `${origin.url}/object/${bytes}/22`;
+    const staged = await client.stage(fountainUrl, fountainSet, { timeoutMs: 20_000, mode: 'fountain' });
+    expect(staged.map((a) => a.status)).toEqual(['staged', 'staged']);
+    const listed = await cluster.listProxies();
+    let prepared = 0;
+    for (const p of fountainSet) {
+      const httpUrl = (listed.find((x) => x.proxyId === p.proxyId) as { httpUrl?: string } | undefined)?.httpUrl;
+      const metrics = await (await fetch(`${httpUrl}/metrics`)).text();
+      prepared += Number(/mutp_proxy_stage_prepared_total\{outcome="prepared"\} (\d+)/.exec(metrics)?.[1] ?? 0);
+    }
+    expect(prepared).toBe(2);
+    const fountainResult = await client.get(fountainUrl, { mode: 'fountain', proxies: 2, use: fountainSet });
+    expect(sha(fountainResult.object)).toBe(sha(syntheticObject(bytes, 22)));
   });
 
   test('malformed and oversized signalling is rejected while other clients download', async () => {

@@ -53,6 +53,22 @@ describe('staging hints through origo', () => {
     expect(metrics).toContain('mutp_origo_stage_hints_total{outcome="staged"} 1');
   });
 
+  test("a hint's layout reaches the proxy as the client sent it", async () => {
+    const { port } = await startOrigo();
+    const proxy = await connectProxy(port, { proxyId: 'edge-1', name: 'edge-1' });
+    const client = await connectClient(port);
+    await requestProxies(client, 1);
+    const layout = { mode: 'fountain', symbolSize: 1120, generationSize: 24 };
+    client.send({ type: 'stage', requestId: 's1', url: URL_A, layout, proxyIds: ['edge-1'] });
+    expect(await proxy.next('stage')).toEqual({
+      type: 'stage',
+      clientId: client.id,
+      requestId: 's1',
+      url: URL_A,
+      layout,
+    });
+  });
+
   test('a proxy origo did not offer this client is not asked', async () => {
     const { port } = await startOrigo();
     const proxy = await connectProxy(port, { proxyId: 'edge-1', name: 'edge-1' });
@@ -128,9 +144,16 @@ describe('staging hints through origo', () => {
       proxyIds: ['edge-1'],
     });
     client.send({ type: 'stage', requestId: 's3', url: URL_A, proxyIds: [] });
+    // Layouts no REQUEST could have: a 15-byte symbol, generation 0, an unknown mode.
+    for (const [i, layout] of [
+      { mode: 'rlnc', symbolSize: 15, generationSize: 24 },
+      { mode: 'rlnc', symbolSize: 1120, generationSize: 0 },
+      { mode: 'http', symbolSize: 1120, generationSize: 24 },
+    ].entries())
+      client.send({ type: 'stage', requestId: `l${i}`, url: URL_A, layout, proxyIds: ['edge-1'] });
     await barrier(client);
     const metrics = await (await fetch(`${http}/metrics`)).text();
-    expect(metrics).toContain('mutp_origo_invalid_messages_total{kind="schema"} 3');
+    expect(metrics).toContain('mutp_origo_invalid_messages_total{kind="schema"} 6');
     await proxyBarrier(proxy);
     expect(proxy.received.filter((m) => m.type === 'stage')).toEqual([]);
   });

@@ -1,9 +1,11 @@
 /** Stateless staging: hints fetch into the cache through the usual policy, answer once each, and are capped. */
-import type { StagedByProxy, StageHint } from '@mutp/shared';
+import type { StagedByProxy, StageHint, StageLayout } from '@mutp/shared';
+import { loadNodeCodecs } from '@mutp/wasm/node';
 import { ServeError } from '../src/errors';
 import { ProxyMetrics } from '../src/metrics';
 import { FetchResult, ObjectCache } from '../src/object-cache';
 import { ObjectSource } from '../src/object-source';
+import { encoderPreparer, LayoutRefused } from '../src/stage-prepare';
 import { Stager, StagerOptions } from '../src/stager';
 import { silentLogger, until } from './helpers';
 
@@ -59,11 +61,12 @@ function setUp(overrides: Partial<StagerOptions> = {}, cacheBytes = 10_000) {
   };
 }
 
-const hint = (requestId: string, url: string, clientId = 'c-1'): StageHint => ({
+const hint = (requestId: string, url: string, clientId = 'c-1', layout?: StageLayout): StageHint => ({
   type: 'stage',
   clientId,
   requestId,
   url,
+  ...(layout ? { layout } : {}),
 });
 
 test('a hint fetches the object into the cache and answers staged with the origin time', async () => {
@@ -159,4 +162,73 @@ test('a draining proxy stages nothing', () => {
   t.stager.handle(hint('s1', 'https://o.example/a'));
   expect(t.answers).toEqual([expect.objectContaining({ status: 'failed', error: 'draining' })]);
   expect(t.fetcher.calls).toEqual([]);
+});
+
+describe("a hint's layout", () => {
+  let codecs: Awaited<ReturnType<typeof loadNodeCodecs>>;
+  beforeAll(async () => {
+    codecs = await loadNodeCodecs();
+  });
+  const object = (n: number) => Uint8Array.from({ length: n }, (_, i) => (i * 31) & 0xff);
+  const FOUNTAIN: StageLayout = { mode: 'fountain', symbolSize: 1120, generationSize: 24 };
+
+  test('prepares the staged object: its encoder is parked for the REQUEST before the answer', async () => {
+    const t = setUp({ prepare: encoderPreparer(() => codecs, 64) }, 1 << 20);
+    t.stager.handle(hint('s1', 'https://o.example/seg', 'c-1', FOUNTAIN));
+    await until(() => t.fetcher.calls.length === 1, 1000, 'the origin fetch');
+    t.fetcher.answer('https://o.example/seg', object(200_000));
+    await until(() => t.answers.length === 1, 5000, 'the answer');
+    expect(t.answers[0]).toMatchObject({ status: 'staged', bytes: 200_000 });
+    const cached = await t.cache.get('https://o.example/seg');
+    // No transfer holds it: the one encoder alive is the prepared one, waiting among the idle ones.
+    expect(cached.encoders.size).toBe(1);
+    expect(await t.metrics.registry.getSingleMetricAsString('mutp_proxy_stage_prepared_total')).toContain(
+      'mutp_proxy_stage_prepared_total{outcome="prepared"} 1',
+    );
+  });
+
+  test('a layout a REQUEST would be refused for stages the object and prepares nothing', async () => {
+    const t = setUp({ prepare: encoderPreparer(() => ({ rlnc: codecs.rlnc }), 64) }, 1 << 20);
+    const refused: StageLayout[] = [
+      FOUNTAIN, // no fountain codec on this proxy
+      { mode: 'rlnc', symbolSize: 32, generationSize: 24 }, // below the proxy's smallest symbol
+    ];
+    for (const [i, layout] of refused.entries()) {
+      const url = `https://o.example/r${i}`;
+      t.stager.handle(hint(`s${i}`, url, `c-${i}`, layout));
+      await until(() => t.fetcher.calls.length === i + 1, 1000, 'the origin fetch');
+      t.fetcher.answer(url, object(10_000));
+      await until(() => t.answers.length === i + 1, 5000, 'the answer');
+      expect(t.answers[i]).toMatchObject({ status: 'staged', bytes: 10_000 });
+      expect((await t.cache.get(url)).encoders.size).toBe(0);
+    }
+    expect(await t.metrics.registry.getSingleMetricAsString('mutp_proxy_stage_prepared_total')).toContain(
+      'mutp_proxy_stage_prepared_total{outcome="refused"} 2',
+    );
+    await expect(
+      encoderPreparer(() => codecs, 64)(
+        await t.cache.get('https://o.example/r0'),
+        FOUNTAIN,
+        new AbortController().signal,
+      ),
+    ).resolves.toBeUndefined();
+    await expect(
+      encoderPreparer(() => ({}), 64)(
+        await t.cache.get('https://o.example/r0'),
+        FOUNTAIN,
+        new AbortController().signal,
+      ),
+    ).rejects.toBeInstanceOf(LayoutRefused);
+  });
+
+  test('without a layout nothing is prepared', async () => {
+    const prepare = jest.fn(() => Promise.resolve());
+    const t = setUp({ prepare }, 1 << 20);
+    t.stager.handle(hint('s1', 'https://o.example/plain'));
+    await until(() => t.fetcher.calls.length === 1, 1000, 'the origin fetch');
+    t.fetcher.answer('https://o.example/plain', object(1000));
+    await until(() => t.answers.length === 1, 1000, 'the answer');
+    expect(t.answers[0]).toMatchObject({ status: 'staged' });
+    expect(prepare).not.toHaveBeenCalled();
+  });
 });

@@ -17,9 +17,10 @@ const SPARE: ProxyInfo = { proxyId: 'p3', name: 'p3', httpUrl: 'http://p3.test/'
 
 /**
  * A client whose downloads succeed unless `failures` says how many times a URL fails first;
- * `lost` names a proxy whose source fails in that URL's download (its connection lost).
+ * `lost` names a proxy whose source fails in that URL's download (its connection lost); `slow`
+ * one that delivers 2 % of every 1 MB segment (the others share the rest).
  */
-function scriptedClient(failures: Record<string, number> = {}, lost: Record<string, string> = {}) {
+function scriptedClient(failures: Record<string, number> = {}, lost: Record<string, string> = {}, slow?: string) {
   const calls = {
     choose: [] as (string[] | undefined)[],
     stages: [] as { url: string; proxies: string[] }[],
@@ -56,10 +57,17 @@ function scriptedClient(failures: Record<string, number> = {}, lost: Record<stri
         durationMs: 1,
         goodputBps: 1,
         normalizedGoodput: 1,
-        sources: o.use!.map((p) => ({
+        sources: o.use!.map((p, _i, set) => ({
           proxyId: p.proxyId,
           name: p.name,
-          share: 0.5,
+          share:
+            slow === undefined
+              ? 0.5
+              : p.proxyId === slow
+                ? 0.02
+                : set.some((q) => q.proxyId === slow)
+                  ? 0.98 / (set.length - 1)
+                  : 1 / set.length,
           state: lost[url] === p.proxyId ? ('failed' as const) : ('active' as const),
           received: 1,
           useful: 1,
@@ -68,7 +76,7 @@ function scriptedClient(failures: Record<string, number> = {}, lost: Record<stri
           afterComplete: 0,
           invalid: 0,
           malformed: 0,
-          bytes: 1,
+          bytes: slow === undefined ? 1 : 1e6 / o.use!.length,
           rateBps: 1,
           polluter: false,
         })),
@@ -126,23 +134,30 @@ test('a failed segment is tried again within `attempts`, and what the failed try
   ).rejects.toThrow(/stalled/);
 });
 
-test('handoff between segments: a proxy lost in one is replaced before the next, which is staged at the newcomer first', async () => {
-  const { client, calls } = scriptedClient({}, { 'http://o.test/1': 'p2' });
-  const result = await downloadSeries(client, systemClock, segments, { mode: 'rlnc', proxies: 2, staging: true });
-  expect(result.handoffs).toBe(1);
-  expect(calls.choose).toEqual([undefined, ['p1', 'p2']]);
-  expect(calls.gets.map((g) => g.use!.map((p) => p.proxyId))).toEqual([
-    ['p1', 'p2'],
-    ['p1', 'p2'],
-    ['p1', 'p3'],
-    ['p1', 'p3'],
-  ]);
-  // Segment 2 went to p3 before its download started (after segment 1, before segment 2).
-  const toNewcomer = calls.stages.findIndex((s) => s.proxies.includes('p3'));
-  expect(calls.stages[toNewcomer]).toEqual({ url: 'http://o.test/2', proxies: ['p3'] });
-  expect(result.proxies.map((p) => p.proxyId)).toEqual(['p1', 'p3']);
-  expect(result.segments[2].sources).toEqual(['p1', 'p3']);
-});
+test.each([
+  ['lost in segment 1', () => scriptedClient({}, { 'http://o.test/1': 'p2' }), 0],
+  ['far below its share in segments 0 and 1 (degrading)', () => scriptedClient({}, {}, 'p2'), 1],
+])(
+  'handoff between segments: a proxy %s is replaced before segment 2, which is staged at the newcomer first',
+  async (_trigger, scripted, slowReplaced) => {
+    const { client, calls } = scripted();
+    const result = await downloadSeries(client, systemClock, segments, { mode: 'rlnc', proxies: 2, staging: true });
+    expect(result.handoffs).toBe(1);
+    expect(result.staging.slowReplaced).toBe(slowReplaced);
+    expect(calls.choose).toEqual([undefined, ['p1', 'p2']]);
+    expect(calls.gets.map((g) => g.use!.map((p) => p.proxyId))).toEqual([
+      ['p1', 'p2'],
+      ['p1', 'p2'],
+      ['p1', 'p3'],
+      ['p1', 'p3'],
+    ]);
+    // Segment 2 went to p3 before its download started (after segment 1, before segment 2).
+    const toNewcomer = calls.stages.findIndex((s) => s.proxies.includes('p3'));
+    expect(calls.stages[toNewcomer]).toEqual({ url: 'http://o.test/2', proxies: ['p3'] });
+    expect(result.proxies.map((p) => p.proxyId)).toEqual(['p1', 'p3']);
+    expect(result.segments[2].sources).toEqual(['p1', 'p3']);
+  },
+);
 
 describe('SegmentStager (the loader side: segments as the player asks for them)', () => {
   const flush = () => new Promise((r) => setImmediate(r));

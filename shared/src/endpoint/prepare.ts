@@ -28,8 +28,9 @@ export async function prepareObject(
     object.digests?.of(layout);
     encoder = object.encoders.lease(codec, layout);
     if (!encoder.prepare) return;
-    for (let unit = 0; unit < layout.unitCount && !signal?.aborted; unit++) {
+    for (let unit = 0; unit < layout.unitCount; unit++) {
       await nextTurn();
+      if (signal?.aborted) return;
       encoder.prepare(unit);
     }
   } finally {

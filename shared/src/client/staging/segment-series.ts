@@ -12,8 +12,8 @@ import type { DownloadMode, GetOptions, GetResult } from '../client';
 import type { Clock } from '../host';
 import type { ProxyInfo } from '../../signalling';
 import type { SegmentRef } from './chunk-profile';
-import type { StagingConfig, StagingStats } from './staging-manager';
-import { SegmentStager, StagingClient } from './stager';
+import type { StagingConfig } from './staging-manager';
+import { SegmentStager, StagerStats, StagingClient } from './stager';
 
 /** What the series needs of MutpClient. */
 export interface SeriesClient extends StagingClient {
@@ -67,7 +67,7 @@ export interface SeriesResult {
   proxies: ProxyInfo[];
   /** Times the proxy set changed between two segments (chunk-aware handoff). */
   handoffs: number;
-  staging: StagingStats & { hintsAnswered: number; hintsStaged: number };
+  staging: Omit<StagerStats, 'handoffs'>;
 }
 
 export async function downloadSeries(

@@ -17,6 +17,7 @@ import type { ProxyInfo, StagedAnswer } from '../../signalling';
 import type { DownloadMode, GetOptions, GetResult } from '../client';
 import type { Clock } from '../host';
 import type { SegmentRef } from './chunk-profile';
+import { SlowProxies } from './slow-proxies';
 import { StagingConfig, StagingManager, StagingStats } from './staging-manager';
 
 /** What staging needs of MutpClient. */
@@ -43,7 +44,13 @@ export interface StagerOptions {
   maxTracks?: number;
 }
 
-export type StagerStats = StagingStats & { hintsAnswered: number; hintsStaged: number; handoffs: number };
+export type StagerStats = StagingStats & {
+  hintsAnswered: number;
+  hintsStaged: number;
+  handoffs: number;
+  /** Proxies replaced because they were degrading (slow-proxies.ts), not failing. */
+  slowReplaced: number;
+};
 
 /** How long a handoff waits for the newcomers to stage the next segment before switching to them. */
 export const HANDOFF_STAGE_WAIT_MS = 5000;
@@ -55,6 +62,8 @@ export class SegmentStager {
   private readonly tracks = new Map<string, StagingManager>();
   private closed = false;
   private handoffs = 0;
+  private slowReplaced = 0;
+  private readonly slow = new SlowProxies();
   private hintsAnswered = 0;
   private hintsStaged = 0;
   /** Orders and waste of dropped tracks (their managers are gone). */
@@ -120,7 +129,8 @@ export class SegmentStager {
 
   /**
    * Chunk-aware handoff, between two segments: proxies of the set that failed in the last
-   * download (lost, excluded, replaced) are replaced by others origo offers, and `next` is staged
+   * download (lost, excluded, replaced) or have been degrading (far below their share for
+   * several segments: slow-proxies.ts) are replaced by others origo offers, and `next` is staged
    * at the newcomers before the switch (a segment is never moved in the middle; while it runs,
    * the Receiver shifts the work to its live sources). Without replacements the set stays as it
    * is. Resolves once the set for `next` is settled.
@@ -129,11 +139,12 @@ export class SegmentStager {
     const set = this.set;
     if (!set || this.closed || this.o.mode === 'http') return;
     const failing = failedIn(result, set);
-    if (failing.length === 0) return;
-    const keep = set.filter((p) => !failing.includes(p));
+    const degrading = this.slow.judge(result, set).filter((p) => !failing.includes(p));
+    const leaving = [...failing, ...degrading];
+    if (leaving.length === 0) return;
     let fresh: ProxyInfo[] = [];
     try {
-      fresh = await this.client.chooseProxies(failing.length, this.o.mode, {
+      fresh = await this.client.chooseProxies(leaving.length, this.o.mode, {
         ...(signal ? { signal } : {}),
         exclude: set.map((p) => p.proxyId),
       });
@@ -145,6 +156,10 @@ export class SegmentStager {
     // here left a player with fewer and fewer sources after transient failures.)
     if (this.set !== set || fresh.length === 0) return;
     this.handoffs++;
+    // Fewer newcomers than leavers: the failed ones go first, degrading ones stay while none replaces them.
+    const replaced = leaving.slice(0, fresh.length);
+    this.slowReplaced += replaced.filter((p) => degrading.includes(p)).length;
+    replaced.forEach((p) => this.slow.forget(p.proxyId));
     if (this.o.staging && next !== undefined) {
       const manager = this.track(track);
       manager.stageOrdered(next, this.clock.now());
@@ -157,7 +172,7 @@ export class SegmentStager {
         .catch(() => [] as StagedAnswer[]);
       this.record(manager, next, answers);
     }
-    this.set = [...keep, ...fresh];
+    this.set = [...set.filter((p) => !replaced.includes(p)), ...fresh];
   }
 
   /** No more hints (the series ended, the page went away). */
@@ -181,6 +196,7 @@ export class SegmentStager {
       hintsAnswered: this.hintsAnswered,
       hintsStaged: this.hintsStaged,
       handoffs: this.handoffs,
+      slowReplaced: this.slowReplaced,
     };
   }
 
