@@ -139,16 +139,21 @@ export async function playOnce(
         `${String(e)}; currentTime ${state?.currentTime}, counters ${JSON.stringify(counters)}, errors ${JSON.stringify(state?.errors)}`,
       );
     });
+    // One record per request the downloader answered: those the page aborted have none, nor those
+    // the hook gave up on at its deadline ('timeout': it cancels them, unless they had ended).
+    const expectedRecords = counters!.intercepted - counters!.aborted - (counters!.fallbacks.timeout ?? 0);
+    let records = 0;
     const tab = await waitFor(
       'the download records in storage.session',
       async () => {
-        // One record per request the downloader answered: those the page aborted first have none.
         const t = await chromium.tabStats(playerUrl);
-        return t && t.segments.length >= counters!.intercepted - counters!.aborted ? t : undefined;
+        records = t?.segments.length ?? 0;
+        return t && records >= expectedRecords ? t : undefined;
       },
-      10_000,
+      // A request the downloader failed after a disconnection records when its download ends.
+      30_000,
     ).catch((e: unknown) => {
-      throw new Error(`${String(e)}; counters ${JSON.stringify(counters)}`);
+      throw new Error(`${String(e)}; ${records} of ${expectedRecords} records; counters ${JSON.stringify(counters)}`);
     });
     const playing = state!.events.find((e) => e[0] === 'playing');
     return {
