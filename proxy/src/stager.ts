@@ -93,7 +93,7 @@ export class Stager {
       const originMs = cached ? 0 : Math.max(0, this.clock() - started);
       // Served but not kept (larger than the cache, or the origin said no-store): nothing is staged.
       if (!object.cached) return this.answer(hint, 'failed', 'uncacheable', originMs, object.bytes.length);
-      if (hint.layout) await this.prepare(hint, object, signal);
+      await this.prepare(hint, object, signal);
       this.answer(hint, 'staged', undefined, originMs, object.bytes.length, cached);
     } catch (e) {
       const error = signal.aborted && !this.abort.signal.aborted ? 'timeout' : asServeError(e).kind;
@@ -102,7 +102,7 @@ export class Stager {
     }
   }
 
-  /** Prepares the staged object for the hint's layout; a failure is counted and logged, not answered. */
+  /** Prepares the staged object for the hint's layout, if it names one; a failure is counted and logged, not answered. */
   private async prepare(hint: StageHint, object: CachedObject, signal: AbortSignal): Promise<void> {
     const { prepare, metrics } = this.options;
     if (!prepare || !hint.layout) return;

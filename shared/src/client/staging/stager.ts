@@ -164,11 +164,7 @@ export class SegmentStager {
       const manager = this.track(track);
       manager.stageOrdered(next, this.clock.now());
       const answers = await this.client
-        .stage(next.url, fresh, {
-          ...(next.range ? { range: next.range } : {}),
-          timeoutMs: HANDOFF_STAGE_WAIT_MS,
-          mode: this.o.mode,
-        })
+        .stage(next.url, fresh, { ...this.hintOptions(next), timeoutMs: HANDOFF_STAGE_WAIT_MS })
         .catch(() => [] as StagedAnswer[]);
       this.record(manager, next, answers);
     }
@@ -230,7 +226,7 @@ export class SegmentStager {
     for (const s of manager.decide(now)) {
       manager.stageOrdered(s, now);
       // A hint is only a hint: one that could not be sent leaves the segment to be fetched on demand.
-      void this.client.stage(s.url, set, { ...(s.range ? { range: s.range } : {}), mode: this.o.mode }).then(
+      void this.client.stage(s.url, set, this.hintOptions(s)).then(
         (answers) => {
           this.record(manager, s, answers);
           if (this.tracks.get(track) === manager) this.stageAhead(track);
@@ -238,6 +234,11 @@ export class SegmentStager {
         () => set.forEach((p) => manager.stageFailed(s, p.proxyId)),
       );
     }
+  }
+
+  /** What every hint for `s` carries: its range, and the mode (the proxies prepare its encoder). */
+  private hintOptions(s: SegmentRef): { range?: ByteRange; mode: DownloadMode } {
+    return { ...(s.range ? { range: s.range } : {}), mode: this.o.mode };
   }
 
   /** A hint's answers into the manager. */
