@@ -10,7 +10,10 @@
  * - `staged`: MUTP with staging hints: upcoming segments are fetched into the proxies' caches
  *   as the StagingManager decides (SoftStage's rule from measured latencies).
  *
- * Every series uses fresh URLs (cold caches). Rows report the series' total time, per-segment
+ * Every series uses fresh URLs (cold caches) and a new client (no connections, no origo session),
+ * and starts when the access link comes back from a disconnection (`--align`), so every way meets
+ * the same schedule from the same point: where in it a series starts changes how many
+ * disconnections it meets more than anything else. Rows report the series' total time, per-segment
  * times, bytes fetched again after a disconnection (by the proxies from the origin beyond once
  * per proxy and segment, and by the client for downloads that failed and were tried again) and
  * whether every segment was byte-exact. `stalls` is null here (no player: the Chromium playback
@@ -21,6 +24,8 @@ import { Command } from 'commander';
 import { downloadSeries, MutpClient, SegmentRef, SeriesResult } from '@mutp/shared/client';
 import { releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
+import { nextReconnectionMs } from '@mutp/sim';
+import { loadProfile } from '@mutp/testbed';
 import { createNodeHost } from '@mutp/client';
 import { Cluster, startCluster } from './cluster';
 import { syntheticObject } from './origin';
@@ -52,6 +57,10 @@ const program = new Command()
     120_000,
   )
   .option('--timeout-ms <ms>', 'a whole series gives up after this long', (v) => Number(v), 900_000)
+  .option(
+    '--no-align',
+    'start each series at once, not when the access link next comes back from a disconnection (profiles with disconnections)',
+  )
   .parse();
 const opts = program.opts<{
   json?: boolean;
@@ -66,6 +75,7 @@ const opts = program.opts<{
   attempts: number;
   attemptTimeoutMs: number;
   timeoutMs: number;
+  align: boolean;
 }>();
 
 type Way = 'http' | 'unstaged' | 'staged';
@@ -146,16 +156,27 @@ async function main(): Promise<void> {
   const benchStart = performance.now();
   // A mobile client: origo and proxy connections get longer to come up over a lossy access link,
   // and a download waits out a disconnection instead of failing (it resumes, resume in receiver.ts).
-  const client = new MutpClient(host, {
-    origoUrl: cluster.clientUrl,
-    codecs,
-    insecureOrigo: true,
-    origoTimeoutMs: 30_000,
-    // Short: an attempt begun in a disconnection is better abandoned and made again than waited for.
-    connectTimeoutMs: 5_000,
-    stallTimeoutMs: opts.stallTimeoutMs,
-    trace: (line) => process.stderr.write(`    [${((performance.now() - benchStart) / 1000).toFixed(1)} s] ${line}\n`),
-  });
+  const newClient = () =>
+    new MutpClient(host, {
+      origoUrl: cluster.clientUrl,
+      codecs,
+      insecureOrigo: true,
+      origoTimeoutMs: 30_000,
+      // Short: an attempt begun in a disconnection is better abandoned and made again than waited for.
+      connectTimeoutMs: 5_000,
+      stallTimeoutMs: opts.stallTimeoutMs,
+      trace: (line) =>
+        process.stderr.write(`    [${((performance.now() - benchStart) / 1000).toFixed(1)} s] ${line}\n`),
+    });
+  let client: MutpClient | undefined;
+  const schedule = loadProfile(testbed.profile).links(testbed.capsKBps, testbed.seed).access?.down.schedule;
+  /** Until the access link next comes back from a disconnection (at once without --align or a schedule). */
+  const aligned = async () => {
+    const wait = opts.align && schedule ? nextReconnectionMs(schedule, Date.now() - testbed.startedAtMs) : undefined;
+    if (wait === undefined) return;
+    process.stderr.write(`  waiting ${(wait / 1000).toFixed(1)} s for the access link's next encounter\n`);
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  };
   const rows: Row[] = [];
   let seedBase = (Date.now() % 1_000_000) * 1000;
   try {
@@ -164,6 +185,9 @@ async function main(): Promise<void> {
         const seeds = Array.from({ length: opts.segments }, () => ++seedBase);
         const segments: SegmentRef[] = seeds.map((s) => ({ url: `${origin.url}/object/${opts.segmentBytes}/${s}` }));
         const before = await originBytes(cluster);
+        client?.close();
+        client = newClient();
+        await aligned();
         const abort = new AbortController();
         const timer = setTimeout(() => abort.abort(), opts.timeoutMs);
         let verified = true;
@@ -248,7 +272,7 @@ async function main(): Promise<void> {
       }
     }
   } finally {
-    client.close();
+    client?.close();
     await cluster.stop();
     await origin.close();
     releaseNodeRtc();

@@ -478,8 +478,11 @@ export class Broker {
       // Its older session may be on another instance (the client failed over): that one goes.
       this.deps.cluster.broadcast({ kind: 'client-replaced', from: this.instanceId, clientId: previousId });
     }
+    // The same client on a new socket (its old one is half-dead, as after a disconnection): the
+    // newer one wins, and keeps what it was offered, so its hints, records and reports about the
+    // proxies it holds connections to are not refused as not offered.
+    const inherited = old === undefined ? [] : [...old.offered];
     if (old !== undefined) {
-      // The same client on a new socket (its old one is half-dead): the newer one wins.
       this.clientGone(old.clientId);
       old.peer.send({ type: 'error', code: 'replaced', message: 'a newer session presented this token' });
       old.peer.close(CLOSE.replaced, 'replaced');
@@ -496,9 +499,10 @@ export class Broker {
       peer,
       connectedAt: Date.now(),
       connections: new Set(),
-      offered: new Set(),
+      offered: new Set(inherited),
     };
     this.clients.set(clientId, entry);
+    if (inherited.length > 0) this.reports.noteOffered(clientId, inherited);
     this.deps.metrics.clients.set(this.clients.size);
     const issued = await this.deps.tokens.issue(clientId);
     if (this.clients.get(clientId) !== entry) return undefined; // gone while signing
@@ -545,6 +549,9 @@ export class Broker {
         return this.report(client, m);
       case 'stage':
         return this.stages.fromClient(client, m);
+      case 'ping':
+        client.peer.send({ type: 'pong', nonce: m.nonce });
+        return;
     }
   }
 

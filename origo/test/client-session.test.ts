@@ -1,7 +1,7 @@
 /**
  * The client's origo session (shared/src/client/origo-session.ts) against a real origo: it keeps
- * its token, and with it its client id, across reconnects, takes renewed tokens, and refuses a
- * plain ws:// origo on a remote host.
+ * its token, and with it its client id, across reconnects, takes renewed tokens, pings origo, and
+ * refuses a plain ws:// origo on a remote host.
  */
 import WebSocket from 'ws';
 import { OrigoSession, systemClock, WebSocketLike } from '@mutp/shared/client';
@@ -50,4 +50,14 @@ test('a plain ws:// origo on a remote host is refused without opening a socket',
   const session = new OrigoSession('ws://origo.example.com/v1/client', counting, systemClock, 1000);
   await expect(session.connect()).rejects.toThrow(/plain ws:\/\/ to origo.example.com is refused/);
   expect(opened).toBe(0);
+});
+
+test('ping: origo answers with the nonce; a closed session answers false at once', async () => {
+  const { port } = await startOrigo();
+  const session = new OrigoSession(`ws://127.0.0.1:${port}/v1/client`, webSocket, systemClock, 5000);
+  await session.connect();
+  expect(await session.ping(5000)).toBe(true);
+  expect(await Promise.all([session.ping(5000), session.ping(5000)])).toEqual([true, true]);
+  session.close();
+  expect(await session.ping(5000)).toBe(false);
 });

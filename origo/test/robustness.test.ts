@@ -100,6 +100,17 @@ describe('invalid frames', () => {
     expect(await requestProxies(calm, 1)).toEqual([]);
   });
 
+  test('pings count against the message rate like any message (a pong is no larger than its ping)', async () => {
+    const { port } = await startOrigo({ messageRatePerSecond: 5, messageBurst: 10 });
+    const flood = await connectClient(port, 'pinger');
+    for (let i = 0; i < 100; i++) flood.send({ type: 'ping', nonce: `n${i}` });
+    expect(await flood.closed()).toEqual({ code: 1008, reason: 'rate-limited' });
+    const pongs = flood.received.filter((m) => m.type === 'pong');
+    expect(pongs.length).toBeGreaterThan(0);
+    expect(pongs.length).toBeLessThan(100);
+    expect(pongs[0]).toEqual({ type: 'pong', nonce: 'n0' });
+  });
+
   test('a client message before hello is refused and the socket closed', async () => {
     const { port } = await startOrigo();
     const client = await TestPeer.open(port, '/v1/client');

@@ -229,6 +229,12 @@ export const clientToOrigo = z.discriminatedUnion('type', [
    */
   z.object({ type: z.literal('report'), proxyId: id, kind: z.enum(['meta', 'digests', 'data']) }),
   /**
+   * Is origo (and the path to it) alive? Answered by `pong` with the same nonce. A client asks
+   * after a disconnection: a socket that sat through one may be in TCP's retransmission back-off
+   * for seconds after the network is back, and a fresh one is quicker (docs/signalling.md).
+   */
+  z.object({ type: z.literal('ping'), nonce: id }),
+  /**
    * A staging hint: ask these proxies (origo offered them to this client) to fetch the object
    * into their caches before the client asks for it. Each proxy's outcome comes back as a
    * `staged` message with this requestId.
@@ -263,6 +269,7 @@ export const origoToClient = z.discriminatedUnion('type', [
     message: z.string().max(512),
     requestId: id.optional(),
   }),
+  z.object({ type: z.literal('pong'), nonce: id }),
   /** One proxy's outcome of a `stage` hint (origo relays the proxy's answer, or says why it could not ask). */
   z.object({
     type: z.literal('staged'),

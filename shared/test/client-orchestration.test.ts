@@ -229,3 +229,82 @@ describe('the caller aborts', () => {
     client.close();
   });
 });
+
+describe('a disconnection mid-download (resume)', () => {
+  /** Two proxies, an object seeded `seed`, and a client that waits out disconnections and traces. */
+  function mobileClient(seed: number) {
+    const object = objectOf(400_000, seed);
+    const host = new FakeHost({ proxies: [proxy('a'), proxy('b')] });
+    host.objects.set(URL_, object);
+    const trace: string[] = [];
+    const client = new MutpClient(host, {
+      origoUrl: 'wss://origo.example/v1/client',
+      codecs,
+      symbolSize: 512,
+      generationSize: 8,
+      connectTimeoutMs: 5000,
+      stallTimeoutMs: 60_000,
+      trace: (line) => trace.push(line),
+    });
+    return { host, client, object, trace };
+  }
+
+  /** A download of `object` through two proxies whose access network is cut for `cutMs` a quarter of the way in. */
+  async function cutDownload(cutMs: number, stuckMs: number) {
+    const { host, client, object, trace } = mobileClient(3);
+    let cutEnds = Infinity;
+    const result = await settle(
+      host.clock,
+      client.get(URL_, {
+        mode: 'rlnc',
+        proxies: 2,
+        onProgress: (p) => {
+          if (cutEnds === Infinity && p.dof > p.totalDof / 4) {
+            host.network.cut(cutMs, stuckMs);
+            cutEnds = host.clock.now() + cutMs;
+          }
+        },
+      }),
+    );
+    expect(Buffer.from(result.object).equals(Buffer.from(object))).toBe(true);
+    expect(cutEnds).toBeLessThan(Infinity);
+    client.close();
+    return { host, trace, doneAfterCutMs: host.clock.now() - cutEnds };
+  }
+
+  test('origo silent after the gap (its socket in back-off): a new session, and the download goes on within a second of the network', async () => {
+    // The old socket would deliver 6 s after the network is back; reconnecting through it took that long.
+    const { host, trace, doneAfterCutMs } = await cutDownload(8000, 6000);
+    expect(trace).toContainEqual(expect.stringMatching(/no answer to a ping within 1500 ms, opening a new session/));
+    // A session attempt begun in the gap may time out; the old socket and those are closed.
+    expect(host.sockets.length).toBeGreaterThanOrEqual(2);
+    expect(host.sockets.slice(0, -1).every((s) => s.readyState === 3)).toBe(true);
+    expect(doneAfterCutMs).toBeGreaterThan(0);
+    expect(doneAfterCutMs).toBeLessThan(1000);
+  });
+
+  test('a request sent into a disconnection: judged when origo does not answer either, not after 10 s of silence', async () => {
+    const { host, client, object, trace } = mobileClient(4);
+    // A set chosen once (as a segment series does), so the second download needs nothing of origo.
+    const use = await settle(host.clock, client.chooseProxies(2, 'rlnc'));
+    await settle(host.clock, client.get(URL_, { mode: 'rlnc', proxies: 2, use }));
+    // The links stay open after the first download; the network goes just before the second.
+    host.network.cut(8000, 6000);
+    const cutEnds = host.clock.now() + 8000;
+    const result = await settle(host.clock, client.get(URL_, { mode: 'rlnc', proxies: 2, use }));
+    expect(Buffer.from(result.object).equals(Buffer.from(object))).toBe(true);
+    expect(trace).toContainEqual(expect.stringMatching(/no answer for 3000 ms, and the network does not answer/));
+    // Waiting out UNANSWERED_LINK_MS (10 s from the request) would end 2 s after the cut at the earliest.
+    expect(host.clock.now() - cutEnds).toBeLessThan(2000);
+    client.close();
+  });
+
+  test('origo answers the ping after a short gap: its session is kept', async () => {
+    // Long enough for the links to be judged silent (3 s), short enough for the ping to be answered.
+    const { host, trace, doneAfterCutMs } = await cutDownload(5000, 0);
+    expect(trace).toContainEqual(expect.stringMatching(/reconnected/));
+    expect(trace).not.toContainEqual(expect.stringMatching(/no answer to a ping/));
+    expect(host.sockets).toHaveLength(1);
+    expect(doneAfterCutMs).toBeLessThan(2500);
+  });
+});

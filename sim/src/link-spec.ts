@@ -117,6 +117,33 @@ function scheduleAt(schedule: ScheduleSpec, offsetMs: number): ScheduleSpec {
 }
 
 /**
+ * Ms from `offsetMs` (since the link started) to the next moment the link comes back after a
+ * disconnection (an encounter begins, on a vehicular schedule); 0 when one begins right then,
+ * undefined when none lies ahead (no disconnection in the schedule, or a non-looping one past its
+ * last). Benchmarks start each run there, so every way meets the same schedule.
+ */
+export function nextReconnectionMs(schedule: ScheduleSpec, offsetMs: number): number | undefined {
+  const segments = schedule.segments;
+  const period = segments.reduce((a, s) => a + s.durationMs, 0);
+  if (segments.length < 2 || period <= 0) return undefined;
+  const starts: number[] = [];
+  let at = 0;
+  for (const [i, s] of segments.entries()) {
+    const before = i > 0 ? segments[i - 1] : schedule.loop ? segments[segments.length - 1] : undefined;
+    if (s.connected && before !== undefined && !before.connected) starts.push(at);
+    at += s.durationMs;
+  }
+  if (starts.length === 0) return undefined;
+  if (!schedule.loop) {
+    const next = starts.find((t) => t >= offsetMs);
+    return next === undefined ? undefined : next - offsetMs;
+  }
+  const t = offsetMs % period;
+  const next = starts.find((x) => x >= t) ?? starts[0] + period;
+  return next - t;
+}
+
+/**
  * Gilbert-Elliott loss in whole bursts: every packet in the bad state is lost, none in the good
  * one, so the mean loss is `meanLoss` and a burst lasts `meanBurstPackets` packets on average
  * (geometric). The simulator's sweeps and linkem read the same spec.

@@ -3,7 +3,15 @@
  * failure reproduces exactly.
  */
 import { DEFAULT_SYMBOL_SIZE, seededRandom } from '@mutp/shared';
-import { DirectionSpec, JitterSpec, LinkSpec, linkAt, ScheduleSegment, ScheduleSpec } from '../src/link-spec';
+import {
+  DirectionSpec,
+  JitterSpec,
+  LinkSpec,
+  linkAt,
+  nextReconnectionMs,
+  ScheduleSegment,
+  ScheduleSpec,
+} from '../src/link-spec';
 import { SimLink, SimLinkDirection, stationaryLoss } from '../src/link';
 import { Scenario, simulate } from '../src';
 
@@ -410,5 +418,30 @@ describe('linkAt: a link as it stands later in its run', () => {
     const d: DirectionSpec = { rate: { kind: 'trace', file: 't', opportunitiesMs: [1, 2, 3, 4] }, delayMs: 0 };
     const rate = linkAt({ down: d, up: d }, 4 * 10 + 2).down.rate;
     expect(rate).toEqual({ kind: 'trace', file: 't', opportunitiesMs: [1, 2, 3, 4] });
+  });
+});
+
+describe('nextReconnectionMs: when the link next comes back after a disconnection', () => {
+  const on = (durationMs: number): ScheduleSegment => ({ durationMs, connected: true });
+  const off = (durationMs: number): ScheduleSegment => ({ durationMs, connected: false });
+
+  test('a looping encounter/disconnection cycle: the next encounter, in this period or the next', () => {
+    const schedule: ScheduleSpec = { loop: true, segments: [on(12_000), off(8_000)] };
+    expect(nextReconnectionMs(schedule, 0)).toBe(0);
+    expect(nextReconnectionMs(schedule, 5_000)).toBe(15_000);
+    expect(nextReconnectionMs(schedule, 13_000)).toBe(7_000);
+    expect(nextReconnectionMs(schedule, 20_000 * 7 + 19_999)).toBe(1);
+  });
+
+  test('two connected stretches in a row are one encounter: only the one after a gap counts', () => {
+    const schedule: ScheduleSpec = { loop: true, segments: [on(1_000), on(2_000), off(1_000)] };
+    expect(nextReconnectionMs(schedule, 500)).toBe(3_500);
+  });
+
+  test('no disconnection, or none left in a schedule that does not loop: undefined', () => {
+    expect(nextReconnectionMs({ loop: true, segments: [on(1_000), on(1_000)] }, 0)).toBeUndefined();
+    const once: ScheduleSpec = { loop: false, segments: [on(1_000), off(1_000), on(1_000)] };
+    expect(nextReconnectionMs(once, 500)).toBe(1_500);
+    expect(nextReconnectionMs(once, 2_500)).toBeUndefined();
   });
 });

@@ -45,6 +45,20 @@ export type DownloadMode = 'http' | Mode;
 
 /** Each attempt to reconnect a source lost mid-download gets this long (they repeat until the stall timeout). */
 const RECONNECT_ATTEMPT_MS = 5000;
+/**
+ * After a disconnection origo has this long to answer a ping on the open session; when it does
+ * not, a new session is made (a socket that sat through the gap can hold its messages for seconds
+ * after the network is back, in TCP's retransmission back-off, while a new one goes through).
+ */
+const ORIGO_PROBE_MS = 1500;
+/**
+ * A new origo session while reconnecting gets this long, plus a second per failed attempt: short,
+ * so a connection begun in the gap (whose SYN backs off) is soon replaced by one that starts after
+ * it; growing, so a slow path still gets through.
+ */
+const RECONNECT_ORIGO_MS = 2000;
+/** Between two attempts to reach origo while reconnecting. */
+const RECONNECT_ORIGO_RETRY_MS = 250;
 /** A proxy that could not be reached is not asked for again for this long. */
 const FAILED_PROXY_EXCLUSION_MS = 60_000;
 /** A proxy that polluted a download is not asked for again by this client for an hour. */
@@ -155,6 +169,8 @@ export class MutpClient {
   /** Proxies a download excluded as polluters, by when; not asked for again for a long while. */
   private readonly pollutedAt = new Map<string, number>();
   private readonly backoff?: OrigoBackoff;
+  /** The origo check after a disconnection, shared by the links reconnecting at once. */
+  private probing?: Promise<OrigoSession>;
 
   constructor(
     private readonly host: ClientHost,
@@ -334,6 +350,7 @@ export class MutpClient {
         onProgress: o.onProgress,
         onPolluters: (polluters) => this.onPolluters(session, polluters),
         reconnect: (lost) => this.reconnect(lost, limits, o.signal),
+        networkAnswers: () => this.origoAnswers(),
       });
       this.report(session, url, mode, result, scheduler, links.length);
       return result;
@@ -401,7 +418,8 @@ export class MutpClient {
   /**
    * A new connection to the proxy of a link lost mid-download (a disconnection, a network
    * change): tried again, backing off from 0.5 s to 2 s, until the stall timeout (the longest
-   * disconnection a download survives) is up. Origo is reconnected first when it was lost too.
+   * disconnection a download survives) is up. Origo comes first, checked (liveOrigo): the
+   * signalling goes through it, and its answer says the network is back.
    */
   private async reconnect(lost: ProxyLink, limits: Limits, signal?: AbortSignal): Promise<ProxyLink> {
     const clock = this.host.clock;
@@ -410,19 +428,61 @@ export class MutpClient {
     // doubles up to a minute) and would stay stuck long after the network is back.
     const attemptMs = Math.min(limits.connectMs, RECONNECT_ATTEMPT_MS);
     const trace = this.config.trace;
+    const sleep = (ms: number) => new Promise<void>((resolve) => clock.setTimer(ms, resolve));
+    const why = (e: unknown) => (e instanceof Error ? e.message : String(e));
     trace?.(`${lost.proxy.name}: connection lost (${lost.closeReason ?? 'closed'}), reconnecting`);
-    for (let wait = 500; ; wait = Math.min(2 * wait, 2000)) {
+    for (let wait = 500, origoFailures = 0; ;) {
+      let session: OrigoSession;
       try {
-        const session = await this.origo(limits.origoMs);
+        session = await this.liveOrigo(Math.min(limits.origoMs, RECONNECT_ORIGO_MS + 1000 * origoFailures));
+      } catch (e) {
+        origoFailures++;
+        trace?.(`${lost.proxy.name}: origo not reachable yet: ${why(e)}`);
+        if (signal?.aborted || clock.now() + RECONNECT_ORIGO_RETRY_MS >= deadline) throw e;
+        await sleep(RECONNECT_ORIGO_RETRY_MS);
+        continue;
+      }
+      try {
         const link = await this.linkTo(session, lost.proxy, attemptMs);
         trace?.(`${lost.proxy.name}: reconnected`);
         return link;
       } catch (e) {
-        trace?.(`${lost.proxy.name}: reconnection attempt failed: ${e instanceof Error ? e.message : String(e)}`);
+        trace?.(`${lost.proxy.name}: reconnection attempt failed: ${why(e)}`);
         if (signal?.aborted || clock.now() + wait >= deadline) throw e;
-        await new Promise<void>((resolve) => clock.setTimer(wait, resolve));
+        await sleep(wait);
+        wait = Math.min(2 * wait, 2000);
       }
     }
+  }
+
+  /** Whether origo answers a ping on the open session now (without one there is nothing to tell: true). */
+  private origoAnswers(): Promise<boolean> {
+    const session = this.session;
+    return session?.isOpen ? session.ping(ORIGO_PROBE_MS) : Promise.resolve(true);
+  }
+
+  /**
+   * The origo session after a disconnection, known to work: the open one if origo answers a
+   * ping within ORIGO_PROBE_MS, else a new one within `timeoutMs`. Links reconnecting at the
+   * same time share one check.
+   */
+  private liveOrigo(timeoutMs: number): Promise<OrigoSession> {
+    if (this.probing) return this.probing;
+    const probe = (async () => {
+      const current = this.session;
+      if (current?.isOpen) {
+        if (await current.ping(ORIGO_PROBE_MS)) return current;
+        this.config.trace?.(`origo: no answer to a ping within ${ORIGO_PROBE_MS} ms, opening a new session`);
+        if (this.session === current) current.close(`no answer to a ping within ${ORIGO_PROBE_MS} ms`);
+      }
+      return this.origo(timeoutMs);
+    })();
+    this.probing = probe;
+    const clear = () => {
+      if (this.probing === probe) this.probing = undefined;
+    };
+    void probe.then(clear, clear);
+    return probe;
   }
 
   /** The client's limits, shortened by the request's own. */

@@ -44,6 +44,12 @@ export interface DownloadOptions {
    * source again and keeps what it decoded); absent, the source is lost for this download.
    */
   reconnect?: (lost: ProxyLink) => Promise<ProxyLink>;
+  /**
+   * Whether the network answers now (origo answers a ping): asked for a source not yet heard
+   * SILENT_LINK_MS after it was asked. No answer means the request went into a disconnection, and
+   * its connection is made anew at once instead of after UNANSWERED_LINK_MS.
+   */
+  networkAnswers?: () => Promise<boolean>;
   /** Progress: DoF received / needed (0 before the object's length is known). */
   onProgress?: (progress: { dof: number; totalDof: number; bytes: number }) => void;
 }
@@ -156,19 +162,35 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
     const lastHeard = links.map(() => -Infinity);
     /** When each source was first asked on its current connection. */
     const askedAt = links.map(() => startedAt);
+    /** The network check under way for unanswered sources (one at a time). */
+    let probing = false;
     let stopWatchdog = () => {};
     const watch = () => {
       stopWatchdog = clock.setTimer(SILENT_LINK_MS / 3, () => {
         if (settled) return;
         const now = clock.now();
         const sources = receiver.stats().sources;
+        const waiting: ProxyLink[] = [];
         links.forEach((link, i) => {
           const live = sources[i].state === 'active' || sources[i].state === 'connecting';
           const heard = lastHeard[i] > -Infinity;
           const silent = heard ? now - lastHeard[i] > SILENT_LINK_MS : now - askedAt[i] > UNANSWERED_LINK_MS;
           if (live && link.alive && silent)
             link.close(heard ? `nothing for ${SILENT_LINK_MS} ms` : `no answer for ${UNANSWERED_LINK_MS} ms`);
+          else if (live && link.alive && !heard && now - askedAt[i] > SILENT_LINK_MS) waiting.push(link);
         });
+        if (waiting.length > 0 && o.networkAnswers && !probing) {
+          probing = true;
+          void o.networkAnswers().then((answers) => {
+            probing = false;
+            if (settled || answers) return;
+            for (const link of waiting) {
+              const i = links.indexOf(link);
+              if (i >= 0 && link.alive && lastHeard[i] === -Infinity)
+                link.close(`no answer for ${SILENT_LINK_MS} ms, and the network does not answer`);
+            }
+          });
+        }
         watch();
       });
     };

@@ -55,6 +55,8 @@ export class OrigoSession {
   private readonly connections = new Map<string, ConnectionSignals>();
   /** Staging hints awaiting proxies' answers, by requestId. */
   private readonly stages = new Map<string, StageWait>();
+  /** Pings awaiting their pong, by nonce: each settles with whether origo answered. */
+  private readonly pings = new Map<string, (answered: boolean) => void>();
   private closed = false;
   /** Called once when the session ends (origo closed the socket, or close()). */
   onClose?: (reason: string) => void;
@@ -201,6 +203,26 @@ export class OrigoSession {
     });
   }
 
+  /**
+   * Whether origo answers a ping within `timeoutMs`: proof that this socket and the path to origo
+   * work now. A socket that was open across a disconnection can look open and still hold what it
+   * sends for seconds after the network is back (TCP's retransmission back-off).
+   */
+  ping(timeoutMs: number): Promise<boolean> {
+    if (!this.isOpen) return Promise.resolve(false);
+    const nonce = `p${this.nextRequest++}`;
+    return new Promise<boolean>((resolve) => {
+      const cancel = this.clock.setTimer(timeoutMs, () => settle(false));
+      const settle = (answered: boolean) => {
+        cancel();
+        this.pings.delete(nonce);
+        resolve(answered);
+      };
+      this.pings.set(nonce, settle);
+      this.send({ type: 'ping', nonce });
+    });
+  }
+
   /** Routes the signalling of one proxy connection; returns the functions that send ours. */
   openConnection(proxyId: string, connectionId: string, signals: ConnectionSignals) {
     this.connections.set(connectionId, signals);
@@ -244,6 +266,9 @@ export class OrigoSession {
         if (wait.answers.size === wait.expected.size) wait.done('');
         break;
       }
+      case 'pong':
+        this.pings.get(m.nonce)?.(true);
+        break;
       case 'token':
         this.token = m.token;
         this.tokenExpiresAt = m.expiresAt;
@@ -282,6 +307,7 @@ export class OrigoSession {
     for (const waiter of this.pending.values()) waiter.reject(new ClientError('origo-unreachable', reason));
     this.pending.clear();
     for (const wait of [...this.stages.values()]) wait.done('session-closed');
+    for (const settle of [...this.pings.values()]) settle(false);
     const connections = [...this.connections.values()];
     this.connections.clear();
     for (const c of connections) c.onClosed(reason);

@@ -105,6 +105,44 @@ export type ObjectStore = Map<string, Uint8Array>;
 
 const ONE_WAY_MS = 1;
 
+/**
+ * The client's access network: cut() takes it down for a while (a disconnection). Datagrams sent
+ * meanwhile are lost, and so are those of a data channel that was open across the cut until
+ * `stuckMs` after the network is back (SCTP's retransmission back-off); an origo socket open across
+ * the cut holds what it carries until then (TCP's), and one opened during the cut opens when it ends.
+ */
+export class FakeNetwork {
+  private downUntil = -Infinity;
+  private stuckUntil = -Infinity;
+  /** When the last cut started: sockets older than that are stuck. */
+  cutAt = -Infinity;
+
+  constructor(private readonly clock: FakeClock) {}
+
+  cut(durationMs: number, stuckMs: number): void {
+    this.cutAt = this.clock.now();
+    this.downUntil = this.cutAt + durationMs;
+    this.stuckUntil = this.downUntil + stuckMs;
+  }
+
+  /** When the network is up again (now, if it is). */
+  get upAt(): number {
+    return Math.max(this.clock.now(), this.downUntil);
+  }
+
+  /** Whether a channel made at `createdAt` loses what is sent now: down, or in back-off after a cut it sat through. */
+  channelLoses(createdAt: number): boolean {
+    const now = this.clock.now();
+    return now < this.downUntil || (createdAt < this.cutAt && now < this.stuckUntil);
+  }
+
+  /** When a socket opened at `openedAt` can next deliver: after the back-off if it sat through the cut. */
+  socketDeliversAt(openedAt: number): number {
+    const now = this.clock.now();
+    return openedAt < this.cutAt && now < this.stuckUntil ? this.stuckUntil : Math.max(now, this.downUntil);
+  }
+}
+
 /** A data channel pair end: send() delivers to the other end after ONE_WAY_MS of fake time. */
 class FakeChannel implements DatagramChannel {
   bufferedAmount = 0;
@@ -115,14 +153,19 @@ class FakeChannel implements DatagramChannel {
   onClose?: (reason?: string) => void;
   /** Datagrams into this end are dropped (a proxy that never answers on its channels). */
   deaf = false;
+  private readonly createdAt: number;
 
   constructor(
     readonly label: string,
     private readonly clock: FakeClock,
-  ) {}
+    private readonly network?: FakeNetwork,
+  ) {
+    this.createdAt = clock.now();
+  }
 
   send(bytes: Uint8Array): boolean {
     if (!this.isOpen) return false;
+    if (this.network?.channelLoses(this.createdAt)) return true; // lost on the way
     const other = this.other;
     const copy = bytes.slice();
     this.clock.setTimer(ONE_WAY_MS, () => {
@@ -160,10 +203,11 @@ class FakePeer implements RtcPeer {
   constructor(
     readonly id: number,
     private readonly clock: FakeClock,
+    private readonly network: FakeNetwork,
   ) {}
 
   createChannel(label: 'mutp-data' | 'mutp-feedback'): DatagramChannel {
-    const channel = new FakeChannel(label, this.clock);
+    const channel = new FakeChannel(label, this.clock, this.network);
     this.channels.push(channel);
     return channel;
   }
@@ -207,6 +251,7 @@ class FakeProxyPeer {
     objects: ObjectStore,
     deaf: boolean,
     readonly stats: { requests: number; stops: number; windows: number[] },
+    network: FakeNetwork,
   ) {
     const admission = new Admission({ maxTransfers: 16, maxPerClient: 8, memoryBytes: 64 << 20 });
     this.endpoint = new SourceEndpoint({
@@ -223,7 +268,7 @@ class FakeProxyPeer {
       () => this.flush(objects, admission),
     );
     const ends = client.channels.map((c) => {
-      const end = new FakeChannel(c.label, clock);
+      const end = new FakeChannel(c.label, clock, network);
       end.other = c;
       c.other = end;
       end.deaf = deaf;
@@ -278,11 +323,15 @@ class FakeOrigoSocket implements WebSocketLike {
   onclose: ((event: { code: number; reason: string }) => void) | null = null;
   onerror: ((event: unknown) => void) | null = null;
 
+  private readonly openedAt: number;
+
   constructor(
     private readonly host: FakeHost,
     private readonly script: OrigoScript,
   ) {
-    host.clock.setTimer(ONE_WAY_MS, () => {
+    this.openedAt = host.clock.now();
+    host.clock.setTimer(host.network.upAt - host.clock.now() + ONE_WAY_MS, () => {
+      if (this.readyState !== 0) return;
       this.readyState = 1;
       this.onopen?.({});
       if (script.closesAtOnce) this.drop(1006, '');
@@ -293,7 +342,9 @@ class FakeOrigoSocket implements WebSocketLike {
     const m = JSON.parse(data) as Record<string, unknown>;
     this.host.origoHeard.push(m);
     if (this.script.silent) return;
-    this.host.clock.setTimer(ONE_WAY_MS, () => this.answer(m));
+    // Both ways wait out a cut (and the back-off, if this socket sat through it).
+    const at = this.host.network.socketDeliversAt(this.openedAt) - this.host.clock.now() + ONE_WAY_MS;
+    this.host.clock.setTimer(at, () => this.answer(m));
   }
 
   close(code = 1000, reason = ''): void {
@@ -318,6 +369,9 @@ class FakeOrigoSocket implements WebSocketLike {
       case 'hello':
         this.reply({ type: 'welcome', clientId: 'c-1', token: 'eyJ0.eyJ1.c2ln', expiresAt: 300_000 });
         break;
+      case 'ping':
+        this.reply({ type: 'pong', nonce: m.nonce });
+        break;
       case 'request-proxies': {
         const exclude = new Set(m.exclude as string[]);
         const offered = this.script.proxies.filter((p) => !exclude.has(p.info.proxyId)).slice(0, m.count as number);
@@ -339,6 +393,7 @@ class FakeOrigoSocket implements WebSocketLike {
 
 export class FakeHost implements ClientHost {
   readonly clock = new FakeClock();
+  readonly network = new FakeNetwork(this.clock);
   readonly objects: ObjectStore = new Map();
   /** Everything the client sent origo, in order. */
   readonly origoHeard: Record<string, unknown>[] = [];
@@ -363,7 +418,7 @@ export class FakeHost implements ClientHost {
 
   rtc: RtcFactory = {
     createPeer: () => {
-      const peer = new FakePeer(this.nextPeer++, this.clock);
+      const peer = new FakePeer(this.nextPeer++, this.clock, this.network);
       this.peers.push(peer);
       return peer;
     },
@@ -382,7 +437,7 @@ export class FakeHost implements ClientHost {
     const stats = this.proxyStats.get(proxy.info.proxyId) ?? { requests: 0, stops: 0, windows: [] };
     this.proxyStats.set(proxy.info.proxyId, stats);
     peer.remote = () => {
-      new FakeProxyPeer(this.clock, peer, this.objects, proxy.behaviour === 'silent-channels', stats);
+      new FakeProxyPeer(this.clock, peer, this.objects, proxy.behaviour === 'silent-channels', stats, this.network);
       peer.setState('connected');
       for (const c of peer.channels) c.open();
     };
