@@ -159,6 +159,37 @@ test.each([
   },
 );
 
+test('a proxy origo cannot replace is not asked about every segment: the asks back off (5 s, doubling)', async () => {
+  const urls = Array.from({ length: 12 }, (_, i) => `http://o.test/r${i}`);
+  const { client, calls } = scriptedClient({}, Object.fromEntries(urls.map((u) => [u, 'p2'])));
+  const choose = client.chooseProxies.bind(client);
+  const asked: number[] = [];
+  client.chooseProxies = (count, mode, o) => {
+    if (!o?.exclude) return choose(count, mode, o);
+    asked.push(t);
+    return Promise.resolve([]);
+  };
+  // Each download takes 2 s of this clock.
+  let t = 0;
+  const clock = { now: () => t, setTimer: systemClock.setTimer };
+  const get = client.get.bind(client);
+  client.get = (url, o) => {
+    t += 2000;
+    return get(url, o);
+  };
+  const result = await downloadSeries(
+    client,
+    clock,
+    urls.map((url) => ({ url })),
+    { mode: 'rlnc', proxies: 2, staging: false },
+  );
+  // Asked after segments 0 (t = 2 s), 3 (8 s: 5 s on) and 8 (18 s: 10 s on); never replaced.
+  expect(asked).toEqual([2000, 8000, 18_000]);
+  expect(calls.gets).toHaveLength(12);
+  expect(result.handoffs).toBe(0);
+  expect(result.proxies.map((p) => p.proxyId)).toEqual(['p1', 'p2']);
+});
+
 describe('SegmentStager (the loader side: segments as the player asks for them)', () => {
   const flush = () => new Promise((r) => setImmediate(r));
   const track = (name: string, n: number) =>

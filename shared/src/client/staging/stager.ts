@@ -54,6 +54,13 @@ export type StagerStats = StagingStats & {
 
 /** How long a handoff waits for the newcomers to stage the next segment before switching to them. */
 export const HANDOFF_STAGE_WAIT_MS = 5000;
+/**
+ * After origo had no replacement for a failing or degrading proxy, it is not asked again for this
+ * long, doubling on each empty answer up to the maximum: a proxy nobody can replace would
+ * otherwise cost one proxy request per segment for as long as it lasts.
+ */
+export const REPLACEMENT_BACKOFF_MS = 5000;
+export const MAX_REPLACEMENT_BACKOFF_MS = 60_000;
 const DEFAULT_TRACK = '';
 
 export class SegmentStager {
@@ -70,6 +77,9 @@ export class SegmentStager {
   private droppedOrders = 0;
   private droppedWasted = 0;
   private lastTrack = DEFAULT_TRACK;
+  /** No replacement is asked for before this (origo had none); the back-off that set it. */
+  private replaceAfter = -Infinity;
+  private replaceBackoffMs = 0;
 
   constructor(
     private readonly client: StagingClient,
@@ -141,7 +151,7 @@ export class SegmentStager {
     const failing = failedIn(result, set);
     const degrading = this.slow.judge(result, set).filter((p) => !failing.includes(p));
     const leaving = [...failing, ...degrading];
-    if (leaving.length === 0) return;
+    if (leaving.length === 0 || this.clock.now() < this.replaceAfter) return;
     let fresh: ProxyInfo[] = [];
     try {
       fresh = await this.client.chooseProxies(leaving.length, this.o.mode, {
@@ -150,6 +160,16 @@ export class SegmentStager {
       });
     } catch {
       // Origo out of reach: go on with the proxies left (MutpClient replaces dead ones itself).
+    }
+    if (fresh.length === 0) {
+      this.replaceBackoffMs = Math.min(
+        MAX_REPLACEMENT_BACKOFF_MS,
+        Math.max(REPLACEMENT_BACKOFF_MS, 2 * this.replaceBackoffMs),
+      );
+      this.replaceAfter = this.clock.now() + this.replaceBackoffMs;
+    } else {
+      this.replaceBackoffMs = 0;
+      this.replaceAfter = -Infinity;
     }
     // Without replacements the set stays whole: a proxy that failed once may serve the next
     // segment, and MutpClient replaces one it cannot reach for that download. (Shrinking the set
