@@ -140,7 +140,10 @@ describe('four unshaped proxies', () => {
     const fountainSet = await client.chooseProxies(2, 'fountain');
     const fountainUrl = `${origin.url}/object/${bytes}/22`;
     const staged = await client.stage(fountainUrl, fountainSet, { timeoutMs: 20_000, mode: 'fountain' });
-    expect(staged.map((a) => a.status)).toEqual(['staged', 'staged']);
+    expect(staged.map((a) => [a.status, a.prepared])).toEqual([
+      ['staged', true],
+      ['staged', true],
+    ]);
     const listed = await cluster.listProxies();
     let prepared = 0;
     for (const p of fountainSet) {

@@ -147,6 +147,7 @@ export class StageRelay {
       cached: m.cached,
       bytes: m.bytes,
       ...(m.error !== undefined ? { error: m.error } : {}),
+      ...(m.prepared !== undefined ? { prepared: m.prepared } : {}),
     };
     if (hint.clientInstance === undefined) {
       this.deps.localClient(m.clientId)?.send(answer);

@@ -77,6 +77,9 @@ describe('staging hints through origo', () => {
       url: URL_A,
       layout,
     });
+    // Whether the proxy prepared the encoder comes back with its answer.
+    proxy.send(stagedBy(client.id, 's1', { prepared: true }));
+    expect(await client.next('staged')).toMatchObject({ requestId: 's1', status: 'staged', prepared: true });
   });
 
   test('a proxy origo did not offer this client is not asked', async () => {

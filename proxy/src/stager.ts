@@ -93,8 +93,8 @@ export class Stager {
       const originMs = cached ? 0 : Math.max(0, this.clock() - started);
       // Served but not kept (larger than the cache, or the origin said no-store): nothing is staged.
       if (!object.cached) return this.answer(hint, 'failed', 'uncacheable', originMs, object.bytes.length);
-      await this.prepare(hint, object, signal);
-      this.answer(hint, 'staged', undefined, originMs, object.bytes.length, cached);
+      const prepared = await this.prepare(hint, object, signal);
+      this.answer(hint, 'staged', undefined, originMs, object.bytes.length, cached, prepared);
     } catch (e) {
       const error = signal.aborted && !this.abort.signal.aborted ? 'timeout' : asServeError(e).kind;
       this.log.info({ url: hint.url, clientId: hint.clientId, error }, 'staging failed');
@@ -102,13 +102,18 @@ export class Stager {
     }
   }
 
-  /** Prepares the staged object for the hint's layout, if it names one; a failure is counted and logged, not answered. */
-  private async prepare(hint: StageHint, object: CachedObject, signal: AbortSignal): Promise<void> {
+  /**
+   * Prepares the staged object for the hint's layout, if it names one: whether it was (undefined
+   * without a layout). A failure is counted and logged; the object stays staged.
+   */
+  private async prepare(hint: StageHint, object: CachedObject, signal: AbortSignal): Promise<boolean | undefined> {
     const { prepare, metrics } = this.options;
-    if (!prepare || !hint.layout) return;
+    if (!hint.layout) return undefined;
+    if (!prepare) return false;
     try {
       await prepare(object, hint.layout, signal);
       metrics.stagePrepared.inc({ outcome: signal.aborted ? 'failed' : 'prepared' });
+      return !signal.aborted;
     } catch (e) {
       const outcome =
         e instanceof LayoutRefused ? 'refused' : e instanceof EncoderBudgetError ? 'overloaded' : 'failed';
@@ -117,6 +122,7 @@ export class Stager {
         { url: hint.url, clientId: hint.clientId, layout: hint.layout, outcome, err: e },
         'staged object not prepared',
       );
+      return false;
     }
   }
 
@@ -127,6 +133,7 @@ export class Stager {
     originMs = 0,
     bytes = 0,
     cached = false,
+    prepared?: boolean,
   ): void {
     this.options.metrics.stageHints.inc({ outcome: error ?? (cached ? 'cached' : 'staged') });
     this.options.send({
@@ -138,6 +145,7 @@ export class Stager {
       cached,
       bytes,
       ...(error !== undefined ? { error } : {}),
+      ...(prepared !== undefined ? { prepared } : {}),
     });
   }
 }

@@ -178,7 +178,7 @@ describe("a hint's layout", () => {
     await until(() => t.fetcher.calls.length === 1, 1000, 'the origin fetch');
     t.fetcher.answer('https://o.example/seg', object(200_000));
     await until(() => t.answers.length === 1, 5000, 'the answer');
-    expect(t.answers[0]).toMatchObject({ status: 'staged', bytes: 200_000 });
+    expect(t.answers[0]).toMatchObject({ status: 'staged', bytes: 200_000, prepared: true });
     const cached = await t.cache.get('https://o.example/seg');
     // No transfer holds it: the one encoder alive is the prepared one, waiting among the idle ones.
     expect(cached.encoders.size).toBe(1);
@@ -199,7 +199,7 @@ describe("a hint's layout", () => {
       await until(() => t.fetcher.calls.length === i + 1, 1000, 'the origin fetch');
       t.fetcher.answer(url, object(10_000));
       await until(() => t.answers.length === i + 1, 5000, 'the answer');
-      expect(t.answers[i]).toMatchObject({ status: 'staged', bytes: 10_000 });
+      expect(t.answers[i]).toMatchObject({ status: 'staged', bytes: 10_000, prepared: false });
       expect((await t.cache.get(url)).encoders.size).toBe(0);
     }
     expect(await t.metrics.registry.getSingleMetricAsString('mutp_proxy_stage_prepared_total')).toContain(
@@ -229,6 +229,7 @@ describe("a hint's layout", () => {
     t.fetcher.answer('https://o.example/plain', object(1000));
     await until(() => t.answers.length === 1, 1000, 'the answer');
     expect(t.answers[0]).toMatchObject({ status: 'staged' });
+    expect(t.answers[0]).not.toHaveProperty('prepared');
     expect(prepare).not.toHaveBeenCalled();
   });
 });

@@ -73,6 +73,12 @@ const stageOutcome = {
     .min(0)
     .max(2 ** 48),
   error: z.string().max(64).optional(),
+  /**
+   * With a hint that named a layout: whether the proxy prepared the object's encoder for it (false:
+   * a layout it would refuse in a REQUEST, or no budget for it; the object is staged all the same).
+   * Absent without a layout, and from proxies that do not prepare.
+   */
+  prepared: z.boolean().optional(),
 };
 /** Most proxies one hint may name: a client stages at the proxies it downloads from. */
 export const MAX_STAGE_PROXIES = 8;
