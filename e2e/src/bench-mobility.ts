@@ -21,7 +21,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Command } from 'commander';
-import { downloadSeries, MutpClient, SegmentRef, SeriesResult } from '@mutp/shared/client';
+import { DEFAULT_STAGING_CONFIG, downloadSeries, MutpClient, SegmentRef, SeriesResult } from '@mutp/shared/client';
 import { releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import { nextReconnectionMs } from '@mutp/sim';
@@ -42,6 +42,12 @@ const program = new Command()
   .option('--segment-bytes <n>', 'bytes per segment', (v) => Number(v), 2_000_000)
   .option('--ways <list>', 'which series to run, comma-separated: http, unstaged, staged', 'http,unstaged,staged')
   .option('--coding <mode>', 'the MUTP mode of the unstaged and staged series', 'rlnc')
+  .option(
+    '--max-ahead <n>',
+    "most segments staged ahead of the download (the StagingManager's cap; its rule decides below it)",
+    (v) => Number(v),
+    DEFAULT_STAGING_CONFIG.maxAhead,
+  )
   .option('--seed <n>', "seed of the profile's schedules and losses", (v) => Number(v), 1)
   .option(
     '--stall-timeout-ms <ms>',
@@ -70,6 +76,7 @@ const opts = program.opts<{
   segmentBytes: number;
   ways: string;
   coding: 'uncoded' | 'rlnc' | 'fountain';
+  maxAhead: number;
   seed: number;
   stallTimeoutMs: number;
   attempts: number;
@@ -82,6 +89,8 @@ type Way = 'http' | 'unstaged' | 'staged';
 const WAYS = opts.ways.split(',').map((w) => w.trim()) as Way[];
 for (const w of WAYS) if (!['http', 'unstaged', 'staged'].includes(w)) throw new Error(`--ways: unknown ${w}`);
 if (!['uncoded', 'rlnc', 'fountain'].includes(opts.coding)) throw new Error(`--coding: unknown ${opts.coding}`);
+if (!(Number.isInteger(opts.maxAhead) && opts.maxAhead >= 1 && opts.maxAhead <= 64))
+  throw new Error('--max-ahead: 1..64');
 const SOURCES = opts.sources.split(',').map(Number);
 if (SOURCES.some((n) => !Number.isInteger(n) || n < 1 || n > 8))
   throw new Error(`--sources: 1..8, got ${opts.sources}`);
@@ -113,6 +122,11 @@ interface Row {
   staged: number;
   hints: number;
   wastedHints: number;
+  /** The StagingManager's cap, and what its rule asked for at the end (staged rows). */
+  maxAhead: number | null;
+  neededAhead: number | null;
+  /** Its median origin-to-edge staging latency at the end (the rule's input). */
+  stagingLatencyMs: number | null;
   error?: string;
 }
 
@@ -201,6 +215,7 @@ async function main(): Promise<void> {
             mode: way === 'http' ? 'http' : opts.coding,
             proxies: n,
             staging: way === 'staged',
+            stagingConfig: { maxAhead: opts.maxAhead },
             attempts: opts.attempts,
             attemptTimeoutMs: opts.attemptTimeoutMs,
             signal: abort.signal,
@@ -262,6 +277,9 @@ async function main(): Promise<void> {
           staged: result?.segments.filter((s) => s.staged).length ?? 0,
           hints: result?.staging.ordersSent ?? 0,
           wastedHints: result?.staging.wasted ?? 0,
+          maxAhead: way === 'staged' ? opts.maxAhead : null,
+          neededAhead: way === 'staged' ? (result?.staging.neededAhead ?? null) : null,
+          stagingLatencyMs: way === 'staged' ? (result?.staging.stagingLatencyMs ?? null) : null,
           ...(error !== undefined ? { error } : {}),
         });
         const r = rows[rows.length - 1];
