@@ -21,6 +21,7 @@ import { RecordWriter } from './record-writer';
 import { ThroughputBook } from './throughput';
 import { TokenIssuer } from './tokens';
 import { ProxyLoad, selectProxies, SelectableMode } from './selection';
+import { DepartedOffers } from './departed-offers';
 import { ProxyReports } from './reports';
 import { StageRelay } from './stage-relay';
 
@@ -128,6 +129,8 @@ export class Broker {
   private readonly connections = new Map<string, Connection>();
   /** Pollution reports; a proxy reported by enough distinct clients is not offered (reports.ts). */
   readonly reports = new ProxyReports();
+  /** What clients whose session ended were offered, for a resuming session (departed-offers.ts). */
+  private readonly departed = new DepartedOffers();
   /** Record budgets outlive sockets: per client id (kept across reconnects by its token) and per address. */
   private readonly recordBudgets = new BudgetBook();
   private readonly throughput = new ThroughputBook();
@@ -480,13 +483,14 @@ export class Broker {
     }
     // The same client on a new socket (its old one is half-dead, as after a disconnection): the
     // newer one wins, and keeps what it was offered, so its hints, records and reports about the
-    // proxies it holds connections to are not refused as not offered.
-    const inherited = old === undefined ? [] : [...old.offered];
+    // proxies it holds connections to are not refused as not offered. (Its old session may have
+    // ended here first: then what it was offered was kept for a while.)
     if (old !== undefined) {
       this.clientGone(old.clientId);
       old.peer.send({ type: 'error', code: 'replaced', message: 'a newer session presented this token' });
       old.peer.close(CLOSE.replaced, 'replaced');
     }
+    const inherited = previousId === undefined ? [] : this.departed.take(previousId, Date.now());
     if (this.clients.size >= this.config.maxClients) {
       this.deps.log.warn({ peer: peer.label, maxClients: this.config.maxClients }, 'client refused: origo is full');
       peer.send({ type: 'error', code: 'busy', message: `origo already has ${this.config.maxClients} clients` });
@@ -561,6 +565,7 @@ export class Broker {
     if (client === undefined || (peer !== undefined && client.peer !== peer)) return;
     clearTimeout(client.renewTimer);
     this.clients.delete(clientId);
+    this.departed.remember(clientId, client.offered, Date.now());
     this.reports.forgetClient(clientId);
     this.deps.metrics.clients.set(this.clients.size);
     for (const connectionId of [...client.connections]) {

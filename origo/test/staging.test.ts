@@ -97,20 +97,29 @@ describe('staging hints through origo', () => {
     expect(proxy.received.filter((m) => m.type === 'stage')).toEqual([]);
   });
 
-  test('a client back on a new socket with its token (the old one half-dead after a disconnection) may still stage at the proxies it was offered', async () => {
-    const { port } = await startOrigo();
-    const proxy = await connectProxy(port, { proxyId: 'edge-1', name: 'edge-1' });
-    const first = await TestPeer.open(port, '/v1/client', 'before-the-gap');
-    first.send({ type: 'hello', version: SIGNALLING_VERSION });
-    const welcome = await first.next('welcome');
-    expect(await requestProxies(first, 1)).toEqual(['edge-1']);
-    // The old socket stays open (origo has not noticed it died) while the new one says hello.
-    const second = await TestPeer.open(port, '/v1/client', 'after-the-gap');
-    second.send({ type: 'hello', version: SIGNALLING_VERSION, token: welcome.token });
-    expect((await second.next('welcome')).clientId).toBe(welcome.clientId);
-    second.send({ type: 'stage', requestId: 's2', url: URL_A, proxyIds: ['edge-1'] });
-    expect(await proxy.next('stage')).toMatchObject({ type: 'stage', clientId: welcome.clientId, requestId: 's2' });
-  });
+  test.each([
+    ['still open (origo has not noticed it died)', false],
+    ['closed at origo before the new one said hello', true],
+  ])(
+    'a client back on a new socket with its token, the old one %s, may still stage at the proxies it was offered',
+    async (_how, closeFirst) => {
+      const { port } = await startOrigo();
+      const proxy = await connectProxy(port, { proxyId: 'edge-1', name: 'edge-1' });
+      const first = await TestPeer.open(port, '/v1/client', 'before-the-gap');
+      first.send({ type: 'hello', version: SIGNALLING_VERSION });
+      const welcome = await first.next('welcome');
+      expect(await requestProxies(first, 1)).toEqual(['edge-1']);
+      if (closeFirst) {
+        first.close();
+        await first.closed();
+      }
+      const second = await TestPeer.open(port, '/v1/client', 'after-the-gap');
+      second.send({ type: 'hello', version: SIGNALLING_VERSION, token: welcome.token });
+      expect((await second.next('welcome')).clientId).toBe(welcome.clientId);
+      second.send({ type: 'stage', requestId: 's2', url: URL_A, proxyIds: ['edge-1'] });
+      expect(await proxy.next('stage')).toMatchObject({ type: 'stage', clientId: welcome.clientId, requestId: 's2' });
+    },
+  );
 
   test("a proxy cannot answer a hint it was not sent, nor another client's", async () => {
     const { port } = await startOrigo();
