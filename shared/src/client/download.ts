@@ -45,8 +45,8 @@ export interface DownloadOptions {
    */
   reconnect?: (lost: ProxyLink) => Promise<ProxyLink>;
   /**
-   * Whether the network answers now (origo answers a ping): asked for a source not yet heard
-   * SILENT_LINK_MS after it was asked. No answer means the request went into a disconnection, and
+   * Whether the network answers now (origo answers a ping): asked once per connection, for a
+   * source not yet heard SILENT_LINK_MS after it was asked. No answer means the request went into a disconnection, and
    * its connection is made anew at once instead of after UNANSWERED_LINK_MS.
    */
   networkAnswers?: () => Promise<boolean>;
@@ -164,6 +164,8 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
     const askedAt = links.map(() => startedAt);
     /** The network check under way for unanswered sources (one at a time). */
     let probing = false;
+    /** When each source was last the subject of a network check (once per connection is enough). */
+    const probedAt = links.map(() => -Infinity);
     let stopWatchdog = () => {};
     const watch = () => {
       stopWatchdog = clock.setTimer(SILENT_LINK_MS / 3, () => {
@@ -177,10 +179,12 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
           const silent = heard ? now - lastHeard[i] > SILENT_LINK_MS : now - askedAt[i] > UNANSWERED_LINK_MS;
           if (live && link.alive && silent)
             link.close(heard ? `nothing for ${SILENT_LINK_MS} ms` : `no answer for ${UNANSWERED_LINK_MS} ms`);
-          else if (live && link.alive && !heard && now - askedAt[i] > SILENT_LINK_MS) waiting.push(link);
+          else if (live && link.alive && !heard && now - askedAt[i] > SILENT_LINK_MS && probedAt[i] < askedAt[i])
+            waiting.push(link);
         });
         if (waiting.length > 0 && o.networkAnswers && !probing) {
           probing = true;
+          for (const link of waiting) probedAt[links.indexOf(link)] = now;
           void o.networkAnswers().then((answers) => {
             probing = false;
             if (settled || answers) return;
