@@ -294,6 +294,9 @@ describe('a disconnection mid-download (resume)', () => {
     const result = await settle(host.clock, client.get(URL_, { mode: 'rlnc', proxies: 2, use }));
     expect(Buffer.from(result.object).equals(Buffer.from(object))).toBe(true);
     expect(trace).toContainEqual(expect.stringMatching(/no answer for 3000 ms, and the network does not answer/));
+    // The check closed the stuck session: the reconnection opens a new one without pinging it again.
+    expect(trace).toContainEqual(expect.stringMatching(/no answer to a ping within 1500 ms, the network is down/));
+    expect(trace).not.toContainEqual(expect.stringMatching(/opening a new session/));
     // Waiting out UNANSWERED_LINK_MS (10 s from the request) would end 2 s after the cut at the earliest.
     expect(host.clock.now() - cutEnds).toBeLessThan(2000);
     client.close();

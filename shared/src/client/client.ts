@@ -455,10 +455,18 @@ export class MutpClient {
     }
   }
 
-  /** Whether origo answers a ping on the open session now (without one there is nothing to tell: true). */
-  private origoAnswers(): Promise<boolean> {
+  /**
+   * Whether origo answers a ping on the open session now (without one there is nothing to tell:
+   * true). A session that does not answer is closed, as liveOrigo would: the reconnection that
+   * follows opens a new one at once instead of pinging this stuck one again.
+   */
+  private async origoAnswers(): Promise<boolean> {
     const session = this.session;
-    return session?.isOpen ? session.ping(ORIGO_PROBE_MS) : Promise.resolve(true);
+    if (!session?.isOpen) return true;
+    if (await session.ping(ORIGO_PROBE_MS)) return true;
+    this.config.trace?.(`origo: no answer to a ping within ${ORIGO_PROBE_MS} ms, the network is down`);
+    if (this.session === session) session.close(`no answer to a ping within ${ORIGO_PROBE_MS} ms`);
+    return false;
   }
 
   /**
