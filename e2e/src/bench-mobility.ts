@@ -48,6 +48,11 @@ const program = new Command()
     (v) => Number(v),
     DEFAULT_STAGING_CONFIG.maxAhead,
   )
+  .option(
+    '--spread <k>',
+    "staged series: stage each segment at and fetch it from k of the N proxies, in turn, or 'auto' (the client's rule from measured rates)",
+    'auto',
+  )
   .option('--seed <n>', "seed of the profile's schedules and losses", (v) => Number(v), 1)
   .option(
     '--stall-timeout-ms <ms>',
@@ -77,6 +82,7 @@ const opts = program.opts<{
   ways: string;
   coding: 'uncoded' | 'rlnc' | 'fountain';
   maxAhead: number;
+  spread: string;
   seed: number;
   stallTimeoutMs: number;
   attempts: number;
@@ -91,6 +97,9 @@ for (const w of WAYS) if (!['http', 'unstaged', 'staged'].includes(w)) throw new
 if (!['uncoded', 'rlnc', 'fountain'].includes(opts.coding)) throw new Error(`--coding: unknown ${opts.coding}`);
 if (!(Number.isInteger(opts.maxAhead) && opts.maxAhead >= 1 && opts.maxAhead <= 64))
   throw new Error('--max-ahead: 1..64');
+const SPREAD: number | 'auto' = opts.spread === 'auto' ? 'auto' : Number(opts.spread);
+if (SPREAD !== 'auto' && !(Number.isInteger(SPREAD) && SPREAD >= 1 && SPREAD <= 8))
+  throw new Error(`--spread: 1..8 or auto, got ${opts.spread}`);
 const SOURCES = opts.sources.split(',').map(Number);
 if (SOURCES.some((n) => !Number.isInteger(n) || n < 1 || n > 8))
   throw new Error(`--sources: 1..8, got ${opts.sources}`);
@@ -127,6 +136,9 @@ interface Row {
   neededAhead: number | null;
   /** Its median origin-to-edge staging latency at the end (the rule's input). */
   stagingLatencyMs: number | null;
+  /** Proxies each segment went to at the end ('auto': the spread rule's choice), and its moves. */
+  spread: number | null;
+  spreadMoves: number | null;
   error?: string;
 }
 
@@ -216,6 +228,7 @@ async function main(): Promise<void> {
             proxies: n,
             staging: way === 'staged',
             stagingConfig: { maxAhead: opts.maxAhead },
+            ...(way === 'staged' ? { spread: SPREAD } : {}),
             attempts: opts.attempts,
             attemptTimeoutMs: opts.attemptTimeoutMs,
             signal: abort.signal,
@@ -252,10 +265,9 @@ async function main(): Promise<void> {
           clearTimeout(timer);
         }
         const after = await originBytes(cluster);
-        const used = result?.proxies.map((p) => p.proxyId) ?? [];
         const fetched = Object.keys(after).reduce((sum, id) => sum + after[id] - (before[id] ?? 0), 0);
-        // Each proxy of the set fetches each segment once, staged or on demand; beyond that is refetching.
-        const once = used.length * opts.segments * opts.segmentBytes;
+        // Each proxy a segment was fetched from fetches it once, staged or on demand; beyond that is refetching.
+        const once = result?.segments.reduce((sum, x) => sum + new Set(x.sources).size * x.bytes, 0) ?? 0;
         const lost = result?.segments.reduce((sum, s) => sum + s.lostBytes, 0) ?? 0;
         const segmentMs = result?.segments.map((s) => Math.round(s.durationMs)) ?? [];
         rows.push({
@@ -280,6 +292,8 @@ async function main(): Promise<void> {
           maxAhead: way === 'staged' ? opts.maxAhead : null,
           neededAhead: way === 'staged' ? (result?.staging.neededAhead ?? null) : null,
           stagingLatencyMs: way === 'staged' ? (result?.staging.stagingLatencyMs ?? null) : null,
+          spread: way === 'staged' ? (result?.staging.spread ?? null) : null,
+          spreadMoves: way === 'staged' ? (result?.staging.spreadMoves ?? null) : null,
           ...(error !== undefined ? { error } : {}),
         });
         const r = rows[rows.length - 1];

@@ -20,7 +20,12 @@ const SPARE: ProxyInfo = { proxyId: 'p3', name: 'p3', httpUrl: 'http://p3.test/'
  * `lost` names a proxy whose source fails in that URL's download (its connection lost); `slow`
  * one that delivers 2 % of every 1 MB segment (the others share the rest).
  */
-function scriptedClient(failures: Record<string, number> = {}, lost: Record<string, string> = {}, slow?: string) {
+function scriptedClient(
+  failures: Record<string, number> = {},
+  lost: Record<string, string> = {},
+  slow?: string,
+  set: ProxyInfo[] = PROXIES,
+) {
   const calls = {
     choose: [] as (string[] | undefined)[],
     stages: [] as { url: string; proxies: string[] }[],
@@ -29,7 +34,7 @@ function scriptedClient(failures: Record<string, number> = {}, lost: Record<stri
   const client: SeriesClient = {
     async chooseProxies(_count, _mode, o) {
       calls.choose.push(o?.exclude);
-      return o?.exclude ? [SPARE] : PROXIES;
+      return o?.exclude ? [SPARE] : set;
     },
     async stage(url, proxies) {
       calls.stages.push({ url, proxies: proxies.map((p) => p.proxyId) });
@@ -86,6 +91,12 @@ function scriptedClient(failures: Record<string, number> = {}, lost: Record<stri
   return { client, calls };
 }
 
+const FOUR: ProxyInfo[] = [
+  ...PROXIES,
+  { proxyId: 'q3', name: 'q3', httpUrl: 'http://q3.test/', capacityBps: 1e6 },
+  { proxyId: 'q4', name: 'q4', httpUrl: 'http://q4.test/', capacityBps: 1e6 },
+];
+
 const segments = ['http://o.test/0', 'http://o.test/1', 'http://o.test/2', 'http://o.test/3'].map((url) => ({ url }));
 
 test('one proxy set for the series; hints for upcoming segments go to it, never for the one being fetched', async () => {
@@ -99,7 +110,7 @@ test('one proxy set for the series; hints for upcoming segments go to it, never 
   });
   expect(calls.choose).toEqual([undefined]);
   expect(objects).toEqual(segments.map((s) => s.url));
-  for (const get of calls.gets) expect(get.use).toBe(PROXIES);
+  for (const get of calls.gets) expect(get.use).toEqual(PROXIES);
   expect(calls.stages.map((s) => s.url)).not.toContain(segments[0].url);
   for (const s of calls.stages) expect(s.proxies).toEqual(['p1', 'p2']);
   expect(new Set(calls.stages.map((s) => s.url)).size).toBe(calls.stages.length);
@@ -251,5 +262,80 @@ describe('SegmentStager (the loader side: segments as the player asks for them)'
     refuse = false;
     await expect(stager.proxies()).resolves.toBe(PROXIES);
     expect(stager.current()).toBe(PROXIES);
+  });
+});
+
+describe('spread: each segment staged at and fetched from part of the set', () => {
+  const many = (n: number) => Array.from({ length: n }, (_, i) => ({ url: `http://o.test/s${i}` }));
+  const twoOfFour = (client: SeriesClient, list: { url: string }[]) =>
+    downloadSeries(client, systemClock, list, { mode: 'rlnc', proxies: 4, staging: true, spread: 2 });
+
+  test('a fixed spread of 2 of 4: a segment is fetched from the proxies it was staged at, each proxy in turn', async () => {
+    const { client, calls } = scriptedClient({}, {}, undefined, FOUR);
+    const list = many(8);
+    const result = await twoOfFour(client, list);
+    expect(result.segments).toHaveLength(8);
+    const used = calls.gets.map((g) => g.use!.map((p) => p.proxyId).sort());
+    for (const u of used) expect(u).toHaveLength(2);
+    for (const g of calls.gets) expect(g.proxies).toBe(2);
+    for (const stage of calls.stages) {
+      const i = list.findIndex((s) => s.url === stage.url);
+      expect([...stage.proxies].sort()).toEqual(used[i]);
+    }
+    // Every proxy serves its share: four of eight segments each.
+    for (const p of FOUR) expect(used.filter((u) => u.includes(p.proxyId))).toHaveLength(4);
+    expect(result.staging.spread).toBe(2);
+    expect(result.staging.spreadMoves).toBe(0);
+  });
+
+  test("a handoff gives the leaver's segments to its newcomer, staged there before their download", async () => {
+    const list = many(6);
+    // p2 fails in the first segment it serves (and would in every one).
+    const { client, calls } = scriptedClient({}, Object.fromEntries(list.map((x) => [x.url, 'p2'])), undefined, FOUR);
+    const result = await twoOfFour(client, list);
+    expect(result.handoffs).toBe(1);
+    const gets = calls.gets.map((g) => g.use!.map((p) => p.proxyId));
+    const failedAt = gets.findIndex((u) => u.includes('p2'));
+    expect(gets.slice(failedAt + 1).some((u) => u.includes('p2'))).toBe(false);
+    const first = gets.findIndex((u) => u.includes('p3'));
+    expect(first).toBeGreaterThan(failedAt);
+    const stagedAtNewcomer = calls.stages.findIndex((st) => st.proxies.includes('p3'));
+    expect(calls.stages[stagedAtNewcomer].url).toBe(list[first].url);
+    for (const u of gets) expect(u).toHaveLength(2);
+  });
+
+  test('auto: behind one origin path shared by four proxies the spread falls to 2, and downloads follow', async () => {
+    // Staging at k proxies moves k segments through a 60 Mbit/s path; fetching from k runs at k × 1792 KB/s.
+    const list = many(40);
+    const { client, calls } = scriptedClient({}, {}, undefined, FOUR);
+    let t = 0;
+    const clock = { now: () => t, setTimer: systemClock.setTimer };
+    // Hints out together share the path: each takes as many times longer.
+    const stage = client.stage.bind(client);
+    let out = 0;
+    client.stage = async (url, proxies, o) => {
+      const sharing = ++out;
+      const answers = await stage(url, proxies, o);
+      out--;
+      return answers.map((a) => ({ ...a, originMs: Math.round((sharing * proxies.length * 2e9) / 7.5e6) }));
+    };
+    const get = client.get.bind(client);
+    client.get = (url, o) => {
+      t += Math.round(2e9 / (o.use!.length * 1792 * 1024));
+      return get(url, o);
+    };
+    const result = await downloadSeries(client, clock, list, { mode: 'rlnc', proxies: 4, staging: true });
+    expect(result.staging.spread).toBe(2);
+    expect(result.staging.spreadMoves).toBe(1);
+    const sizes = calls.gets.map((g) => g.use!.length);
+    expect(sizes.slice(0, 3)).toEqual([4, 4, 4]);
+    expect(sizes.slice(-10)).toEqual(Array(10).fill(2));
+  });
+
+  test('auto without staging (the unstaged way) keeps the whole set', async () => {
+    const { client, calls } = scriptedClient({}, {}, undefined, FOUR);
+    const result = await downloadSeries(client, systemClock, many(6), { mode: 'rlnc', proxies: 4, staging: false });
+    for (const g of calls.gets) expect(g.use).toHaveLength(4);
+    expect(result.staging.spreadMoves).toBe(0);
   });
 });

@@ -400,12 +400,14 @@ export class Downloader {
       staging.setUpcoming([segment, ...(req.upcoming ?? [])], req.track);
       // Within the request's origo limit, and its failure is the download's: the download would
       // have asked origo the same (a second try would overrun the hook's deadline).
-      use = await staging.proxies(job.controller.signal, limits.origoMs);
+      await staging.proxies(job.controller.signal, limits.origoMs);
       staged = staging.fetchStarted(segment, req.track);
+      // The part of the set it was staged at (all of it unless the origin path is the limit: spread-rule.ts).
+      use = staging.sourcesFor(segment);
     }
     const result = await client.get(req.url, {
       mode: req.mode,
-      proxies: req.proxies,
+      proxies: use && use.length < (staging?.current()?.length ?? 0) ? use.length : req.proxies,
       ...(use ? { use } : {}),
       ...(job.range ? { range: job.range } : {}),
       signal: job.controller.signal,
@@ -428,7 +430,7 @@ export class Downloader {
       this.stagedResults.set(result, staged);
       staging.fetchCompleted(segment, req.track);
       // Settled in the background: the page gets its bytes now, the next segment uses the new set.
-      void staging.afterSegment(result, req.upcoming?.[0], req.track).catch(() => undefined);
+      void staging.afterSegment(result, req.upcoming?.[0], req.track, undefined, use).catch(() => undefined);
     }
     if (result.object.byteLength > settings.maxObjectBytes) {
       job.stopReason = 'too-large';

@@ -26,6 +26,8 @@ export interface SeriesOptions {
   /** Stage upcoming segments (SoftStage); false: every segment is fetched on demand. */
   staging: boolean;
   stagingConfig?: Partial<StagingConfig>;
+  /** Proxies each segment is staged at and fetched from (StagerOptions.spread; default all `proxies`). */
+  spread?: number | 'auto';
   signal?: AbortSignal;
   /**
    * Tries per segment (default 1): a segment whose download failed (stalled past the client's
@@ -82,6 +84,7 @@ export async function downloadSeries(
     proxies: o.proxies,
     staging: o.staging,
     ...(o.stagingConfig ? { stagingConfig: o.stagingConfig } : {}),
+    ...(o.spread !== undefined ? { spread: o.spread } : {}),
   });
   stager.setUpcoming(segments);
   for (let attempt = 1; stager.current() === undefined; attempt++) {
@@ -102,7 +105,9 @@ export async function downloadSeries(
       let retries = 0;
       let lostBytes = 0;
       let result: GetResult | undefined;
+      let use: ProxyInfo[] = [];
       while (result === undefined) {
+        use = stager.sourcesFor(s);
         let decoded = 0;
         const attempt = new AbortController();
         const cancelTimer =
@@ -113,8 +118,9 @@ export async function downloadSeries(
         try {
           result = await client.get(s.url, {
             mode: o.mode,
-            proxies: o.proxies,
-            use: stager.current(),
+            // Part of the set: just those; the whole set: origo fills what it lacks, as before spreads.
+            proxies: use.length < (stager.current()?.length ?? 0) ? use.length : o.proxies,
+            use,
             ...(s.range ? { range: s.range } : {}),
             signal: attempt.signal,
             onProgress: (p) => {
@@ -148,7 +154,7 @@ export async function downloadSeries(
       outcomes.push(outcome);
       o.onSegment?.(outcome, result.object, index);
       const next = segments[index + 1];
-      if (next !== undefined) await stager.afterSegment(result, next, undefined, o.signal);
+      if (next !== undefined) await stager.afterSegment(result, next, undefined, o.signal, use);
     }
   } finally {
     stager.close();

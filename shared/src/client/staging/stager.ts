@@ -16,8 +16,9 @@ import type { ByteRange } from '../../range';
 import type { ProxyInfo, StagedAnswer } from '../../signalling';
 import type { DownloadMode, GetOptions, GetResult } from '../client';
 import type { Clock } from '../host';
-import type { SegmentRef } from './chunk-profile';
+import { SegmentRef, segmentKey } from './chunk-profile';
 import { SlowProxies } from './slow-proxies';
+import { SpreadConfig, SpreadRule } from './spread-rule';
 import { StagingConfig, StagingManager, StagingStats } from './staging-manager';
 
 /** What staging needs of MutpClient. */
@@ -42,9 +43,18 @@ export interface StagerOptions {
   stagingConfig?: Partial<StagingConfig>;
   /** Tracks followed at once (default 4). */
   maxTracks?: number;
+  /**
+   * Proxies each segment is staged at and fetched from: a number, or 'auto' (the default) for
+   * SpreadRule's choice from measured rates (the whole set until staging is seen to fall behind).
+   */
+  spread?: number | 'auto';
+  spreadConfig?: Partial<SpreadConfig>;
 }
 
 export type StagerStats = StagingStats & {
+  /** Proxies each new segment goes to now, and how often the rule moved that number. */
+  spread: number | null;
+  spreadMoves: number;
   hintsAnswered: number;
   hintsStaged: number;
   handoffs: number;
@@ -62,6 +72,8 @@ export const HANDOFF_STAGE_WAIT_MS = 5000;
 export const REPLACEMENT_BACKOFF_MS = 5000;
 export const MAX_REPLACEMENT_BACKOFF_MS = 60_000;
 const DEFAULT_TRACK = '';
+/** Segments whose proxies are remembered (far more than are ever staged ahead). */
+const MAX_ASSIGNED = 256;
 
 export class SegmentStager {
   private set?: ProxyInfo[];
@@ -80,6 +92,13 @@ export class SegmentStager {
   /** No replacement is asked for before this (origo had none); the back-off that set it. */
   private replaceAfter = -Infinity;
   private replaceBackoffMs = 0;
+  /** The proxies each upcoming segment was given to (spread below the set), by segment key. */
+  private readonly assigned = new Map<string, string[]>();
+  private rotation = 0;
+  private spreadRule?: SpreadRule;
+  private hintsInFlight = 0;
+  /** Segments staged at all their proxies when their download began, and at what spread. */
+  private readonly fullyStaged = new Map<string, number>();
 
   constructor(
     private readonly client: StagingClient,
@@ -106,7 +125,9 @@ export class SegmentStager {
       this.choosing = choosing;
       choosing.then(
         (set) => {
-          if (this.choosing === choosing) this.set = set;
+          if (this.choosing !== choosing) return;
+          this.set = set;
+          this.spreadRule ??= new SpreadRule(set.length, this.o.spreadConfig);
         },
         () => {
           if (this.choosing === choosing) this.choosing = undefined;
@@ -127,14 +148,76 @@ export class SegmentStager {
    */
   fetchStarted(s: SegmentRef, track = DEFAULT_TRACK): boolean {
     const manager = this.track(track);
-    const staged = manager.profile(s)?.staging === 'ready';
+    const profile = manager.profile(s);
+    const staged = profile?.staging === 'ready';
+    const key = segmentKey(s);
+    const at = this.assigned.get(key);
+    if (staged && at !== undefined && at.every((id) => profile.holders.includes(id))) {
+      if (this.fullyStaged.size >= MAX_ASSIGNED) this.fullyStaged.clear();
+      this.fullyStaged.set(key, at.length);
+    }
     manager.fetchStarted(s, this.clock.now());
     this.stageAhead(track);
     return staged;
   }
 
   fetchCompleted(s: SegmentRef, track = DEFAULT_TRACK): void {
-    this.track(track).fetchCompleted(s, this.clock.now());
+    const manager = this.track(track);
+    manager.fetchCompleted(s, this.clock.now());
+    const key = segmentKey(s);
+    const spread = this.fullyStaged.get(key);
+    const fetchMs = manager.profile(s)?.fetchMs;
+    if (spread !== undefined && fetchMs !== undefined && this.autoSpread()) {
+      this.spreadRule?.observeFetch(spread, fetchMs);
+      this.spreadRule?.decide();
+    }
+    this.fullyStaged.delete(key);
+    this.assigned.delete(key);
+  }
+
+  private autoSpread(): boolean {
+    return this.o.spread === undefined || this.o.spread === 'auto';
+  }
+
+  /** Proxies a segment not yet given to any goes to now. */
+  private spread(set: readonly ProxyInfo[]): number {
+    const wanted = typeof this.o.spread === 'number' ? this.o.spread : (this.spreadRule?.current() ?? set.length);
+    return Math.max(1, Math.min(wanted, set.length));
+  }
+
+  /**
+   * The proxies `s` is staged at and downloaded from: the whole set, or `spread` of it, the same
+   * ones for its hint and its download, taken in turn so each proxy gets its share of segments.
+   */
+  sourcesFor(s: SegmentRef): ProxyInfo[] {
+    const set = this.set ?? [];
+    const key = segmentKey(s);
+    const ids = this.assigned.get(key);
+    // A segment given to proxies keeps them (it was staged there); a new one takes the spread of now.
+    const k = ids === undefined ? this.spread(set) : Math.min(Math.max(1, ids.length), set.length);
+    if (k >= set.length && ids === undefined) {
+      this.remember(key, set);
+      return [...set];
+    }
+    const chosen = ids === undefined ? [] : set.filter((p) => ids.includes(p.proxyId));
+    // A new segment takes the next turn; one whose proxy left the set (a handoff) fills the gap.
+    const start = ids === undefined ? this.rotation++ * k : 0;
+    for (let j = 0; chosen.length < k && j < set.length; j++) {
+      const p = set[(start + j) % set.length];
+      if (!chosen.includes(p)) chosen.push(p);
+    }
+    this.remember(key, chosen);
+    return chosen;
+  }
+
+  private remember(key: string, proxies: readonly ProxyInfo[]): void {
+    if (!this.assigned.has(key) && this.assigned.size >= MAX_ASSIGNED) {
+      this.assigned.delete(this.assigned.keys().next().value as string);
+    }
+    this.assigned.set(
+      key,
+      proxies.map((p) => p.proxyId),
+    );
   }
 
   /**
@@ -145,11 +228,19 @@ export class SegmentStager {
    * the Receiver shifts the work to its live sources). Without replacements the set stays as it
    * is. Resolves once the set for `next` is settled.
    */
-  async afterSegment(result: GetResult, next?: SegmentRef, track = DEFAULT_TRACK, signal?: AbortSignal): Promise<void> {
+  async afterSegment(
+    result: GetResult,
+    next?: SegmentRef,
+    track = DEFAULT_TRACK,
+    signal?: AbortSignal,
+    used?: readonly ProxyInfo[],
+  ): Promise<void> {
     const set = this.set;
     if (!set || this.closed || this.o.mode === 'http') return;
-    const failing = failedIn(result, set);
-    const degrading = this.slow.judge(result, set).filter((p) => !failing.includes(p));
+    // Only the proxies asked for this segment can have failed in it (`used`, when not the whole set).
+    const asked = used === undefined ? set : set.filter((p) => used.some((u) => u.proxyId === p.proxyId));
+    const failing = failedIn(result, asked);
+    const degrading = this.slow.judge(result, asked).filter((p) => !failing.includes(p));
     const leaving = [...failing, ...degrading];
     if (leaving.length === 0 || this.clock.now() < this.replaceAfter) return;
     let fresh: ProxyInfo[] = [];
@@ -180,15 +271,25 @@ export class SegmentStager {
     const replaced = leaving.slice(0, fresh.length);
     this.slowReplaced += replaced.filter((p) => degrading.includes(p)).length;
     replaced.forEach((p) => this.slow.forget(p.proxyId));
-    if (this.o.staging && next !== undefined) {
+    // Segments given to a leaver go to its newcomer instead.
+    const successor = new Map(replaced.map((p, i) => [p.proxyId, fresh[i].proxyId]));
+    for (const [key, ids] of this.assigned)
+      this.assigned.set(
+        key,
+        ids.map((id) => successor.get(id) ?? id),
+      );
+    const nextIds = next === undefined ? undefined : this.assigned.get(segmentKey(next));
+    const newcomersForNext = nextIds === undefined ? fresh : fresh.filter((p) => nextIds.includes(p.proxyId));
+    if (this.o.staging && next !== undefined && newcomersForNext.length > 0) {
       const manager = this.track(track);
       manager.stageOrdered(next, this.clock.now());
       const answers = await this.client
-        .stage(next.url, fresh, { ...this.hintOptions(next), timeoutMs: HANDOFF_STAGE_WAIT_MS })
+        .stage(next.url, newcomersForNext, { ...this.hintOptions(next), timeoutMs: HANDOFF_STAGE_WAIT_MS })
         .catch(() => [] as StagedAnswer[]);
       this.record(manager, next, answers);
     }
     this.set = [...set.filter((p) => !replaced.includes(p)), ...fresh];
+    this.spreadRule?.setSize(this.set.length);
   }
 
   /** No more hints (the series ended, the page went away). */
@@ -207,6 +308,8 @@ export class SegmentStager {
     const last = this.tracks.get(this.lastTrack)?.stats() ?? new StagingManager(this.o.stagingConfig).stats();
     return {
       ...last,
+      spread: this.set ? this.spread(this.set) : null,
+      spreadMoves: this.spreadRule?.moves ?? 0,
       ordersSent,
       wasted,
       hintsAnswered: this.hintsAnswered,
@@ -245,15 +348,30 @@ export class SegmentStager {
     const now = this.clock.now();
     for (const s of manager.decide(now)) {
       manager.stageOrdered(s, now);
+      const at = this.sourcesFor(s);
+      const inFlight = ++this.hintsInFlight;
       // A hint is only a hint: one that could not be sent leaves the segment to be fetched on demand.
-      void this.client.stage(s.url, set, this.hintOptions(s)).then(
+      void this.client.stage(s.url, at, this.hintOptions(s)).then(
         (answers) => {
+          this.hintsInFlight--;
           this.record(manager, s, answers);
+          this.observeStaging(at, inFlight, answers);
           if (this.tracks.get(track) === manager) this.stageAhead(track);
         },
-        () => set.forEach((p) => manager.stageFailed(s, p.proxyId)),
+        () => {
+          this.hintsInFlight--;
+          at.forEach((p) => manager.stageFailed(s, p.proxyId));
+        },
       );
     }
+  }
+
+  /** A hint staged at every proxy it went to: a sample of the rate staging goes at. */
+  private observeStaging(at: readonly ProxyInfo[], inFlight: number, answers: readonly StagedAnswer[]): void {
+    if (!this.autoSpread()) return;
+    const staged = answers.filter((a) => a.status === 'staged');
+    if (staged.length < at.length) return;
+    this.spreadRule?.observeStaging(at.length, inFlight, Math.max(...staged.map((a) => a.originMs)));
   }
 
   /** What every hint for `s` carries: its range, and the mode (the proxies prepare its encoder). */

@@ -13,6 +13,7 @@
  * `decide(now)` which segments to order; sending the STAGE hints is its job.
  */
 import { ChunkProfile, newProfile, SegmentRef, segmentKey } from './chunk-profile';
+import { Samples } from './samples';
 
 export interface StagingConfig {
   /** Never more than this many unfetched segments staged or ordered ahead. */
@@ -40,25 +41,6 @@ export interface StagingStats {
   stagingLatencyMs: number | null;
   edgeRttMs: number | null;
   neededAhead: number;
-}
-
-/** The last `n` samples of a latency, for a median that one outlier does not move. */
-class Samples {
-  private readonly values: number[] = [];
-  constructor(private readonly n: number) {}
-
-  add(ms: number): void {
-    if (!(ms >= 0) || !Number.isFinite(ms)) return;
-    this.values.push(ms);
-    if (this.values.length > this.n) this.values.shift();
-  }
-
-  get median(): number | null {
-    if (this.values.length === 0) return null;
-    const s = [...this.values].sort((a, b) => a - b);
-    const mid = s.length >> 1;
-    return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-  }
 }
 
 export class StagingManager {

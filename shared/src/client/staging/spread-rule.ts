@@ -1,0 +1,108 @@
+/**
+ * At how many proxies of the set to stage each segment (and then fetch it from), decided from
+ * measured rates: the spread.
+ *
+ * Every proxy that stages a segment fetches all of it from the origin (it codes over the whole
+ * object). Where the proxies' paths to the origin are one bottleneck of rate B, staging at k of
+ * them completes B / (k·S) segments per second, while fetching a staged segment from k of them at
+ * r each completes k·r / S: past k = sqrt(B / r) staging falls behind, and every segment waits for
+ * its origin fetch however far ahead it was ordered (seen in bench:mobility at N = 4: four proxies
+ * at 1792 KB/s behind one 60 Mbit/s origin path). The rule measures both rates at the spread in
+ * use and moves the spread to where they meet:
+ *
+ *   k' = k · sqrt(R_stage / R_fetch)     (rounded, within [min, the set's size])
+ *
+ * R_stage is segments staged per second: the hints in flight when one was sent, over its origin
+ * fetch time (Little's law); R_fetch is one over the median time to fetch a staged segment. With
+ * one shared origin path this lands on sqrt(B / r). With independent paths R_stage does not depend
+ * on k and the rule settles where fetching is as fast as staging: fewer proxies fetch each segment
+ * from the origin and no segment arrives later, since staging was the limit either way. While
+ * staging keeps up (R_stage >= R_fetch) the spread grows back to the whole set.
+ *
+ * Only samples taken at the current spread count; after a change both rates are measured anew.
+ * Sans-IO: the stager feeds it and asks.
+ */
+import { Samples } from './samples';
+
+export interface SpreadConfig {
+  /** Never fewer sources per segment than this (while the set has them): one proxy's loss must not stall a segment. */
+  min: number;
+  /** Rates are medians of the last this-many samples ... */
+  samples: number;
+  /** ... and the spread moves only once each rate has this many at the current spread. */
+  minSamples: number;
+}
+
+export const DEFAULT_SPREAD_CONFIG: SpreadConfig = { min: 2, samples: 5, minSamples: 3 };
+
+export class SpreadRule {
+  private readonly config: SpreadConfig;
+  private spread: number;
+  private max: number;
+  /** Segments per millisecond, one sample per staged hint. */
+  private readonly stageRates: Samples;
+  private readonly fetchTimes: Samples;
+  private changes = 0;
+
+  constructor(setSize: number, config: Partial<SpreadConfig> = {}) {
+    this.config = { ...DEFAULT_SPREAD_CONFIG, ...config };
+    if (!(this.config.min >= 1)) throw new RangeError(`min spread must be at least 1, got ${this.config.min}`);
+    this.max = Math.max(1, setSize);
+    this.spread = this.max;
+    this.stageRates = new Samples(this.config.samples);
+    this.fetchTimes = new Samples(this.config.samples);
+  }
+
+  current(): number {
+    return this.spread;
+  }
+
+  /** Times the spread moved. */
+  get moves(): number {
+    return this.changes;
+  }
+
+  /** The set now has `n` proxies (a handoff that found fewer replacements, a new set). */
+  setSize(n: number): void {
+    const max = Math.max(1, n);
+    if (max === this.max) return;
+    this.max = max;
+    this.move(Math.min(this.spread, max));
+  }
+
+  /**
+   * A hint sent at spread `spread` was staged by all its proxies, the slowest after `originMs` of
+   * origin fetch; `inFlight` hints (this one included) were out when it was sent.
+   */
+  observeStaging(spread: number, inFlight: number, originMs: number): void {
+    // A hint answered from the cache (0 ms) says nothing of the origin path.
+    if (spread !== this.spread || !(originMs > 0) || !(inFlight >= 1)) return;
+    this.stageRates.add(inFlight / originMs);
+  }
+
+  /** A segment staged at all its `spread` proxies before its download began took `ms` to fetch. */
+  observeFetch(spread: number, ms: number): void {
+    if (spread !== this.spread || !(ms > 0)) return;
+    this.fetchTimes.add(ms);
+  }
+
+  /** The spread for segments not yet given to proxies, moved when both rates are measured. */
+  decide(): number {
+    const { minSamples } = this.config;
+    if (this.stageRates.count < minSamples || this.fetchTimes.count < minSamples) return this.spread;
+    const stageRate = this.stageRates.median!;
+    const fetchRate = 1 / this.fetchTimes.median!;
+    const floor = Math.min(this.config.min, this.max);
+    const next = Math.min(this.max, Math.max(floor, Math.round(this.spread * Math.sqrt(stageRate / fetchRate))));
+    this.move(next);
+    return this.spread;
+  }
+
+  private move(next: number): void {
+    if (next === this.spread) return;
+    this.spread = next;
+    this.changes++;
+    this.stageRates.clear();
+    this.fetchTimes.clear();
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * SpreadRule against the rates its two models of the origin paths produce: one path shared by
+ * every proxy (the testbed's vehicular profiles) and one path per proxy.
+ */
+import { SpreadRule } from '../src/client/staging/spread-rule';
+
+const SEGMENT = 2_000_000; // bytes
+const EDGE = 1792 * 1024; // bytes per second from each proxy
+
+/** Feeds `rounds` segments at the rule's spread of the moment; `stagingMs(k)` is one hint's origin fetch. */
+function run(rule: SpreadRule, stagingMs: (k: number) => number, rounds = 40, inFlight = 1): number[] {
+  const seen: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    const k = rule.current();
+    rule.observeStaging(k, inFlight, stagingMs(k));
+    rule.observeFetch(k, (1000 * SEGMENT) / (k * EDGE));
+    seen.push(rule.decide());
+  }
+  return seen;
+}
+
+test('one origin path shared by the proxies: the spread settles at sqrt(B / r), where staging keeps up', () => {
+  const shared = (bytesPerSecond: number) => (k: number) => (1000 * k * SEGMENT) / bytesPerSecond;
+  // 60 Mbit/s behind four proxies at 1792 KB/s: sqrt(7.5e6 / 1.835e6) = 2.02.
+  const rule = new SpreadRule(4, { min: 1 });
+  const seen = run(rule, shared(7.5e6));
+  expect(seen.slice(-10)).toEqual(Array(10).fill(2));
+  // Eight proxies behind a path four times as fast: sqrt(4 * 7.5e6 / 1.835e6) = 4.04.
+  const wide = new SpreadRule(8, { min: 1 });
+  expect(run(wide, shared(30e6)).slice(-10)).toEqual(Array(10).fill(4));
+});
+
+test('with as many hints in flight as the pipeline holds the shared path gives the same spread (Little)', () => {
+  // Four hints share the path: each takes four times as long, and four are out when it is sent.
+  const rule = new SpreadRule(4, { min: 1 });
+  expect(run(rule, (k) => (4 * 1000 * k * SEGMENT) / 7.5e6, 40, 4).slice(-5)).toEqual(Array(5).fill(2));
+});
+
+test('a path per proxy fast enough to keep up: the whole set stays', () => {
+  const rule = new SpreadRule(4);
+  // 50 Mbit/s each: a hint takes 320 ms whatever k is; a fetch from four takes 272 ms, one hint out.
+  const seen = run(rule, () => 320, 40, 2);
+  expect(seen.every((k) => k === 4)).toBe(true);
+  expect(rule.moves).toBe(0);
+});
+
+test('a slow path per proxy: the spread falls to where fetching is as fast as staging, never below min', () => {
+  const rule = new SpreadRule(6, { min: 2 });
+  // 2 s per hint whatever k is, one out: 0.5 segments per second; a fetch from k takes 1090/k ms.
+  const seen = run(rule, () => 2000);
+  expect(seen[seen.length - 1]).toBe(2);
+  expect(Math.min(...seen)).toBe(2);
+});
+
+test('staging faster than fetching grows the spread back to the whole set', () => {
+  const rule = new SpreadRule(4, { min: 1 });
+  run(rule, (k) => (1000 * k * SEGMENT) / 7.5e6, 20);
+  expect(rule.current()).toBe(2);
+  // The origin path got much faster (another route): staging now outruns fetching.
+  run(rule, (k) => (1000 * k * SEGMENT) / 100e6, 20);
+  expect(rule.current()).toBe(4);
+});
+
+test('it moves only on minSamples of both rates, all taken at the current spread', () => {
+  const rule = new SpreadRule(4, { min: 1, minSamples: 3 });
+  // Samples from another spread (hints sent before a change) do not count.
+  for (let i = 0; i < 5; i++) {
+    rule.observeStaging(3, 1, 1000);
+    rule.observeFetch(3, 100);
+  }
+  expect(rule.decide()).toBe(4);
+  rule.observeStaging(4, 1, 1067);
+  rule.observeStaging(4, 1, 1067);
+  rule.observeFetch(4, 270);
+  rule.observeFetch(4, 270);
+  rule.observeFetch(4, 270);
+  expect(rule.decide()).toBe(4); // two staging samples only
+  // A hint answered from the cache says nothing of the origin path.
+  rule.observeStaging(4, 1, 0);
+  expect(rule.decide()).toBe(4);
+  rule.observeStaging(4, 1, 1067);
+  expect(rule.decide()).toBe(2);
+  expect(rule.moves).toBe(1);
+  // Measured anew at 2: the old samples are gone.
+  rule.observeFetch(2, 540);
+  expect(rule.decide()).toBe(2);
+});
+
+test('a smaller set clamps the spread; min never exceeds the set', () => {
+  const rule = new SpreadRule(4, { min: 2 });
+  rule.setSize(1);
+  expect(rule.current()).toBe(1);
+  run(rule, () => 10_000, 5);
+  expect(rule.current()).toBe(1);
+  rule.setSize(3);
+  expect(rule.current()).toBe(1); // grows only on measurements
+  expect(() => new SpreadRule(4, { min: 0 })).toThrow(RangeError);
+});
