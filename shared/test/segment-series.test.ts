@@ -5,7 +5,7 @@
  * them, segments tried again after a failure, tracks followed apart.
  */
 import { ClientError, downloadSeries, SegmentStager, SeriesClient, systemClock } from '../src/client';
-import type { GetOptions, GetResult } from '../src/client';
+import type { DownloadResult, GetOptions, GetResult } from '../src/client';
 import type { ProxyInfo, StagedAnswer } from '../src';
 
 const PROXIES: ProxyInfo[] = [
@@ -306,6 +306,7 @@ describe('spread: each segment staged at and fetched from part of the set', () =
 
   test('auto: behind one origin path shared by four proxies the spread falls to 2, and downloads follow', async () => {
     // Staging at k proxies moves k segments through a 60 Mbit/s path; fetching from k runs at k × 1792 KB/s.
+    const SEGMENT_BYTES = 2_000_000;
     const list = many(40);
     const { client, calls } = scriptedClient({}, {}, undefined, FOUR);
     let t = 0;
@@ -317,12 +318,18 @@ describe('spread: each segment staged at and fetched from part of the set', () =
       const sharing = ++out;
       const answers = await stage(url, proxies, o);
       out--;
-      return answers.map((a) => ({ ...a, originMs: Math.round((sharing * proxies.length * 2e9) / 7.5e6) }));
+      return answers.map((a) => ({
+        ...a,
+        originMs: Math.round((sharing * proxies.length * 2e9) / 7.5e6),
+        bytes: SEGMENT_BYTES,
+      }));
     };
+    // The Receiver measures each proxy at its 1792 KB/s.
     const get = client.get.bind(client);
-    client.get = (url, o) => {
+    client.get = async (url, o) => {
       t += Math.round(2e9 / (o.use!.length * 1792 * 1024));
-      return get(url, o);
+      const r = (await get(url, o)) as DownloadResult;
+      return { ...r, sources: r.sources.map((x) => ({ ...x, rateBps: 1792 * 1024 })) };
     };
     const result = await downloadSeries(client, clock, list, { mode: 'rlnc', proxies: 4, staging: true });
     expect(result.staging.spread).toBe(2);

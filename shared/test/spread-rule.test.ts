@@ -12,8 +12,8 @@ function run(rule: SpreadRule, stagingMs: (k: number) => number, rounds = 40, in
   const seen: number[] = [];
   for (let i = 0; i < rounds; i++) {
     const k = rule.current();
-    rule.observeStaging(k, inFlight, stagingMs(k));
-    rule.observeFetch(k, (1000 * SEGMENT) / (k * EDGE));
+    rule.observeStaging(k, inFlight, stagingMs(k), SEGMENT);
+    rule.observeFetch(k, k * EDGE);
     seen.push(rule.decide());
   }
   return seen;
@@ -65,24 +65,42 @@ test('it moves only on minSamples of both rates, all taken at the current spread
   const rule = new SpreadRule(4, { min: 1, minSamples: 3 });
   // Samples from another spread (hints sent before a change) do not count.
   for (let i = 0; i < 5; i++) {
-    rule.observeStaging(3, 1, 1000);
-    rule.observeFetch(3, 100);
+    rule.observeStaging(3, 1, 1000, SEGMENT);
+    rule.observeFetch(3, 20000000);
   }
   expect(rule.decide()).toBe(4);
-  rule.observeStaging(4, 1, 1067);
-  rule.observeStaging(4, 1, 1067);
-  rule.observeFetch(4, 270);
-  rule.observeFetch(4, 270);
-  rule.observeFetch(4, 270);
+  rule.observeStaging(4, 1, 1067, SEGMENT);
+  rule.observeStaging(4, 1, 1067, SEGMENT);
+  rule.observeFetch(4, 7407407);
+  rule.observeFetch(4, 7407407);
+  rule.observeFetch(4, 7407407);
   expect(rule.decide()).toBe(4); // two staging samples only
   // A hint answered from the cache says nothing of the origin path.
-  rule.observeStaging(4, 1, 0);
+  rule.observeStaging(4, 1, 0, SEGMENT);
   expect(rule.decide()).toBe(4);
-  rule.observeStaging(4, 1, 1067);
+  rule.observeStaging(4, 1, 1067, SEGMENT);
   expect(rule.decide()).toBe(2);
   expect(rule.moves).toBe(1);
   // Measured anew at 2: the old samples are gone.
-  rule.observeFetch(2, 540);
+  rule.observeFetch(2, 3703704);
+  expect(rule.decide()).toBe(2);
+});
+
+test('rates are in bytes: small audio segments interleaved with video ones move the spread as video alone', () => {
+  const B = 7.5e6; // one shared origin path, bytes per second
+  const rule = new SpreadRule(4, { min: 1 });
+  for (let i = 0; i < 40; i++) {
+    const k = rule.current();
+    for (const bytes of [SEGMENT, 100_000]) {
+      rule.observeStaging(k, 1, (1000 * k * bytes) / B, bytes);
+      rule.observeFetch(k, k * EDGE);
+    }
+    rule.decide();
+  }
+  expect(rule.current()).toBe(2);
+  // A sample without bytes (an empty answer) is not used.
+  rule.observeStaging(2, 1, 1, 0);
+  rule.observeFetch(2, 0);
   expect(rule.decide()).toBe(2);
 });
 

@@ -428,7 +428,7 @@ export class Downloader {
     });
     if (staging) {
       this.stagedResults.set(result, staged);
-      staging.fetchCompleted(segment, req.track);
+      staging.fetchCompleted(segment, req.track, result);
       // Settled in the background: the page gets its bytes now, the next segment uses the new set.
       void staging.afterSegment(result, req.upcoming?.[0], req.track, undefined, use).catch(() => undefined);
     }

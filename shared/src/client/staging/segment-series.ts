@@ -139,7 +139,7 @@ export async function downloadSeries(
         }
       }
       const end = clock.now();
-      stager.fetchCompleted(s);
+      stager.fetchCompleted(s, undefined, result);
       const outcome: SegmentOutcome = {
         url: s.url,
         ...(s.range ? { range: { ...s.range } } : {}),

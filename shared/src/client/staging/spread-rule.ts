@@ -12,8 +12,13 @@
  *
  *   k' = k · sqrt(R_stage / R_fetch)     (rounded, within [min, the set's size])
  *
- * R_stage is segments staged per second: the hints in flight when one was sent, over its origin
- * fetch time (Little's law); R_fetch is one over the median time to fetch a staged segment. With
+ * R_stage is bytes staged per second: a hint's object times the hints in flight when it was sent,
+ * over its origin fetch time (Little's law). R_fetch is what the proxies a segment came from
+ * deliver together: their delivery rates as the Receiver measured them, summed, so every segment
+ * gives a sample, staged or not (fetch times of staged segments alone came too rarely while
+ * staging was behind, which is when they are needed). Rates are in bytes, so a player's small
+ * audio segments and its video ones measure the same paths; both are medians of recent samples.
+ * With
  * one shared origin path this lands on sqrt(B / r). With independent paths R_stage does not depend
  * on k and the rule settles where fetching is as fast as staging: fewer proxies fetch each segment
  * from the origin and no segment arrives later, since staging was the limit either way. While
@@ -39,9 +44,9 @@ export class SpreadRule {
   private readonly config: SpreadConfig;
   private spread: number;
   private max: number;
-  /** Segments per millisecond, one sample per staged hint. */
+  /** Bytes per second: one sample per staged hint, one per downloaded segment. */
   private readonly stageRates: Samples;
-  private readonly fetchTimes: Samples;
+  private readonly fetchRates: Samples;
   private changes = 0;
 
   constructor(setSize: number, config: Partial<SpreadConfig> = {}) {
@@ -50,7 +55,7 @@ export class SpreadRule {
     this.max = Math.max(1, setSize);
     this.spread = this.max;
     this.stageRates = new Samples(this.config.samples);
-    this.fetchTimes = new Samples(this.config.samples);
+    this.fetchRates = new Samples(this.config.samples);
   }
 
   current(): number {
@@ -71,27 +76,27 @@ export class SpreadRule {
   }
 
   /**
-   * A hint sent at spread `spread` was staged by all its proxies, the slowest after `originMs` of
-   * origin fetch; `inFlight` hints (this one included) were out when it was sent.
+   * A hint for `bytes` sent at spread `spread` was staged by all its proxies, the slowest after
+   * `originMs` of origin fetch; `inFlight` hints (this one included) were out when it was sent.
    */
-  observeStaging(spread: number, inFlight: number, originMs: number): void {
+  observeStaging(spread: number, inFlight: number, originMs: number, bytes: number): void {
     // A hint answered from the cache (0 ms) says nothing of the origin path.
-    if (spread !== this.spread || !(originMs > 0) || !(inFlight >= 1)) return;
-    this.stageRates.add(inFlight / originMs);
+    if (spread !== this.spread || !(originMs > 0) || !(inFlight >= 1) || !(bytes > 0)) return;
+    this.stageRates.add((1000 * inFlight * bytes) / originMs);
   }
 
-  /** A segment staged at all its `spread` proxies before its download began took `ms` to fetch. */
-  observeFetch(spread: number, ms: number): void {
-    if (spread !== this.spread || !(ms > 0)) return;
-    this.fetchTimes.add(ms);
+  /** A segment came from `spread` proxies whose measured delivery rates sum to `bytesPerSecond`. */
+  observeFetch(spread: number, bytesPerSecond: number): void {
+    if (spread !== this.spread || !(bytesPerSecond > 0)) return;
+    this.fetchRates.add(bytesPerSecond);
   }
 
   /** The spread for segments not yet given to proxies, moved when both rates are measured. */
   decide(): number {
     const { minSamples } = this.config;
-    if (this.stageRates.count < minSamples || this.fetchTimes.count < minSamples) return this.spread;
+    if (this.stageRates.count < minSamples || this.fetchRates.count < minSamples) return this.spread;
     const stageRate = this.stageRates.median!;
-    const fetchRate = 1 / this.fetchTimes.median!;
+    const fetchRate = this.fetchRates.median!;
     const floor = Math.min(this.config.min, this.max);
     const next = Math.min(this.max, Math.max(floor, Math.round(this.spread * Math.sqrt(stageRate / fetchRate))));
     this.move(next);
@@ -103,6 +108,6 @@ export class SpreadRule {
     this.spread = next;
     this.changes++;
     this.stageRates.clear();
-    this.fetchTimes.clear();
+    this.fetchRates.clear();
   }
 }

@@ -97,8 +97,6 @@ export class SegmentStager {
   private rotation = 0;
   private spreadRule?: SpreadRule;
   private hintsInFlight = 0;
-  /** Segments staged at all their proxies when their download began, and at what spread. */
-  private readonly fullyStaged = new Map<string, number>();
 
   constructor(
     private readonly client: StagingClient,
@@ -148,30 +146,25 @@ export class SegmentStager {
    */
   fetchStarted(s: SegmentRef, track = DEFAULT_TRACK): boolean {
     const manager = this.track(track);
-    const profile = manager.profile(s);
-    const staged = profile?.staging === 'ready';
-    const key = segmentKey(s);
-    const at = this.assigned.get(key);
-    if (staged && at !== undefined && at.every((id) => profile.holders.includes(id))) {
-      if (this.fullyStaged.size >= MAX_ASSIGNED) this.fullyStaged.clear();
-      this.fullyStaged.set(key, at.length);
-    }
+    const staged = manager.profile(s)?.staging === 'ready';
     manager.fetchStarted(s, this.clock.now());
     this.stageAhead(track);
     return staged;
   }
 
-  fetchCompleted(s: SegmentRef, track = DEFAULT_TRACK): void {
-    const manager = this.track(track);
-    manager.fetchCompleted(s, this.clock.now());
+  /** `s` was fetched in full; its `result` tells the spread rule what its proxies delivered. */
+  fetchCompleted(s: SegmentRef, track = DEFAULT_TRACK, result?: GetResult): void {
+    this.track(track).fetchCompleted(s, this.clock.now());
     const key = segmentKey(s);
-    const spread = this.fullyStaged.get(key);
-    const fetchMs = manager.profile(s)?.fetchMs;
-    if (spread !== undefined && fetchMs !== undefined && this.autoSpread()) {
-      this.spreadRule?.observeFetch(spread, fetchMs);
+    const at = this.assigned.get(key);
+    if (result !== undefined && at !== undefined && this.autoSpread()) {
+      const delivered = result.sources.reduce(
+        (sum, x) => sum + ('rateBps' in x && at.includes(x.proxyId) ? x.rateBps : 0),
+        0,
+      );
+      this.spreadRule?.observeFetch(at.length, delivered);
       this.spreadRule?.decide();
     }
-    this.fullyStaged.delete(key);
     this.assigned.delete(key);
   }
 
@@ -371,7 +364,8 @@ export class SegmentStager {
     if (!this.autoSpread()) return;
     const staged = answers.filter((a) => a.status === 'staged');
     if (staged.length < at.length) return;
-    this.spreadRule?.observeStaging(at.length, inFlight, Math.max(...staged.map((a) => a.originMs)));
+    const slowest = staged.reduce((a, b) => (b.originMs > a.originMs ? b : a));
+    this.spreadRule?.observeStaging(at.length, inFlight, slowest.originMs, slowest.bytes);
   }
 
   /** What every hint for `s` carries: its range, and the mode (the proxies prepare its encoder). */
