@@ -190,9 +190,10 @@ interface Row {
   seeks: number;
   /**
    * The extension's staging at the end of each play, summed: hints sent, staged, and segments
-   * staged but never asked for (`wasted`, the staging overhead); null without staging.
+   * staged but never asked for (`wasted`, the staging overhead), and each play's spread at its end
+   * (proxies each new segment was staged at: spread-rule.ts); null without staging.
    */
-  staging: { ordersSent: number; hintsStaged: number; wasted: number } | null;
+  staging: { ordersSent: number; hintsStaged: number; wasted: number; spreads: (number | null)[] } | null;
   /** wasted / seeks (null without seeks or staging). */
   wastedPerSeek: number | null;
   speedupVsHttp: number | null;
@@ -211,10 +212,11 @@ function stagingOf(plays: PlayResult[]): Row['staging'] {
   for (const p of plays) {
     const last = [...p.segments].reverse().find((s) => s.staging)?.staging;
     if (!last) continue;
-    sum ??= { ordersSent: 0, hintsStaged: 0, wasted: 0 };
+    sum ??= { ordersSent: 0, hintsStaged: 0, wasted: 0, spreads: [] };
     sum.ordersSent += last.ordersSent;
     sum.hintsStaged += last.hintsStaged;
     sum.wasted += last.wasted;
+    sum.spreads.push(last.spread ?? null);
   }
   return sum;
 }

@@ -142,8 +142,11 @@ export interface SegmentRecord {
   proxies: ProxyShareRecord[];
   /** Staging only: a proxy had staged this segment when its download started. */
   staged?: boolean;
-  /** Staging only: the frame's staging so far (hints sent and staged, segments staged and skipped). */
-  staging?: { ordersSent: number; hintsStaged: number; wasted: number; neededAhead: number };
+  /**
+   * Staging only: the frame's staging so far (hints sent and staged, segments staged and skipped,
+   * how far ahead, at how many proxies each new segment is staged).
+   */
+  staging?: { ordersSent: number; hintsStaged: number; wasted: number; neededAhead: number; spread: number | null };
 }
 
 export type ToBackground =

@@ -602,8 +602,8 @@ export class Downloader {
     const stats = this.staging?.stager.stats();
     if (staged !== undefined && stats) {
       record.staged = staged;
-      const { ordersSent, hintsStaged, wasted, neededAhead } = stats;
-      record.staging = { ordersSent, hintsStaged, wasted, neededAhead };
+      const { ordersSent, hintsStaged, wasted, neededAhead, spread } = stats;
+      record.staging = { ordersSent, hintsStaged, wasted, neededAhead, spread };
     }
     try {
       this.deps.onRecord(record);
