@@ -304,39 +304,59 @@ describe('spread: each segment staged at and fetched from part of the set', () =
     for (const u of gets) expect(u).toHaveLength(2);
   });
 
-  test('auto: behind one origin path shared by four proxies the spread falls to 2, and downloads follow', async () => {
-    // Staging at k proxies moves k segments through a 60 Mbit/s path; fetching from k runs at k × 1792 KB/s.
+  /**
+   * A series of 40 segments of 2 MB from four proxies at 1792 KB/s each whose hints share one
+   * origin path of `pathBps`; the clock moves with the downloads, and `pauseMs` between segments
+   * (a player paced by its buffer). A hint is answered once the clock passes its origin time.
+   */
+  async function sharedPathSeries(pathBps: number, pauseMs = 0) {
     const SEGMENT_BYTES = 2_000_000;
-    const list = many(40);
     const { client, calls } = scriptedClient({}, {}, undefined, FOUR);
     let t = 0;
     const clock = { now: () => t, setTimer: systemClock.setTimer };
-    // Hints out together share the path: each takes as many times longer.
+    const due: { at: number; answer: () => void }[] = [];
     const stage = client.stage.bind(client);
     let out = 0;
     client.stage = async (url, proxies, o) => {
-      const sharing = ++out;
+      // Hints out together share the path: each takes as many times longer.
+      const originMs = Math.round((++out * proxies.length * SEGMENT_BYTES * 1000) / pathBps);
+      const at = t + originMs;
       const answers = await stage(url, proxies, o);
+      await new Promise<void>((answer) => due.push({ at, answer }));
       out--;
-      return answers.map((a) => ({
-        ...a,
-        originMs: Math.round((sharing * proxies.length * 2e9) / 7.5e6),
-        bytes: SEGMENT_BYTES,
-      }));
+      return answers.map((a) => ({ ...a, originMs, bytes: SEGMENT_BYTES }));
     };
-    // The Receiver measures each proxy at its 1792 KB/s.
     const get = client.get.bind(client);
+    const settle = () => new Promise((r) => setImmediate(r));
     client.get = async (url, o) => {
-      t += Math.round(2e9 / (o.use!.length * 1792 * 1024));
+      await settle(); // the hints just sent are out
+      t += pauseMs + Math.round((SEGMENT_BYTES * 1000) / (o.use!.length * 1792 * 1024));
+      for (const d of due.filter((x) => x.at <= t)) {
+        due.splice(due.indexOf(d), 1);
+        d.answer();
+      }
+      await settle();
+      // The Receiver measures each proxy at its 1792 KB/s.
       const r = (await get(url, o)) as DownloadResult;
       return { ...r, sources: r.sources.map((x) => ({ ...x, rateBps: 1792 * 1024 })) };
     };
-    const result = await downloadSeries(client, clock, list, { mode: 'rlnc', proxies: 4, staging: true });
+    const result = await downloadSeries(client, clock, many(40), { mode: 'rlnc', proxies: 4, staging: true });
+    return { result, sizes: calls.gets.map((g) => g.use!.length) };
+  }
+
+  test('auto: behind one 60 Mbit/s origin path shared by four proxies the spread falls to 2, and downloads follow', async () => {
+    const { result, sizes } = await sharedPathSeries(7.5e6);
     expect(result.staging.spread).toBe(2);
     expect(result.staging.spreadMoves).toBe(1);
-    const sizes = calls.gets.map((g) => g.use!.length);
     expect(sizes.slice(0, 3)).toEqual([4, 4, 4]);
     expect(sizes.slice(-10)).toEqual(Array(10).fill(2));
+  });
+
+  test('auto: a paced player whose segments are staged in time keeps all four, however the rates compare', async () => {
+    // The same path, but 4 s between segments: every hint is answered before its segment is asked for.
+    const { result, sizes } = await sharedPathSeries(7.5e6, 4000);
+    expect(result.staging.spreadMoves).toBe(0);
+    expect(sizes.every((k) => k === 4)).toBe(true);
   });
 
   test('auto without staging (the unstaged way) keeps the whole set', async () => {

@@ -14,6 +14,8 @@ function run(rule: SpreadRule, stagingMs: (k: number) => number, rounds = 40, in
     const k = rule.current();
     rule.observeStaging(k, inFlight, stagingMs(k), SEGMENT);
     rule.observeFetch(k, k * EDGE);
+    // Staging slower than fetching: the segment's download begins before it is staged.
+    rule.observeStart(k, (inFlight * SEGMENT * 1000) / stagingMs(k) < k * EDGE);
     seen.push(rule.decide());
   }
   return seen;
@@ -69,6 +71,7 @@ test('it moves only on minSamples of both rates, all taken at the current spread
     rule.observeFetch(3, 20000000);
   }
   expect(rule.decide()).toBe(4);
+  rule.observeStart(4, true); // staging is behind
   rule.observeStaging(4, 1, 1067, SEGMENT);
   rule.observeStaging(4, 1, 1067, SEGMENT);
   rule.observeFetch(4, 7407407);
@@ -94,6 +97,7 @@ test('rates are in bytes: small audio segments interleaved with video ones move 
     for (const bytes of [SEGMENT, 100_000]) {
       rule.observeStaging(k, 1, (1000 * k * bytes) / B, bytes);
       rule.observeFetch(k, k * EDGE);
+      rule.observeStart(k, B / k < k * EDGE);
     }
     rule.decide();
   }
@@ -101,6 +105,19 @@ test('rates are in bytes: small audio segments interleaved with video ones move 
   // A sample without bytes (an empty answer) is not used.
   rule.observeStaging(2, 1, 1, 0);
   rule.observeFetch(2, 0);
+  expect(rule.decide()).toBe(2);
+});
+
+test('fewer sources only when staging is seen behind: segments staged in time keep the spread, rates aside', () => {
+  const rule = new SpreadRule(4, { min: 1 });
+  for (let i = 0; i < 10; i++) {
+    rule.observeStaging(4, 1, 1067, SEGMENT); // reads as 1.9 MB/s against 7.3 MB/s delivered
+    rule.observeFetch(4, 4 * EDGE);
+    rule.observeStart(4, false); // yet each segment was staged before its download (a paced player)
+    expect(rule.decide()).toBe(4);
+  }
+  // Three of the last five behind: now it falls.
+  for (let i = 0; i < 3; i++) rule.observeStart(4, true);
   expect(rule.decide()).toBe(2);
 });
 

@@ -395,6 +395,7 @@ export class Downloader {
     const staging = this.stagingFor(client, req, settings);
     const segment: SegmentRef = { url: req.url, ...(job.range ? { range: job.range } : {}) };
     let use: ProxyInfo[] | undefined;
+    let proxies = req.proxies;
     let staged = false;
     if (staging) {
       staging.setUpcoming([segment, ...(req.upcoming ?? [])], req.track);
@@ -403,11 +404,11 @@ export class Downloader {
       await staging.proxies(job.controller.signal, limits.origoMs);
       staged = staging.fetchStarted(segment, req.track);
       // The part of the set it was staged at (all of it unless the origin path is the limit: spread-rule.ts).
-      use = staging.sourcesFor(segment);
+      ({ use, proxies } = staging.downloadOf(segment, req.proxies));
     }
     const result = await client.get(req.url, {
       mode: req.mode,
-      proxies: use && use.length < (staging?.current()?.length ?? 0) ? use.length : req.proxies,
+      proxies,
       ...(use ? { use } : {}),
       ...(job.range ? { range: job.range } : {}),
       signal: job.controller.signal,

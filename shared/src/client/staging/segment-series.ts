@@ -107,7 +107,8 @@ export async function downloadSeries(
       let result: GetResult | undefined;
       let use: ProxyInfo[] = [];
       while (result === undefined) {
-        use = stager.sourcesFor(s);
+        const download = stager.downloadOf(s, o.proxies);
+        use = download.use;
         let decoded = 0;
         const attempt = new AbortController();
         const cancelTimer =
@@ -118,8 +119,7 @@ export async function downloadSeries(
         try {
           result = await client.get(s.url, {
             mode: o.mode,
-            // Part of the set: just those; the whole set: origo fills what it lacks, as before spreads.
-            proxies: use.length < (stager.current()?.length ?? 0) ? use.length : o.proxies,
+            proxies: download.proxies,
             use,
             ...(s.range ? { range: s.range } : {}),
             signal: attempt.signal,

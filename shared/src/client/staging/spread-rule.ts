@@ -24,6 +24,12 @@
  * from the origin and no segment arrives later, since staging was the limit either way. While
  * staging keeps up (R_stage >= R_fetch) the spread grows back to the whole set.
  *
+ * The spread only falls when staging is seen to be behind: segments whose download began before
+ * every proxy they were staged at had them. A player paced by its buffer needs staging to keep
+ * up with playback, not with the proxies' rate: on a fast origin with small segments a hint's
+ * fixed latency makes R_stage look low though every segment is staged in time (the extension's
+ * loopback tests saw the spread fall to 3 that way), and nothing is gained by fewer sources.
+ *
  * Only samples taken at the current spread count; after a change both rates are measured anew.
  * Sans-IO: the stager feeds it and asks.
  */
@@ -47,6 +53,8 @@ export class SpreadRule {
   /** Bytes per second: one sample per staged hint, one per downloaded segment. */
   private readonly stageRates: Samples;
   private readonly fetchRates: Samples;
+  /** Of the last `samples` staged segments whose download began, whether each was behind (1) or not (0). */
+  private readonly behind: number[] = [];
   private changes = 0;
 
   constructor(setSize: number, config: Partial<SpreadConfig> = {}) {
@@ -91,6 +99,16 @@ export class SpreadRule {
     this.fetchRates.add(bytesPerSecond);
   }
 
+  /**
+   * A segment staged (ordered) at `spread` proxies began its download: `behind` when not all of
+   * them had it yet.
+   */
+  observeStart(spread: number, behind: boolean): void {
+    if (spread !== this.spread) return;
+    this.behind.push(behind ? 1 : 0);
+    if (this.behind.length > this.config.samples) this.behind.shift();
+  }
+
   /** The spread for segments not yet given to proxies, moved when both rates are measured. */
   decide(): number {
     const { minSamples } = this.config;
@@ -98,7 +116,10 @@ export class SpreadRule {
     const stageRate = this.stageRates.median!;
     const fetchRate = this.fetchRates.median!;
     const floor = Math.min(this.config.min, this.max);
-    const next = Math.min(this.max, Math.max(floor, Math.round(this.spread * Math.sqrt(stageRate / fetchRate))));
+    let next = Math.min(this.max, Math.max(floor, Math.round(this.spread * Math.sqrt(stageRate / fetchRate))));
+    // Fewer sources only for staging that falls behind (most recent segments began before it was done).
+    const behind = this.behind.reduce((a, b) => a + b, 0);
+    if (next < this.spread && 2 * behind <= this.behind.length) next = this.spread;
     this.move(next);
     return this.spread;
   }
@@ -109,5 +130,6 @@ export class SpreadRule {
     this.changes++;
     this.stageRates.clear();
     this.fetchRates.clear();
+    this.behind.length = 0;
   }
 }

@@ -21,6 +21,11 @@ import { SlowProxies } from './slow-proxies';
 import { SpreadConfig, SpreadRule } from './spread-rule';
 import { StagingConfig, StagingManager, StagingStats } from './staging-manager';
 
+/** What the spread rule reads of a finished download (GetResult has it): each source's measured rate. */
+export interface DeliveredBy {
+  sources: readonly { proxyId: string; rateBps?: number }[];
+}
+
 /** What staging needs of MutpClient. */
 export interface StagingClient {
   chooseProxies(
@@ -146,22 +151,27 @@ export class SegmentStager {
    */
   fetchStarted(s: SegmentRef, track = DEFAULT_TRACK): boolean {
     const manager = this.track(track);
-    const staged = manager.profile(s)?.staging === 'ready';
+    const profile = manager.profile(s);
+    const staged = profile?.staging === 'ready';
+    const at = this.assigned.get(segmentKey(s));
+    if (profile !== undefined && profile.orders > 0 && at !== undefined && this.autoSpread()) {
+      this.spreadRule?.observeStart(at.length, !at.every((id) => profile.holders.includes(id)));
+    }
     manager.fetchStarted(s, this.clock.now());
     this.stageAhead(track);
     return staged;
   }
 
-  /** `s` was fetched in full; its `result` tells the spread rule what its proxies delivered. */
-  fetchCompleted(s: SegmentRef, track = DEFAULT_TRACK, result?: GetResult): void {
+  /**
+   * `s` was fetched in full; its download's sources (a GetResult's) tell the spread rule what its
+   * proxies delivered.
+   */
+  fetchCompleted(s: SegmentRef, track = DEFAULT_TRACK, result?: DeliveredBy): void {
     this.track(track).fetchCompleted(s, this.clock.now());
     const key = segmentKey(s);
     const at = this.assigned.get(key);
     if (result !== undefined && at !== undefined && this.autoSpread()) {
-      const delivered = result.sources.reduce(
-        (sum, x) => sum + ('rateBps' in x && at.includes(x.proxyId) ? x.rateBps : 0),
-        0,
-      );
+      const delivered = result.sources.reduce((sum, x) => sum + (at.includes(x.proxyId) ? (x.rateBps ?? 0) : 0), 0);
       this.spreadRule?.observeFetch(at.length, delivered);
       this.spreadRule?.decide();
     }
@@ -176,6 +186,15 @@ export class SegmentStager {
   private spread(set: readonly ProxyInfo[]): number {
     const wanted = typeof this.o.spread === 'number' ? this.o.spread : (this.spreadRule?.current() ?? set.length);
     return Math.max(1, Math.min(wanted, set.length));
+  }
+
+  /**
+   * What `s`'s download asks MutpClient for (GetOptions `use` and `proxies`): its sources, and
+   * how many. Part of the set: just those; the whole set: `asked`, so origo fills what it lacks.
+   */
+  downloadOf(s: SegmentRef, asked: number): { use: ProxyInfo[]; proxies: number } {
+    const use = this.sourcesFor(s);
+    return { use, proxies: use.length < (this.set?.length ?? 0) ? use.length : asked };
   }
 
   /**
