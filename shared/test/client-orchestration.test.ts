@@ -146,15 +146,31 @@ describe('proxies that fail', () => {
     const { host, client } = setup({ proxies: [proxy('mute', 'never-answers'), proxy('a')] });
     const result = await settle(host.clock, client.get(URL_, { mode: 'rlnc', proxies: 2 }));
     expect(result.sources.map((s) => s.proxyId)).toEqual(['a']);
-    // Two attempts (one retry) of 5 s each before it was given up.
+    // Two attempts (one retry) of 5 s each before it was given up, not a third.
+    expect(host.handshakes.get('mute')).toBe(2);
     expect(host.clock.now()).toBeGreaterThanOrEqual(10_000);
+    expect(host.clock.now()).toBeLessThan(15_000);
     client.close();
   });
 
-  test('every proxy unreachable: no-proxies after the connect timeouts', async () => {
+  test('handshakes that fail at once (the DTLS start race) are tried again: the third connects', async () => {
+    const { host, client, object } = setup({ proxies: [proxy('racy', 'fails-twice')] });
+    const result = await settle(host.clock, client.get(URL_, { mode: 'rlnc', proxies: 1 }));
+    expect(Buffer.from(result.object).equals(Buffer.from(object))).toBe(true);
+    expect(result.sources.map((s) => s.proxyId)).toEqual(['racy']);
+    expect(host.handshakes.get('racy')).toBe(3);
+    client.close();
+  });
+
+  test('every proxy unreachable: no-proxies after the connect timeouts, naming why for each', async () => {
     const { host, client } = setup({ proxies: [proxy('x', 'peer-fails'), proxy('y', 'never-answers')] });
     const error = await failure(host, client.get(URL_, { mode: 'rlnc', proxies: 2 }));
     expect(error.code).toBe('no-proxies');
+    expect(error.message).toMatch(/proxy x: peer connection failed/);
+    expect(error.message).toMatch(/proxy y: no connection within/);
+    // A fast failure is tried three times, a timeout twice.
+    expect(host.handshakes.get('x')).toBe(3);
+    expect(host.handshakes.get('y')).toBe(2);
     client.close();
   });
 

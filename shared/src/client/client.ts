@@ -43,6 +43,8 @@ import { ProxyLink } from './proxy-link';
 
 export type DownloadMode = 'http' | Mode;
 
+const why = (e: unknown) => (e instanceof Error ? e.message : String(e));
+
 /** Each attempt to reconnect a source lost mid-download gets this long (they repeat until the stall timeout). */
 const RECONNECT_ATTEMPT_MS = 5000;
 /**
@@ -59,6 +61,14 @@ const ORIGO_PROBE_MS = 1500;
 const RECONNECT_ORIGO_MS = 2000;
 /** Between two attempts to reach origo while reconnecting. */
 const RECONNECT_ORIGO_RETRY_MS = 250;
+/**
+ * Tries per proxy connection. libdatachannel 0.24 (node-datachannel 0.33.4) loses about one
+ * handshake in a hundred to races in its DTLS start (libdatachannel #1632, node-datachannel #443;
+ * fixed upstream, not released), and such a failure comes within milliseconds, sometimes twice
+ * in a row: a fast failure is tried again up to this many times in all. A connection that times
+ * out is tried once more only (the proxy may simply be unreachable: each try costs the timeout).
+ */
+const LINK_ATTEMPTS = 3;
 /** A proxy that could not be reached is not asked for again for this long. */
 const FAILED_PROXY_EXCLUSION_MS = 60_000;
 /** A proxy that polluted a download is not asked for again by this client for an hour. */
@@ -429,7 +439,6 @@ export class MutpClient {
     const attemptMs = Math.min(limits.connectMs, RECONNECT_ATTEMPT_MS);
     const trace = this.config.trace;
     const sleep = (ms: number) => new Promise<void>((resolve) => clock.setTimer(ms, resolve));
-    const why = (e: unknown) => (e instanceof Error ? e.message : String(e));
     trace?.(`${lost.proxy.name}: connection lost (${lost.closeReason ?? 'closed'}), reconnecting`);
     for (let wait = 500, origoFailures = 0; ;) {
       let session: OrigoSession;
@@ -515,6 +524,9 @@ export class MutpClient {
     for (const [id, link] of this.links) if (!link.alive) this.links.delete(id);
     const chosen: ProxyLink[] = [];
     const failed: string[] = [];
+    // Why each proxy could not be reached, for the error when none could.
+    const reasons: string[] = [];
+    const note = (r: PromiseRejectedResult) => reasons.push(why(r.reason));
     if (preferred.length > 0) {
       const wanted = preferred.slice(0, count);
       const opened = await Promise.allSettled(wanted.map((proxy) => this.linkTo(session, proxy, limits.connectMs)));
@@ -524,6 +536,7 @@ export class MutpClient {
         else {
           failed.push(wanted[i].proxyId);
           this.failedAt.set(wanted[i].proxyId, this.host.clock.now());
+          note(r);
         }
       });
     }
@@ -536,11 +549,15 @@ export class MutpClient {
       if (!session.isOpen) throw new ClientError('origo-unreachable', 'origo was lost while connecting to proxies');
       opened.forEach((r, i) => {
         if (r.status === 'fulfilled') chosen.push(r.value);
-        else this.failedAt.set(offered[i].proxyId, this.host.clock.now());
+        else {
+          this.failedAt.set(offered[i].proxyId, this.host.clock.now());
+          note(r);
+        }
       });
     }
     if (chosen.length === 0) {
-      throw new ClientError('no-proxies', `no proxy could be reached for mode ${mode}`);
+      const why = reasons.length > 0 ? ` (${reasons.join('; ')})` : ' (origo offered none)';
+      throw new ClientError('no-proxies', `no proxy could be reached for mode ${mode}${why}`);
     }
     return chosen;
   }
@@ -585,24 +602,31 @@ export class MutpClient {
     // Concurrent downloads wait for the same connection instead of opening a second one.
     const pending = this.pendingLinks.get(proxy.proxyId);
     if (pending) return pending;
-    // One retry with a fresh connection: a first attempt can lose an ICE race at start-up.
-    const opening = this.openLink(session, proxy, timeoutMs).catch((e: unknown) => {
-      if (!session.isOpen) throw e; // origo is gone: retrying through it would only time out
-      return this.openLink(session, proxy, timeoutMs);
-    });
+    const opening = this.openLinkRetrying(session, proxy, timeoutMs);
     this.pendingLinks.set(proxy.proxyId, opening);
     const forget = () => this.pendingLinks.delete(proxy.proxyId);
     opening.then(forget, forget);
     return opening;
   }
 
-  private async openLink(session: OrigoSession, proxy: ProxyInfo, timeoutMs: number): Promise<ProxyLink> {
-    if (!session.isOpen) throw new ClientError('origo-unreachable', 'the origo session is closed');
-    const connectionId = `c${(this.host.random() >>> 0).toString(36)}${this.nextLink++}`;
-    const link = new ProxyLink(proxy, connectionId);
-    await link.open(session, this.host.rtc, this.host.clock, timeoutMs);
-    this.links.set(proxy.proxyId, link);
-    return link;
+  /** A fresh connection per try (see LINK_ATTEMPTS); the last failure is the answer. */
+  private async openLinkRetrying(session: OrigoSession, proxy: ProxyInfo, timeoutMs: number): Promise<ProxyLink> {
+    let timeouts = 0;
+    for (let attempt = 1; ; attempt++) {
+      if (!session.isOpen) throw new ClientError('origo-unreachable', 'the origo session is closed');
+      const connectionId = `c${(this.host.random() >>> 0).toString(36)}${this.nextLink++}`;
+      const link = new ProxyLink(proxy, connectionId);
+      try {
+        await link.open(session, this.host.rtc, this.host.clock, timeoutMs);
+        this.links.set(proxy.proxyId, link);
+        return link;
+      } catch (e) {
+        if (link.timedOut) timeouts++;
+        // Origo is gone: retrying through it would only time out.
+        if (!session.isOpen || attempt >= LINK_ATTEMPTS || timeouts >= 2) throw e;
+        this.config.trace?.(`${proxy.name}: connection attempt ${attempt} failed (${why(e)}), trying again`);
+      }
+    }
   }
 
   private report(

@@ -20,6 +20,8 @@ export interface TransferHandler {
   onLinkClosed(reason: string): void;
 }
 
+const CONNECT_TIMEOUT = 'connect timeout';
+
 export class ProxyLink {
   private peer?: RtcPeer;
   private data?: DatagramChannel;
@@ -30,6 +32,11 @@ export class ProxyLink {
   /** Why the link closed, once it has. */
   get closeReason(): string | undefined {
     return this.closedReason;
+  }
+
+  /** Whether open() gave up for want of an answer within its timeout (not a refusal or a failure). */
+  get timedOut(): boolean {
+    return this.closedReason === CONNECT_TIMEOUT;
   }
   private signals?: ReturnType<OrigoSession['openConnection']>;
   /**
@@ -87,7 +94,7 @@ export class ProxyLink {
       peer.startOffer();
     });
     return withTimeout(clock, opened, timeoutMs, () => {
-      this.close('connect timeout');
+      this.close(CONNECT_TIMEOUT);
       return new ClientError('connect-failed', `proxy ${this.proxy.name}: no connection within ${timeoutMs} ms`);
     });
   }

@@ -82,7 +82,13 @@ export async function settle<T>(clock: FakeClock, promise: Promise<T>, maxMs = 1
 }
 
 /** How one fake proxy behaves. */
-export type ProxyBehaviour = 'ok' | 'peer-fails' | 'never-answers' | 'silent-channels';
+export type ProxyBehaviour =
+  | 'ok'
+  | 'peer-fails'
+  /** The first two handshakes fail at once (libdatachannel's DTLS start race), later ones connect. */
+  | 'fails-twice'
+  | 'never-answers'
+  | 'silent-channels';
 
 export interface FakeProxy {
   info: ProxyInfo;
@@ -426,11 +432,17 @@ export class FakeHost implements ClientHost {
 
   fetch: FetchLike = () => Promise.reject(new Error('no HTTP in this fake'));
 
+  /** Offers each proxy was sent, by proxy id. */
+  readonly handshakes = new Map<string, number>();
+
   /** origo relayed an offer to `proxy`: the fake proxy answers as its behaviour says. */
   connect(proxy: FakeProxy, offer: SessionDescription, _connectionId: string, answer: (d: SessionDescription) => void) {
     const peer = this.peers.find((p) => offer.sdp === `fake-offer-${p.id}`);
-    if (!peer || proxy.behaviour === 'never-answers') return;
-    if (proxy.behaviour === 'peer-fails') {
+    if (!peer) return;
+    const handshakes = (this.handshakes.get(proxy.info.proxyId) ?? 0) + 1;
+    this.handshakes.set(proxy.info.proxyId, handshakes);
+    if (proxy.behaviour === 'never-answers') return;
+    if (proxy.behaviour === 'peer-fails' || (proxy.behaviour === 'fails-twice' && handshakes <= 2)) {
       this.clock.setTimer(5, () => peer.setState('failed'));
       return;
     }
