@@ -5,7 +5,7 @@
  * them, segments tried again after a failure, tracks followed apart.
  */
 import { ClientError, downloadSeries, SegmentStager, SeriesClient, systemClock } from '../src/client';
-import type { DownloadResult, GetOptions, GetResult } from '../src/client';
+import type { DownloadResult, GetOptions, GetResult, SpreadConfig } from '../src/client';
 import type { ProxyInfo, StagedAnswer } from '../src';
 
 const PROXIES: ProxyInfo[] = [
@@ -309,7 +309,7 @@ describe('spread: each segment staged at and fetched from part of the set', () =
    * origin path of `pathBps`; the clock moves with the downloads, and `pauseMs` between segments
    * (a player paced by its buffer). A hint is answered once the clock passes its origin time.
    */
-  async function sharedPathSeries(pathBps: number, pauseMs = 0) {
+  async function sharedPathSeries(pathBps: number, pauseMs = 0, spreadConfig?: Partial<SpreadConfig>) {
     const SEGMENT_BYTES = 2_000_000;
     const { client, calls } = scriptedClient({}, {}, undefined, FOUR);
     let t = 0;
@@ -340,21 +340,33 @@ describe('spread: each segment staged at and fetched from part of the set', () =
       const r = (await get(url, o)) as DownloadResult;
       return { ...r, sources: r.sources.map((x) => ({ ...x, rateBps: 1792 * 1024 })) };
     };
-    const result = await downloadSeries(client, clock, many(40), { mode: 'rlnc', proxies: 4, staging: true });
+    const result = await downloadSeries(client, clock, many(40), {
+      mode: 'rlnc',
+      proxies: 4,
+      staging: true,
+      ...(spreadConfig ? { spreadConfig } : {}),
+    });
     return { result, sizes: calls.gets.map((g) => g.use!.length) };
   }
 
-  test('auto: behind one 60 Mbit/s origin path shared by four proxies the spread falls to 2, and downloads follow', async () => {
+  test('auto: behind one 60 Mbit/s origin path shared by four proxies the spread stays at 2 from the start', async () => {
     const { result, sizes } = await sharedPathSeries(7.5e6);
+    expect(result.staging.spread).toBe(2);
+    expect(result.staging.spreadMoves).toBe(0);
+    expect(sizes.every((k) => k === 2)).toBe(true);
+  });
+
+  test('auto begun at the whole set: behind the same path the spread falls to 2, and downloads follow', async () => {
+    const { result, sizes } = await sharedPathSeries(7.5e6, 0, { start: 'set' });
     expect(result.staging.spread).toBe(2);
     expect(result.staging.spreadMoves).toBe(1);
     expect(sizes.slice(0, 3)).toEqual([4, 4, 4]);
     expect(sizes.slice(-10)).toEqual(Array(10).fill(2));
   });
 
-  test('auto: a paced player whose segments are staged in time keeps all four, however the rates compare', async () => {
+  test('auto begun at the whole set: a paced player whose segments are staged in time keeps all four, however the rates compare', async () => {
     // The same path, but 4 s between segments: every hint is answered before its segment is asked for.
-    const { result, sizes } = await sharedPathSeries(7.5e6, 4000);
+    const { result, sizes } = await sharedPathSeries(7.5e6, 4000, { start: 'set' });
     expect(result.staging.spreadMoves).toBe(0);
     expect(sizes.every((k) => k === 4)).toBe(true);
   });

@@ -24,30 +24,47 @@ function run(rule: SpreadRule, stagingMs: (k: number) => number, rounds = 40, in
 test('one origin path shared by the proxies: the spread settles at sqrt(B / r), where staging keeps up', () => {
   const shared = (bytesPerSecond: number) => (k: number) => (1000 * k * SEGMENT) / bytesPerSecond;
   // 60 Mbit/s behind four proxies at 1792 KB/s: sqrt(7.5e6 / 1.835e6) = 2.02.
-  const rule = new SpreadRule(4, { min: 1 });
+  const rule = new SpreadRule(4, { min: 1, start: 'set' });
   const seen = run(rule, shared(7.5e6));
   expect(seen.slice(-10)).toEqual(Array(10).fill(2));
   // Eight proxies behind a path four times as fast: sqrt(4 * 7.5e6 / 1.835e6) = 4.04.
-  const wide = new SpreadRule(8, { min: 1 });
+  const wide = new SpreadRule(8, { min: 1, start: 'set' });
   expect(run(wide, shared(30e6)).slice(-10)).toEqual(Array(10).fill(4));
 });
 
 test('with as many hints in flight as the pipeline holds the shared path gives the same spread (Little)', () => {
   // Four hints share the path: each takes four times as long, and four are out when it is sent.
-  const rule = new SpreadRule(4, { min: 1 });
+  const rule = new SpreadRule(4, { min: 1, start: 'set' });
   expect(run(rule, (k) => (4 * 1000 * k * SEGMENT) / 7.5e6, 40, 4).slice(-5)).toEqual(Array(5).fill(2));
 });
 
-test('a path per proxy fast enough to keep up: the whole set stays', () => {
+test('a path per proxy fast enough to keep up: from the floor to the whole set in one move, and it stays', () => {
   const rule = new SpreadRule(4);
+  expect(rule.current()).toBe(2); // the default start: the floor
   // 50 Mbit/s each: a hint takes 320 ms whatever k is; a fetch from four takes 272 ms, one hint out.
   const seen = run(rule, () => 320, 40, 2);
-  expect(seen.every((k) => k === 4)).toBe(true);
+  // Three samples of each rate at 2, then the whole set.
+  expect(seen.slice(0, 2)).toEqual([2, 2]);
+  expect(seen.slice(2).every((k) => k === 4)).toBe(true);
+  expect(rule.moves).toBe(1);
+  // Begun at the whole set it never moves.
+  const fromSet = new SpreadRule(4, { start: 'set' });
+  expect(run(fromSet, () => 320, 40, 2).every((k) => k === 4)).toBe(true);
+  expect(fromSet.moves).toBe(0);
+});
+
+test('begun at the floor behind one shared origin path: never more copies than the path carries', () => {
+  const rule = new SpreadRule(4);
+  const seen = run(rule, (k) => (1000 * k * 2_000_000) / 7.5e6);
+  expect(seen.every((k) => k === 2)).toBe(true);
   expect(rule.moves).toBe(0);
+  // A set of two: the floor is the set.
+  expect(new SpreadRule(2).current()).toBe(2);
+  expect(new SpreadRule(1).current()).toBe(1);
 });
 
 test('a slow path per proxy: the spread falls to where fetching is as fast as staging, never below min', () => {
-  const rule = new SpreadRule(6, { min: 2 });
+  const rule = new SpreadRule(6, { min: 2, start: 'set' });
   // 2 s per hint whatever k is, one out: 0.5 segments per second; a fetch from k takes 1090/k ms.
   const seen = run(rule, () => 2000);
   expect(seen[seen.length - 1]).toBe(2);
@@ -55,7 +72,7 @@ test('a slow path per proxy: the spread falls to where fetching is as fast as st
 });
 
 test('staging faster than fetching grows the spread back to the whole set', () => {
-  const rule = new SpreadRule(4, { min: 1 });
+  const rule = new SpreadRule(4, { min: 1, start: 'set' });
   run(rule, (k) => (1000 * k * SEGMENT) / 7.5e6, 20);
   expect(rule.current()).toBe(2);
   // The origin path got much faster (another route): staging now outruns fetching.
@@ -64,7 +81,7 @@ test('staging faster than fetching grows the spread back to the whole set', () =
 });
 
 test('it moves only on minSamples of both rates, all taken at the current spread', () => {
-  const rule = new SpreadRule(4, { min: 1, minSamples: 3 });
+  const rule = new SpreadRule(4, { min: 1, minSamples: 3, start: 'set' });
   // Samples from another spread (hints sent before a change) do not count.
   for (let i = 0; i < 5; i++) {
     rule.observeStaging(3, 1, 1000, SEGMENT);
@@ -91,7 +108,7 @@ test('it moves only on minSamples of both rates, all taken at the current spread
 
 test('rates are in bytes: small audio segments interleaved with video ones move the spread as video alone', () => {
   const B = 7.5e6; // one shared origin path, bytes per second
-  const rule = new SpreadRule(4, { min: 1 });
+  const rule = new SpreadRule(4, { min: 1, start: 'set' });
   for (let i = 0; i < 40; i++) {
     const k = rule.current();
     for (const bytes of [SEGMENT, 100_000]) {
@@ -109,7 +126,7 @@ test('rates are in bytes: small audio segments interleaved with video ones move 
 });
 
 test('fewer sources only when staging is seen behind: segments staged in time keep the spread, rates aside', () => {
-  const rule = new SpreadRule(4, { min: 1 });
+  const rule = new SpreadRule(4, { min: 1, start: 'set' });
   for (let i = 0; i < 10; i++) {
     rule.observeStaging(4, 1, 1067, SEGMENT); // reads as 1.9 MB/s against 7.3 MB/s delivered
     rule.observeFetch(4, 4 * EDGE);

@@ -15,7 +15,14 @@ export { MutpClient, DEFAULT_CLIENT_CONFIG, origoUrlsOf } from './client';
 export type { ClientConfig, ClientOptions, DownloadMode, GetOptions, GetResult } from './client';
 export { OrigoBackoff, DEFAULT_ORIGO_BACKOFF, describeDown } from './origo-backoff';
 export type { BackoffPolicy, OrigoDown } from './origo-backoff';
-export { StagingManager, DEFAULT_STAGING_CONFIG, segmentKey, downloadSeries, SegmentStager } from './staging';
+export {
+  StagingManager,
+  DEFAULT_STAGING_CONFIG,
+  DEFAULT_SPREAD_CONFIG,
+  segmentKey,
+  downloadSeries,
+  SegmentStager,
+} from './staging';
 export type {
   ChunkProfile,
   SegmentRef,
@@ -29,4 +36,5 @@ export type {
   StagerOptions,
   StagerStats,
   StagingClient,
+  SpreadConfig,
 } from './staging';

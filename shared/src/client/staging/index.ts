@@ -6,3 +6,5 @@ export { downloadSeries } from './segment-series';
 export type { SegmentOutcome, SeriesClient, SeriesOptions, SeriesResult } from './segment-series';
 export { SegmentStager, HANDOFF_STAGE_WAIT_MS } from './stager';
 export type { StagerOptions, StagerStats, StagingClient } from './stager';
+export { DEFAULT_SPREAD_CONFIG } from './spread-rule';
+export type { SpreadConfig } from './spread-rule';

@@ -13,6 +13,7 @@ import type { Clock } from '../host';
 import type { ProxyInfo } from '../../signalling';
 import type { SegmentRef } from './chunk-profile';
 import type { StagingConfig } from './staging-manager';
+import type { SpreadConfig } from './spread-rule';
 import { SegmentStager, StagerStats, StagingClient } from './stager';
 
 /** What the series needs of MutpClient. */
@@ -26,8 +27,9 @@ export interface SeriesOptions {
   /** Stage upcoming segments (SoftStage); false: every segment is fetched on demand. */
   staging: boolean;
   stagingConfig?: Partial<StagingConfig>;
-  /** Proxies each segment is staged at and fetched from (StagerOptions.spread; default all `proxies`). */
+  /** Proxies each segment is staged at and fetched from (StagerOptions.spread; default 'auto'). */
   spread?: number | 'auto';
+  spreadConfig?: Partial<SpreadConfig>;
   signal?: AbortSignal;
   /**
    * Tries per segment (default 1): a segment whose download failed (stalled past the client's
@@ -85,6 +87,7 @@ export async function downloadSeries(
     staging: o.staging,
     ...(o.stagingConfig ? { stagingConfig: o.stagingConfig } : {}),
     ...(o.spread !== undefined ? { spread: o.spread } : {}),
+    ...(o.spreadConfig ? { spreadConfig: o.spreadConfig } : {}),
   });
   stager.setUpcoming(segments);
   for (let attempt = 1; stager.current() === undefined; attempt++) {

@@ -30,6 +30,14 @@
  * fixed latency makes R_stage look low though every segment is staged in time (the extension's
  * loopback tests saw the spread fall to 3 that way), and nothing is gained by fewer sources.
  *
+ * It starts at the floor (`min`) and grows while staging keeps up, as TCP's slow start: the set's
+ * N copies of every segment must not load an origin path before it is known to carry them. Started
+ * at the whole set, four proxies behind one origin path took six to eight segments to learn that
+ * (three staging answers at four copies each, with the SoftStage rule ordering more ahead as the
+ * path's latency grew): about 5 s of a 32-segment series' 45 s in bench:mobility. A path that
+ * keeps up costs the first segments only their extra sources: they are fetched from `min`
+ * proxies until the rates are measured (`start: 'set'` begins at the whole set instead).
+ *
  * Only samples taken at the current spread count; after a change both rates are measured anew.
  * Sans-IO: the stager feeds it and asks.
  */
@@ -42,9 +50,11 @@ export interface SpreadConfig {
   samples: number;
   /** ... and the spread moves only once each rate has this many at the current spread. */
   minSamples: number;
+  /** Where the spread begins: at `min` (growing while staging keeps up) or at the whole set. */
+  start: 'min' | 'set';
 }
 
-export const DEFAULT_SPREAD_CONFIG: SpreadConfig = { min: 2, samples: 5, minSamples: 3 };
+export const DEFAULT_SPREAD_CONFIG: SpreadConfig = { min: 2, samples: 5, minSamples: 3, start: 'min' };
 
 export class SpreadRule {
   private readonly config: SpreadConfig;
@@ -61,7 +71,7 @@ export class SpreadRule {
     this.config = { ...DEFAULT_SPREAD_CONFIG, ...config };
     if (!(this.config.min >= 1)) throw new RangeError(`min spread must be at least 1, got ${this.config.min}`);
     this.max = Math.max(1, setSize);
-    this.spread = this.max;
+    this.spread = this.config.start === 'set' ? this.max : Math.min(this.config.min, this.max);
     this.stageRates = new Samples(this.config.samples);
     this.fetchRates = new Samples(this.config.samples);
   }

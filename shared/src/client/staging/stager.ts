@@ -182,9 +182,10 @@ export class SegmentStager {
     return this.o.spread === undefined || this.o.spread === 'auto';
   }
 
-  /** Proxies a segment not yet given to any goes to now. */
+  /** Proxies a segment not yet given to any goes to now (without staging, auto has nothing to measure: all). */
   private spread(set: readonly ProxyInfo[]): number {
-    const wanted = typeof this.o.spread === 'number' ? this.o.spread : (this.spreadRule?.current() ?? set.length);
+    const rule = this.o.staging ? this.spreadRule?.current() : undefined;
+    const wanted = typeof this.o.spread === 'number' ? this.o.spread : (rule ?? set.length);
     return Math.max(1, Math.min(wanted, set.length));
   }
 
