@@ -16,6 +16,7 @@ import type { ByteRange } from '../../range';
 import type { ProxyInfo, StagedAnswer } from '../../signalling';
 import type { DownloadMode, GetOptions, GetResult } from '../client';
 import type { Clock } from '../host';
+import { Assignments } from './assignments';
 import { SegmentRef, segmentKey } from './chunk-profile';
 import { SlowProxies } from './slow-proxies';
 import { SpreadConfig, SpreadRule } from './spread-rule';
@@ -77,8 +78,6 @@ export const HANDOFF_STAGE_WAIT_MS = 5000;
 export const REPLACEMENT_BACKOFF_MS = 5000;
 export const MAX_REPLACEMENT_BACKOFF_MS = 60_000;
 const DEFAULT_TRACK = '';
-/** Segments whose proxies are remembered (far more than are ever staged ahead). */
-const MAX_ASSIGNED = 256;
 
 export class SegmentStager {
   private set?: ProxyInfo[];
@@ -97,9 +96,8 @@ export class SegmentStager {
   /** No replacement is asked for before this (origo had none); the back-off that set it. */
   private replaceAfter = -Infinity;
   private replaceBackoffMs = 0;
-  /** The proxies each upcoming segment was given to (spread below the set), by segment key. */
-  private readonly assigned = new Map<string, string[]>();
-  private rotation = 0;
+  /** The proxies each upcoming segment was given to. */
+  private readonly assigned = new Assignments();
   private spreadRule?: SpreadRule;
   private hintsInFlight = 0;
 
@@ -153,7 +151,7 @@ export class SegmentStager {
     const manager = this.track(track);
     const profile = manager.profile(s);
     const staged = profile?.staging === 'ready';
-    const at = this.assigned.get(segmentKey(s));
+    const at = this.assigned.of(segmentKey(s));
     if (profile !== undefined && profile.orders > 0 && at !== undefined && this.autoSpread()) {
       this.spreadRule?.observeStart(at.length, !at.every((id) => profile.holders.includes(id)));
     }
@@ -169,13 +167,13 @@ export class SegmentStager {
   fetchCompleted(s: SegmentRef, track = DEFAULT_TRACK, result?: DeliveredBy): void {
     this.track(track).fetchCompleted(s, this.clock.now());
     const key = segmentKey(s);
-    const at = this.assigned.get(key);
+    const at = this.assigned.of(key);
     if (result !== undefined && at !== undefined && this.autoSpread()) {
       const delivered = result.sources.reduce((sum, x) => sum + (at.includes(x.proxyId) ? (x.rateBps ?? 0) : 0), 0);
       this.spreadRule?.observeFetch(at.length, delivered);
       this.spreadRule?.decide();
     }
-    this.assigned.delete(key);
+    this.assigned.forget(key);
   }
 
   private autoSpread(): boolean {
@@ -204,33 +202,7 @@ export class SegmentStager {
    */
   sourcesFor(s: SegmentRef): ProxyInfo[] {
     const set = this.set ?? [];
-    const key = segmentKey(s);
-    const ids = this.assigned.get(key);
-    // A segment given to proxies keeps them (it was staged there); a new one takes the spread of now.
-    const k = ids === undefined ? this.spread(set) : Math.min(Math.max(1, ids.length), set.length);
-    if (k >= set.length && ids === undefined) {
-      this.remember(key, set);
-      return [...set];
-    }
-    const chosen = ids === undefined ? [] : set.filter((p) => ids.includes(p.proxyId));
-    // A new segment takes the next turn; one whose proxy left the set (a handoff) fills the gap.
-    const start = ids === undefined ? this.rotation++ * k : 0;
-    for (let j = 0; chosen.length < k && j < set.length; j++) {
-      const p = set[(start + j) % set.length];
-      if (!chosen.includes(p)) chosen.push(p);
-    }
-    this.remember(key, chosen);
-    return chosen;
-  }
-
-  private remember(key: string, proxies: readonly ProxyInfo[]): void {
-    if (!this.assigned.has(key) && this.assigned.size >= MAX_ASSIGNED) {
-      this.assigned.delete(this.assigned.keys().next().value as string);
-    }
-    this.assigned.set(
-      key,
-      proxies.map((p) => p.proxyId),
-    );
+    return this.assigned.assign(segmentKey(s), set, this.spread(set));
   }
 
   /**
@@ -286,12 +258,8 @@ export class SegmentStager {
     replaced.forEach((p) => this.slow.forget(p.proxyId));
     // Segments given to a leaver go to its newcomer instead.
     const successor = new Map(replaced.map((p, i) => [p.proxyId, fresh[i].proxyId]));
-    for (const [key, ids] of this.assigned)
-      this.assigned.set(
-        key,
-        ids.map((id) => successor.get(id) ?? id),
-      );
-    const nextIds = next === undefined ? undefined : this.assigned.get(segmentKey(next));
+    this.assigned.handOver(successor);
+    const nextIds = next === undefined ? undefined : this.assigned.of(segmentKey(next));
     const newcomersForNext = nextIds === undefined ? fresh : fresh.filter((p) => nextIds.includes(p.proxyId));
     if (this.o.staging && next !== undefined && newcomersForNext.length > 0) {
       const manager = this.track(track);
