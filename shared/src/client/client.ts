@@ -556,8 +556,8 @@ export class MutpClient {
       });
     }
     if (chosen.length === 0) {
-      const why = reasons.length > 0 ? ` (${reasons.join('; ')})` : ' (origo offered none)';
-      throw new ClientError('no-proxies', `no proxy could be reached for mode ${mode}${why}`);
+      const detail = reasons.length > 0 ? ` (${reasons.join('; ')})` : ' (origo offered none)';
+      throw new ClientError('no-proxies', `no proxy could be reached for mode ${mode}${detail}`);
     }
     return chosen;
   }
