@@ -4,12 +4,12 @@
  * the link, invalid frames ignored; and a whole proxy serving a download whose signalling goes
  * through the fake origo.
  */
-import { Codec, Mode, uncodedCodec } from '@mutp/shared';
+import { Codec, type DatagramChannel, Mode, type RtcPeer, uncodedCodec } from '@mutp/shared';
 import { createNodeRtcFactory, releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import { OrigoLink, OrigoLinkOptions } from '../src/origo-link';
 import { createProxy } from '../src/proxy';
-import { startFakeOrigo } from './fake-origo';
+import { FakeOrigo, startFakeOrigo } from './fake-origo';
 import { download, LOOPBACK_ONLY, makeObject, objectOrigin, silentLogger, testConfig, until, within } from './helpers';
 
 afterAll(() => releaseNodeRtc());
@@ -32,6 +32,47 @@ function linkOptions(url: string, over: Partial<OrigoLinkOptions> = {}): OrigoLi
     reconnectMaxMs: 200,
     ...over,
   };
+}
+
+/**
+ * A client peer connected to the proxy through the fake origo's signalling (its half relayed by
+ * the test). A lost handshake (libdatachannel 0.24's loopback race: node-rtc/README.md) is tried
+ * once more with a fresh peer and connection id, the first one closed as origo would.
+ */
+async function connectThroughOrigo(
+  origo: FakeOrigo,
+  connectionId: string,
+  clientId: string,
+): Promise<{ client: RtcPeer; data: DatagramChannel; feedback: DatagramChannel; connectionId: string }> {
+  const factory = createNodeRtcFactory({ bindAddress: '127.0.0.1' });
+  for (let attempt = 1; ; attempt++) {
+    const id = attempt === 1 ? connectionId : `${connectionId}-${attempt}`;
+    const client = factory.createPeer('offerer');
+    origo.onFrame = (m) => {
+      if (m.type !== 'signal' || m.connectionId !== id) return;
+      if (m.description) client.setRemoteDescription(m.description);
+      if (m.candidate) client.addRemoteCandidate(m.candidate);
+    };
+    client.onLocalDescription = (description) =>
+      origo.send({ type: 'signal', connectionId: id, clientId, description });
+    client.onLocalCandidate = (candidate) => origo.send({ type: 'signal', connectionId: id, clientId, candidate });
+    const data = client.createChannel('mutp-data');
+    const feedback = client.createChannel('mutp-feedback');
+    client.startOffer();
+    try {
+      await until(
+        () => (data.isOpen && feedback.isOpen) || client.state === 'failed',
+        10_000,
+        'channels open through origo signalling',
+      );
+      if (data.isOpen && feedback.isOpen) return { client, data, feedback, connectionId: id };
+      throw new Error(`the peer connection failed (attempt ${attempt})`);
+    } catch (e) {
+      client.close();
+      origo.send({ type: 'connection-closed', connectionId: id, reason: 'client left' });
+      if (attempt >= 2) throw e;
+    }
+  }
 }
 
 test('registers, beats, and re-registers with the same proxyId after origo restarts', async () => {
@@ -134,7 +175,7 @@ test('a proxy serves a download whose signalling goes through origo', async () =
     allowedClasses: LOOPBACK_ONLY,
     codecs,
   });
-  const client = createNodeRtcFactory({ bindAddress: '127.0.0.1' }).createPeer('offerer');
+  let client: RtcPeer | undefined;
   try {
     await proxy.start();
     await until(() => proxy.stats().origo?.state === 'registered', 5000, 'proxy registered');
@@ -142,20 +183,10 @@ test('a proxy serves a download whose signalling goes through origo', async () =
     expect(register).toMatchObject({ capacityBps: 1792 * 1024, modes: ['uncoded', 'rlnc', 'fountain'] });
 
     // The client's half, relayed by "origo".
-    origo.onFrame = (m) => {
-      if (m.type !== 'signal' || m.connectionId !== 'conn-1') return;
-      if (m.description) client.setRemoteDescription(m.description);
-      if (m.candidate) client.addRemoteCandidate(m.candidate);
-    };
-    client.onLocalDescription = (description) =>
-      origo.send({ type: 'signal', connectionId: 'conn-1', clientId: 'client-1', description });
-    client.onLocalCandidate = (candidate) =>
-      origo.send({ type: 'signal', connectionId: 'conn-1', clientId: 'client-1', candidate });
-    const data = client.createChannel('mutp-data');
-    const feedback = client.createChannel('mutp-feedback');
-    client.startOffer();
-    await until(() => data.isOpen && feedback.isOpen, 10_000, 'channels open through origo signalling');
-    expect(proxy.stats().peers.peers).toBe(1);
+    const connected = await connectThroughOrigo(origo, 'conn-1', 'client-1');
+    client = connected.client;
+    const { data, feedback } = connected;
+    await until(() => proxy.stats().peers.peers === 1, 5000, 'one peer at the proxy');
 
     const rx = await within(
       download([{ data, feedback }], { url: `${origin.url}/seg.ts`, mode: 'rlnc', codec: codecs.rlnc }),
@@ -171,11 +202,11 @@ test('a proxy serves a download whose signalling goes through origo', async () =
     );
 
     // Origo reports the client gone: the proxy drops the peer.
-    origo.send({ type: 'connection-closed', connectionId: 'conn-1', reason: 'client left' });
+    origo.send({ type: 'connection-closed', connectionId: connected.connectionId, reason: 'client left' });
     await until(() => proxy.stats().peers.peers === 0, 5000, 'peer removed');
     expect(proxy.stats().activeTransfers).toBe(0);
   } finally {
-    client.close();
+    client?.close();
     await proxy.close();
     await origo.close();
     await origin.close();
@@ -222,34 +253,26 @@ test('a connected peer without transfers is closed after the idle timeout', asyn
     logger: silentLogger(),
     codecs: { uncoded: uncodedCodec },
   });
-  const client = createNodeRtcFactory({ bindAddress: '127.0.0.1' }).createPeer('offerer');
+  let client: RtcPeer | undefined;
   try {
     await proxy.start();
     await until(() => proxy.stats().origo?.state === 'registered', 5000, 'proxy registered');
-    origo.onFrame = (m) => {
-      if (m.type !== 'signal' || m.connectionId !== 'idle-1') return;
-      if (m.description) client.setRemoteDescription(m.description);
-      if (m.candidate) client.addRemoteCandidate(m.candidate);
-    };
-    client.onLocalDescription = (description) =>
-      origo.send({ type: 'signal', connectionId: 'idle-1', clientId: 'idler', description });
-    client.onLocalCandidate = (candidate) =>
-      origo.send({ type: 'signal', connectionId: 'idle-1', clientId: 'idler', candidate });
-    const data = client.createChannel('mutp-data');
-    const feedback = client.createChannel('mutp-feedback');
-    client.startOffer();
-    await until(() => data.isOpen && feedback.isOpen, 10_000, 'channels open through origo signalling');
+    const connected = await connectThroughOrigo(origo, 'idle-1', 'idler');
+    client = connected.client;
     await until(
-      () => origo.received.some((m) => m.type === 'connection-closed' && m.connectionId === 'idle-1'),
+      () => origo.received.some((m) => m.type === 'connection-closed' && m.connectionId === connected.connectionId),
       10_000,
       'the idle peer closed',
     );
-    expect(origo.received.find((m) => m.type === 'connection-closed')).toMatchObject({
+    const closed = origo.received.find(
+      (m) => m.type === 'connection-closed' && m.connectionId === connected.connectionId,
+    );
+    expect(closed).toMatchObject({
       reason: expect.stringMatching(/idle/),
     });
     expect(proxy.stats().peers.peers).toBe(0);
   } finally {
-    client.close();
+    client?.close();
     await proxy.close();
     await origo.close();
   }

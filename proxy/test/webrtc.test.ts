@@ -3,9 +3,9 @@
  * channels open, at least 2000 DATA-sized messages under bufferedAmount back-pressure, the low-water
  * callback, a clean close, and node-datachannel's cleanup at the end.
  */
-import { DatagramChannel, PeerState } from '@mutp/shared';
+import { DatagramChannel } from '@mutp/shared';
 import { createNodeRtcFactory, releaseNodeRtc } from '@mutp/node-rtc';
-import { allOpen, loopbackPair, until, within } from './helpers';
+import { connectedLoopbackPair, until, within } from './helpers';
 
 afterAll(() => releaseNodeRtc());
 
@@ -33,18 +33,16 @@ function check(bytes: Uint8Array): number {
 
 test('two peers connect on loopback and carry at least 2000 messages with back-pressure', async () => {
   const factory = createNodeRtcFactory({ bindAddress: '127.0.0.1' });
-  const states: PeerState[] = [];
   const remote = new Map<string, DatagramChannel>();
-  const pair = loopbackPair(factory, (c) => remote.set(c.label, c));
-  pair.answerer.onStateChange = (s) => states.push(s);
+  // Retried once on a lost handshake (libdatachannel 0.24's loopback race: node-rtc/README.md).
+  const pair = await connectedLoopbackPair(factory, (c) => remote.set(c.label, c));
   try {
-    await within(allOpen([pair.data, pair.feedback], 10_000, 'offerer channels open'), 11_000, 'offerer channels');
     await until(() => remote.size === 2, 10_000, 'both channels at the answerer');
     await until(() => remote.get('mutp-data')!.isOpen, 5000, 'answerer data channel open');
     expect([...remote.keys()].sort()).toEqual(['mutp-data', 'mutp-feedback']);
     // The state change may be delivered after the channels' open events (separate callbacks).
     await until(() => pair.offerer.state === 'connected', 5000, 'offerer connected');
-    await until(() => states.includes('connected'), 5000, 'answerer connected');
+    await until(() => pair.answerer.state === 'connected', 5000, 'answerer connected');
 
     // Feedback direction: answerer -> offerer on the feedback channel.
     const back = new Promise<Uint8Array>((resolve) => (pair.feedback.onMessage = resolve));
