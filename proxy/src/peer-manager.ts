@@ -42,8 +42,8 @@ interface Entry {
 
 export class PeerManager {
   sink?: SignalSink;
-  /** Set when the proxy drains: new offers are refused with this reason; existing peers stay. */
-  refusingNew?: string;
+  /** Set when the proxy drains (goAway()): new offers are refused with this reason; existing peers stay. */
+  private refusingNew?: string;
   private readonly peers = new Map<string, Entry>();
   private readonly perClient = new Map<string, number>();
   private readonly log: Logger;
@@ -90,6 +90,15 @@ export class PeerManager {
   /** Origo says the client closed (or lost) the connection. */
   handleClosed(connectionId: string, reason: string): void {
     this.remove(connectionId, `client: ${reason}`, false);
+  }
+
+  /**
+   * The proxy drains: every connected client is told (ERROR GoingAway, so it moves its next
+   * segments elsewhere between two of them) and new peers are refused with `reason`.
+   */
+  goAway(reason: string): void {
+    this.refusingNew = reason;
+    for (const entry of this.peers.values()) entry.host.goAway(reason);
   }
 
   closeAll(reason = 'proxy shutting down'): void {

@@ -67,7 +67,8 @@ export interface Proxy {
   start(): Promise<{ httpUrl: string }>;
   /**
    * Graceful drain: refuses new client connections and transfers, tells origo at once (which
-   * stops offering this proxy), and resolves when no transfer is active or after `timeoutMs`
+   * stops offering this proxy) and the connected clients (ERROR GoingAway: they move their next
+   * segments elsewhere), and resolves when no transfer is active or after `timeoutMs`
    * (default: the config's drainTimeoutMs) with the number still active. close() follows.
    */
   drain(timeoutMs?: number): Promise<number>;
@@ -286,7 +287,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
     async drain(timeoutMs = config.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS) {
       if (!admission.draining) {
         admission.startDraining();
-        peers.refusingNew = DRAINING_REASON;
+        peers.goAway(DRAINING_REASON);
         link?.heartbeatNow();
         logger.info(
           { activeTransfers: admission.activeTransfers, timeoutMs },

@@ -298,6 +298,13 @@ export class TransferHost {
     );
   }
 
+  /** The proxy drains: the client hears it once (ERROR GoingAway); its transfers under way go on. */
+  goAway(reason: string): void {
+    if (this.closed) return;
+    this.endpoint.goAway(reason);
+    this.afterInput();
+  }
+
   /** A control message (ERROR): the data channel if open, else the feedback channel. */
   private sendControl(datagram: Uint8Array): void {
     if (this.data?.isOpen && this.data.send(datagram)) return;

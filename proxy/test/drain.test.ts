@@ -12,7 +12,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { uncodedCodec } from '@mutp/shared';
+import { CONNECTION_TRANSFER_ID, decode, ErrorCode, MessageType, uncodedCodec } from '@mutp/shared';
 import { createNodeRtcFactory, releaseNodeRtc } from '@mutp/node-rtc';
 import WebSocket from 'ws';
 // eslint-disable-next-line no-restricted-imports
@@ -168,10 +168,30 @@ test('SIGTERM mid-transfer: not offered, new connections refused, the transfer c
     const connection = await connectPeer(client, proxyId, 'conn-a');
     peer = connection.peer;
     const transfer = download([connection], { url: `${origin.url}/seg.ts`, mode: 'uncoded', codec: uncodedCodec });
+    // What the proxy says about the whole connection (transferId 0), next to the transfer's datagrams.
+    const connectionMessages: ReturnType<typeof decode>[] = [];
+    for (const channel of [connection.data, connection.feedback]) {
+      const feed = channel.onMessage;
+      channel.onMessage = (bytes) => {
+        const m = decode(bytes);
+        if (m.ok && m.value.transferId === CONNECTION_TRANSFER_ID) connectionMessages.push(m);
+        feed?.(bytes);
+      };
+    }
     // The proxy admitted the transfer and waits for the object: it is active until release().
     await until(() => origin.hits === 1, WAIT_MS, 'the proxy to fetch the object');
 
     proxy.child.kill('SIGTERM');
+    // The connected client hears it first-hand: ERROR GoingAway for the connection.
+    await until(() => connectionMessages.length > 0, WAIT_MS, 'the ERROR GoingAway on the connection');
+    expect(connectionMessages.map((m) => m.ok && m.value)).toEqual([
+      {
+        type: MessageType.Error,
+        transferId: CONNECTION_TRANSFER_ID,
+        code: ErrorCode.GoingAway,
+        message: DRAINING_REASON,
+      },
+    ]);
     await eventually(
       'origo to list the proxy as draining',
       async () => (await listed(origo, 'drain-edge'))?.draining === true,

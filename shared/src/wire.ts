@@ -65,7 +65,18 @@ export const ErrorCode = {
   Unsupported: 7,
   /** The range starts at or past the end of the resource (the origin answered 416). */
   RangeNotSatisfiable: 8,
+  /**
+   * The source is shutting down (draining): it finishes the transfers under way and takes no new
+   * ones. Sent once per connection with CONNECTION_TRANSFER_ID, and to any later REQUEST.
+   */
+  GoingAway: 9,
 } as const;
+
+/**
+ * The transferId of messages about the whole connection, not one transfer (ERROR GoingAway). A
+ * client never gives it to a transfer.
+ */
+export const CONNECTION_TRANSFER_ID = 0;
 
 /** "OriginNotFound" -> "origin not found", by code, from ErrorCode itself. */
 const ERROR_CODE_NAMES = new Map<number, string>(

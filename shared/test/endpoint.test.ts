@@ -7,6 +7,7 @@ import { sha256 } from '@noble/hashes/sha256';
 import {
   Admission,
   Codec,
+  CONNECTION_TRANSFER_ID,
   decode,
   encodeRequest,
   encodeStop,
@@ -136,6 +137,45 @@ describe('SourceEndpoint', () => {
     expect(admission.activeTransfers).toBe(0);
     expect(admission.memory.used).toBe(0);
     expect(ep.stats()).toMatchObject({ transfersStarted: 1, transfersActive: 0, transfersPending: 0 });
+  });
+
+  test('going away: the client hears it once for the connection; the transfer under way completes, later REQUESTs are refused', () => {
+    const { ep, admission } = endpoint();
+    const rx = receiver();
+    const sent: ReturnType<typeof decode>[] = [];
+    const status = download(ep, rx, (t) => {
+      for (const e of events(ep)) if (e.type === 'fetch') ep.objectReady(e.transferId, objectFor(admission), t);
+      if (t === 1) {
+        expect(ep.stats().transfersActive).toBe(1);
+        ep.goAway('proxy draining: shutting down');
+        ep.goAway('said twice');
+        ep.handleDatagram(request({ transferId: 2 }), t);
+      }
+      sent.push(...controls(ep));
+    });
+    expect(status).toBe('complete');
+    expect(rx.takeObject()).toEqual(OBJECT);
+    const errors = sent.map((d) => (d.ok && d.value.type === MessageType.Error ? d.value : undefined));
+    expect(errors).toEqual([
+      {
+        type: MessageType.Error,
+        transferId: CONNECTION_TRANSFER_ID,
+        code: ErrorCode.GoingAway,
+        message: 'proxy draining: shutting down',
+      },
+      { type: MessageType.Error, transferId: 2, code: ErrorCode.GoingAway, message: 'proxy draining: shutting down' },
+    ]);
+    expect(ep.goingAway).toBe(true);
+    expect(ep.stats()).toMatchObject({ transfersStarted: 1, transfersActive: 0, transfersPending: 0 });
+    expect(admission.activeTransfers).toBe(0);
+  });
+
+  test('a REQUEST naming the connection (transferId 0) is refused, not started', () => {
+    const { ep } = endpoint();
+    ep.handleDatagram(request({ transferId: CONNECTION_TRANSFER_ID }), 0);
+    const [error] = controls(ep);
+    expect(error.ok && error.value.type === MessageType.Error && error.value.code).toBe(ErrorCode.BadRequest);
+    expect(events(ep).some((e) => e.type === 'fetch')).toBe(false);
   });
 
   test('the next transfer on the connection starts from the path the last one measured, not from the initial window', () => {

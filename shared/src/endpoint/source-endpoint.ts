@@ -15,7 +15,7 @@ import { schedulerSupports } from '../modes';
 import { seededRandom } from '../random';
 import { ByteRange, ObjectAttributes, servedRangeProblem, validContentType } from '../range';
 import { DEFAULT_SENDER_CONFIG, PathEstimate, Sender, SenderConfig } from '../sender/sender';
-import { decode, encodeError, ErrorCode, MessageType, Mode, RequestMessage } from '../wire';
+import { CONNECTION_TRANSFER_ID, decode, encodeError, ErrorCode, MessageType, Mode, RequestMessage } from '../wire';
 import { Admission, Grant } from './admission';
 import { LayoutDigests } from './layout-digests';
 import { EncoderBudgetError, SharedEncoders, sharingCodec } from './shared-encoders';
@@ -162,6 +162,8 @@ export class SourceEndpoint {
   private lastActivity: number;
   private idleReported = false;
   private closed = false;
+  /** Why the source is going away (goAway()), once it is: new REQUESTs are refused with it. */
+  private goingAwayReason?: string;
   /** The last ended transfer's path estimate (warm start for the next one). */
   private lastPath?: { estimate: PathEstimate; at: number };
   private readonly counters = {
@@ -290,6 +292,24 @@ export class SourceEndpoint {
     this.failPending(t, code, message, now);
   }
 
+  /**
+   * The source is shutting down (draining): tells the client once, with an ERROR GoingAway for the
+   * whole connection, so it can move its next transfers elsewhere between two of them; transfers
+   * under way go on, new REQUESTs are refused with the same code.
+   */
+  goAway(reason: string): void {
+    if (this.closed || this.goingAwayReason !== undefined) return;
+    this.goingAwayReason = clip(reason);
+    this.queueControl(
+      encodeError({ transferId: CONNECTION_TRANSFER_ID, code: ErrorCode.GoingAway, message: this.goingAwayReason }),
+    );
+    this.counters.errorsSent++;
+  }
+
+  get goingAway(): boolean {
+    return this.goingAwayReason !== undefined;
+  }
+
   /** Call at nextDeadline(): sender timers and the idle check. */
   handleTimeout(now: number): void {
     if (this.closed) return;
@@ -398,6 +418,19 @@ export class SourceEndpoint {
     const recent = this.recentErrors.get(request.transferId);
     if (recent && recent.url === request.url && now - recent.at < this.limits.recentErrorMs) {
       this.queueControl(recent.datagram);
+      return;
+    }
+    if (request.transferId === CONNECTION_TRANSFER_ID) {
+      this.refuse(
+        request,
+        ErrorCode.BadRequest,
+        `transferId ${CONNECTION_TRANSFER_ID} names the connection, not a transfer`,
+        now,
+      );
+      return;
+    }
+    if (this.goingAwayReason !== undefined) {
+      this.refuse(request, ErrorCode.GoingAway, this.goingAwayReason, now);
       return;
     }
     if (!this.opts.codecs[request.mode]) {
