@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import WebSocket from 'ws';
 import { Mode } from '@mutp/shared';
-import { ClientError, GetResult, MutpClient } from '@mutp/shared/client';
+import { ClientError, downloadSeries, GetResult, MutpClient } from '@mutp/shared/client';
 import { releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import { createNodeHost } from '@mutp/client';
@@ -200,6 +200,57 @@ describe('faults', () => {
       expect(victim.signalCode ?? (await new Promise((r) => victim.once('exit', (_c, sig) => r(sig))))).toBe('SIGKILL');
       const share = (result as { sources: { name: string; share: number }[] }).sources;
       expect(share.find((s) => s.name === 'k0')!.share).toBeLessThan(0.5);
+    } finally {
+      client.close();
+      await cluster.stop();
+    }
+  });
+
+  test('a proxy drained (SIGTERM) mid-series finishes its segment; the series hands off between segments, staged first', async () => {
+    const cluster = await startCluster({
+      proxies: [0, 1, 2].map((i) => ({ name: `d${i}`, uploadKBps: 512 })),
+      allowPrivateOrigins: true,
+    });
+    const host = createNodeHost();
+    const client = new MutpClient(host, { origoUrl: cluster.clientUrl, codecs });
+    try {
+      const bytes = 1_500_000;
+      const segments = [0, 1, 2, 3, 4].map((i) => ({ url: `${origin.url}/object/${bytes}/${40 + i}` }));
+      let drained: string | undefined;
+      let lastSources: string[] = [];
+      const leavingAfterIt: string[][] = [];
+      const result = await downloadSeries(client, host.clock, segments, {
+        mode: 'rlnc',
+        proxies: 2,
+        staging: true,
+        spread: 2,
+        // Segment 2 is under way from both proxies of the set when one of them is told to drain.
+        onProgress: (index, p) => {
+          if (index !== 2 || drained !== undefined || p.dof === 0) return;
+          drained = lastSources[0];
+          cluster.proxies.find((x) => x.name === drained)?.process.kill('SIGTERM');
+        },
+        onSegment: (outcome, object, index) => {
+          expect(sha(object)).toBe(sha(syntheticObject(bytes, 40 + index)));
+          lastSources = outcome.sources;
+          if (index === 2) leavingAfterIt.push(client.leavingProxies());
+        },
+      });
+      expect(drained).toBeDefined();
+      // It served segment 2 to the end (a draining proxy finishes its transfers) and said it was leaving.
+      expect(result.segments[2].sources).toContain(drained);
+      expect(leavingAfterIt).toEqual([[drained]]);
+      // Replaced between segments 2 and 3, the newcomer staged first: no segment failed or lost a source.
+      expect(result.handoffs).toBe(1);
+      expect(result.staging.goingAwayReplaced).toBe(1);
+      for (const later of result.segments.slice(3)) {
+        expect(later.sources).not.toContain(drained);
+        expect(later.sources).toHaveLength(2);
+      }
+      expect(result.segments.map((x) => x.retries)).toEqual([0, 0, 0, 0, 0]);
+      const victim = cluster.proxies.find((p) => p.name === drained)!.process;
+      const code = victim.exitCode ?? (await new Promise((r) => victim.once('exit', (c) => r(c))));
+      expect(code).toBe(0);
     } finally {
       client.close();
       await cluster.stop();

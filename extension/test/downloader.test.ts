@@ -445,17 +445,29 @@ describe('staging (a request carries its playlist position)', () => {
     { proxyId: 'b', name: 'proxy-b', httpUrl: 'http://b.test/', capacityBps: 1e6 },
   ];
 
+  const SPARE = { proxyId: 'c', name: 'proxy-c', httpUrl: 'http://c.test/', capacityBps: 1e6 };
+
   /** A FakeClient that can stage: every hint is answered "staged" by each proxy named. */
   class StagingClient extends FakeClient {
     chosen = 0;
     chooseTimeouts: (number | undefined)[] = [];
     refuse?: ClientError;
     hints: { url: string; proxies: string[]; range?: ByteRange }[] = [];
-    async chooseProxies(_n: number, _mode: string, o: { origoTimeoutMs?: number } = {}): Promise<ProxyInfo[]> {
+    /** Proxies that said they are going away (MutpClient.leavingProxies). */
+    leaving: string[] = [];
+    async chooseProxies(
+      _n: number,
+      _mode: string,
+      o: { origoTimeoutMs?: number; exclude?: string[] } = {},
+    ): Promise<ProxyInfo[]> {
       this.chosen++;
       this.chooseTimeouts.push(o.origoTimeoutMs);
       if (this.refuse) throw this.refuse;
-      return SET;
+      // A replacement for a handoff: the set is excluded.
+      return o.exclude ? [SPARE] : SET;
+    }
+    leavingProxies(): string[] {
+      return this.leaving;
     }
     async stage(url: string, proxies: readonly ProxyInfo[], o: { range?: ByteRange } = {}): Promise<StagedAnswer[]> {
       this.hints.push({ url, proxies: proxies.map((p) => p.proxyId), ...(o.range ? { range: o.range } : {}) });
@@ -516,6 +528,24 @@ describe('staging (a request carries its playlist position)', () => {
     expect(c.hints.map((h) => h.url)).toEqual(expect.arrayContaining([playlist[1], playlist[2], playlist[3]]));
     for (const h of c.hints) expect(h.proxies).toEqual(['a', 'b']);
     expect(t.d.stagingStats()).toMatchObject({ wasted: 0, hintsStaged: c.hints.length * 2 });
+  });
+
+  test('a proxy going away (draining) is replaced before the next segment, which is staged at the newcomer first', async () => {
+    const t = stagingSetup();
+    const answer = t.d.handle(at(0));
+    await flush();
+    t.client().leaving = ['b']; // b said so while segment 0 downloads
+    t.client().calls[0].resolve(object(100));
+    await answer;
+    await flush();
+    const c = t.client();
+    expect(c.hints.find((h) => h.proxies.includes('c'))).toEqual({ url: playlist[1], proxies: ['c'] });
+    const next = t.d.handle(at(1));
+    await flush();
+    expect(c.calls[1].options.use!.map((p) => p.proxyId)).toEqual(['a', 'c']);
+    expect(t.d.stagingStats()).toMatchObject({ handoffs: 1, goingAwayReplaced: 1 });
+    c.calls[1].resolve(object(100, 1));
+    expect(await next).toMatchObject({ ok: true });
   });
 
   test('a seek: what was staged ahead and skipped counts as waste, at most the staged-ahead segments', async () => {

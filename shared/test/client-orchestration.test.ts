@@ -142,6 +142,27 @@ describe('proxies that fail', () => {
     client.close();
   });
 
+  test('a proxy going away (draining) mid-download serves it to the end; the next download goes to another, not to it', async () => {
+    const { host, client, object } = setup({ proxies: [proxy('a'), proxy('b'), proxy('c')] }, objectOf(200_000));
+    // b drains (SIGTERM) once the download is under way.
+    const drainB = () => host.draining.has('b') || host.drain('b');
+    const first = await settle(host.clock, client.get(URL_, { mode: 'rlnc', proxies: 2, onProgress: drainB }));
+    expect(Buffer.from(first.object).equals(Buffer.from(object))).toBe(true);
+    const b = first.sources.find((x) => x.proxyId === 'b')!;
+    expect(b.share).toBeGreaterThan(0);
+    expect('state' in b && b.state).not.toBe('failed');
+    expect(client.leavingProxies()).toEqual(['b']);
+
+    const [a, bInfo] = host.script.proxies.map((p) => p.info);
+    const second = await settle(host.clock, client.get(URL_, { mode: 'rlnc', proxies: 2, use: [a, bInfo] }));
+    expect(second.sources.map((x) => x.proxyId).sort()).toEqual(['a', 'c']);
+    // No REQUEST went to b after it said it was going away, and origo was asked for another without it.
+    expect(host.proxyStats.get('b')!.requests).toBe(1);
+    const requests = host.origoHeard.filter((m) => m.type === 'request-proxies') as { exclude: string[] }[];
+    expect(requests.at(-1)!.exclude).toContain('b');
+    client.close();
+  });
+
   test('a proxy that never answers the offer: connect timeout, the download goes on without it', async () => {
     const { host, client } = setup({ proxies: [proxy('mute', 'never-answers'), proxy('a')] });
     const result = await settle(host.clock, client.get(URL_, { mode: 'rlnc', proxies: 2 }));

@@ -145,16 +145,31 @@ test('a failed segment is tried again within `attempts`, and what the failed try
   ).rejects.toThrow(/stalled/);
 });
 
+/** p2 says it is going away (ERROR GoingAway: it drains) while segment 1 downloads, which it still serves. */
+function drainingDuringSegment1() {
+  const scripted = scriptedClient();
+  const leaving: string[] = [];
+  const get = scripted.client.get.bind(scripted.client);
+  scripted.client.get = (url, o) => {
+    if (url === 'http://o.test/1') leaving.push('p2');
+    return get(url, o);
+  };
+  scripted.client.leavingProxies = () => leaving;
+  return scripted;
+}
+
 test.each([
-  ['lost in segment 1', () => scriptedClient({}, { 'http://o.test/1': 'p2' }), 0],
-  ['far below its share in segments 0 and 1 (degrading)', () => scriptedClient({}, {}, 'p2'), 1],
+  ['lost in segment 1', () => scriptedClient({}, { 'http://o.test/1': 'p2' }), 0, 0],
+  ['far below its share in segments 0 and 1 (degrading)', () => scriptedClient({}, {}, 'p2'), 1, 0],
+  ['going away (draining) during segment 1', drainingDuringSegment1, 0, 1],
 ])(
   'handoff between segments: a proxy %s is replaced before segment 2, which is staged at the newcomer first',
-  async (_trigger, scripted, slowReplaced) => {
+  async (_trigger, scripted, slowReplaced, goingAwayReplaced) => {
     const { client, calls } = scripted();
     const result = await downloadSeries(client, systemClock, segments, { mode: 'rlnc', proxies: 2, staging: true });
     expect(result.handoffs).toBe(1);
     expect(result.staging.slowReplaced).toBe(slowReplaced);
+    expect(result.staging.goingAwayReplaced).toBe(goingAwayReplaced);
     expect(calls.choose).toEqual([undefined, ['p1', 'p2']]);
     expect(calls.gets.map((g) => g.use!.map((p) => p.proxyId))).toEqual([
       ['p1', 'p2'],

@@ -55,6 +55,8 @@ export interface ClientLike {
   /** Staging (MutpClient): without these, segments are never staged. */
   chooseProxies?: StagingClient['chooseProxies'];
   stage?: StagingClient['stage'];
+  /** Proxies that said they are going away (MutpClient): replaced between segments. */
+  leavingProxies?: StagingClient['leavingProxies'];
 }
 
 export interface DownloaderDeps {
@@ -462,6 +464,7 @@ export class Downloader {
       const stagingClient: StagingClient = {
         chooseProxies: (count, mode, o) => chooseProxies.call(client, count, mode, o),
         stage: (url, proxies, o) => stage.call(client, url, proxies, o),
+        leavingProxies: () => client.leavingProxies?.() ?? [],
       };
       // Every segment at the whole set: a player paced by its buffer gained nothing from the spread
       // rule in Chromium (no fewer stalls, lower segment goodput), and on a busy machine its staging

@@ -320,7 +320,7 @@ export class MutpClient {
             : await session.requestProxies(
                 o.proxies,
                 'uncoded',
-                [...this.recentlyFailed(), ...(o.exclude ?? [])],
+                [...this.avoided(), ...(o.exclude ?? [])],
                 limits.origoMs,
               ),
       }));
@@ -349,7 +349,8 @@ export class MutpClient {
         generationSize: this.config.generationSize,
         symbolSize: this.config.symbolSize,
         codec: this.config.codecs[mode],
-        transferId: this.host.random() >>> 0,
+        // 0 is the connection's own id (CONNECTION_TRANSFER_ID), never a transfer's.
+        transferId: this.host.random() >>> 0 || 1,
         range: o.range,
         signal: o.signal,
         sha256: this.host.sha256 ?? sha256,
@@ -386,7 +387,7 @@ export class MutpClient {
       session.requestProxies(
         count,
         mode === 'http' ? 'uncoded' : mode,
-        [...this.recentlyFailed(), ...(o.exclude ?? [])],
+        [...this.avoided(), ...(o.exclude ?? [])],
         limits.origoMs,
       ),
     );
@@ -527,8 +528,11 @@ export class MutpClient {
     // Why each proxy could not be reached, for the error when none could.
     const reasons: string[] = [];
     const note = (r: PromiseRejectedResult) => reasons.push(why(r.reason));
-    if (preferred.length > 0) {
-      const wanted = preferred.slice(0, count);
+    const leaving = new Set(this.leavingProxies());
+    // Going away: origo is asked for others in their place, as for proxies that cannot be reached.
+    const staying = preferred.filter((p) => !leaving.has(p.proxyId));
+    if (staying.length > 0) {
+      const wanted = staying.slice(0, count);
       const opened = await Promise.allSettled(wanted.map((proxy) => this.linkTo(session, proxy, limits.connectMs)));
       if (!session.isOpen) throw new ClientError('origo-unreachable', 'origo was lost while connecting to proxies');
       opened.forEach((r, i) => {
@@ -541,7 +545,7 @@ export class MutpClient {
       });
     }
     for (let attempt = 0; attempt < 3 && chosen.length < count; attempt++) {
-      const exclude = [...this.recentlyFailed(), ...excluded, ...failed, ...chosen.map((l) => l.proxy.proxyId)];
+      const exclude = [...this.avoided(), ...excluded, ...failed, ...chosen.map((l) => l.proxy.proxyId)];
       const offered = await session.requestProxies(count - chosen.length, mode, exclude, limits.origoMs);
       if (offered.length === 0) break;
       const opened = await Promise.allSettled(offered.map((proxy) => this.linkTo(session, proxy, limits.connectMs)));
@@ -562,11 +566,20 @@ export class MutpClient {
     return chosen;
   }
 
-  private recentlyFailed(): string[] {
+  /** Proxies not to ask origo for now: recently failed, polluting, or going away. */
+  private avoided(): string[] {
     const now = this.host.clock.now();
     for (const [id, at] of this.failedAt) if (at < now - FAILED_PROXY_EXCLUSION_MS) this.failedAt.delete(id);
     for (const [id, at] of this.pollutedAt) if (at < now - POLLUTER_EXCLUSION_MS) this.pollutedAt.delete(id);
-    return [...this.failedAt.keys(), ...this.pollutedAt.keys()];
+    return [...this.failedAt.keys(), ...this.pollutedAt.keys(), ...this.leavingProxies()];
+  }
+
+  /**
+   * Proxies that said they are going away (ERROR GoingAway: they drain). Their transfers under way
+   * go on; new downloads skip them, and a segment series replaces them between two segments.
+   */
+  leavingProxies(): string[] {
+    return [...this.links.values()].filter((l) => l.goingAway !== undefined).map((l) => l.proxy.proxyId);
   }
 
   /**

@@ -5,7 +5,10 @@
 import {
   DATA_CHANNEL_LABEL,
   DatagramChannel,
+  decode,
+  ErrorCode,
   FEEDBACK_CHANNEL_LABEL,
+  MessageType,
   ProxyInfo,
   RtcFactory,
   RtcPeer,
@@ -28,10 +31,19 @@ export class ProxyLink {
   private feedback?: DatagramChannel;
   private readonly transfers = new Map<number, TransferHandler>();
   private closedReason?: string;
+  private goingAwayReason?: string;
 
   /** Why the link closed, once it has. */
   get closeReason(): string | undefined {
     return this.closedReason;
+  }
+
+  /**
+   * The proxy said it is going away (ERROR GoingAway: it drains), with its reason: transfers under
+   * way go on, new ones belong elsewhere. Undefined while it has not.
+   */
+  get goingAway(): string | undefined {
+    return this.goingAwayReason;
   }
 
   /** Whether open() gave up for want of an answer within its timeout (not a refusal or a failure). */
@@ -144,9 +156,19 @@ export class ProxyLink {
   }
 
   private dispatch(bytes: Uint8Array): void {
-    // Every MUTP message carries its transferId at bytes 2..5 (docs/protocol.md §3).
+    // Every MUTP message carries its type at byte 1 and its transferId at bytes 2..5 (docs/protocol.md §3).
     if (bytes.length < 6) return;
+    if (bytes[1] === MessageType.Error) this.noteGoingAway(bytes);
     const transferId = ((bytes[2] << 24) | (bytes[3] << 16) | (bytes[4] << 8) | bytes[5]) >>> 0;
     this.transfers.get(transferId)?.onDatagram(bytes);
+  }
+
+  /** An ERROR GoingAway, for the connection or refusing one transfer, marks the whole link as leaving. */
+  private noteGoingAway(bytes: Uint8Array): void {
+    if (this.goingAwayReason !== undefined) return;
+    const m = decode(bytes);
+    if (m.ok && m.value.type === MessageType.Error && m.value.code === ErrorCode.GoingAway) {
+      this.goingAwayReason = m.value.message || 'the proxy is going away';
+    }
   }
 }

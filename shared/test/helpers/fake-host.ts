@@ -250,16 +250,18 @@ class FakeProxyPeer {
   private readonly endpoint: SourceEndpoint;
   private readonly timer: DeadlineTimer;
   private readonly data: FakeChannel;
+  private readonly admission: Admission;
 
   constructor(
     private readonly clock: FakeClock,
     client: FakePeer,
-    objects: ObjectStore,
+    private readonly objects: ObjectStore,
     deaf: boolean,
     readonly stats: { requests: number; stops: number; windows: number[] },
     network: FakeNetwork,
   ) {
     const admission = new Admission({ maxTransfers: 16, maxPerClient: 8, memoryBytes: 64 << 20 });
+    this.admission = admission;
     this.endpoint = new SourceEndpoint({
       clientKey: 'fake-client',
       codecs: { rlnc: rlncCodec, uncoded: uncodedCodec },
@@ -292,6 +294,12 @@ class FakeProxyPeer {
     });
     this.data = ends.find((e) => e.label === 'mutp-data')!;
     for (const end of ends) end.isOpen = true;
+  }
+
+  /** The proxy drains: ERROR GoingAway to the client; transfers under way go on. */
+  goAway(reason: string): void {
+    this.endpoint.goAway(reason);
+    this.flush(this.objects, this.admission);
   }
 
   private flush(objects: ObjectStore, admission: Admission): void {
@@ -379,7 +387,7 @@ class FakeOrigoSocket implements WebSocketLike {
         this.reply({ type: 'pong', nonce: m.nonce });
         break;
       case 'request-proxies': {
-        const exclude = new Set(m.exclude as string[]);
+        const exclude = new Set([...(m.exclude as string[]), ...this.host.draining]);
         const offered = this.script.proxies.filter((p) => !exclude.has(p.info.proxyId)).slice(0, m.count as number);
         this.reply({ type: 'proxies', requestId: m.requestId, proxies: offered.map((p) => p.info) });
         break;
@@ -434,6 +442,16 @@ export class FakeHost implements ClientHost {
 
   /** Offers each proxy was sent, by proxy id. */
   readonly handshakes = new Map<string, number>();
+  /** The proxy side of every connection, by proxy id. */
+  private readonly proxyPeers = new Map<string, FakeProxyPeer[]>();
+  /** Proxies draining: origo offers them no more, and their connected clients were told. */
+  readonly draining = new Set<string>();
+
+  /** `proxyId` drains (SIGTERM): origo stops offering it and it tells every client connected to it. */
+  drain(proxyId: string, reason = 'proxy draining: shutting down'): void {
+    this.draining.add(proxyId);
+    for (const served of this.proxyPeers.get(proxyId) ?? []) served.goAway(reason);
+  }
 
   /** origo relayed an offer to `proxy`: the fake proxy answers as its behaviour says. */
   connect(proxy: FakeProxy, offer: SessionDescription, _connectionId: string, answer: (d: SessionDescription) => void) {
@@ -442,6 +460,11 @@ export class FakeHost implements ClientHost {
     const handshakes = (this.handshakes.get(proxy.info.proxyId) ?? 0) + 1;
     this.handshakes.set(proxy.info.proxyId, handshakes);
     if (proxy.behaviour === 'never-answers') return;
+    if (this.draining.has(proxy.info.proxyId)) {
+      // A draining proxy refuses new peers (origo relays its connection-closed).
+      this.clock.setTimer(5, () => peer.setState('failed'));
+      return;
+    }
     if (proxy.behaviour === 'peer-fails' || (proxy.behaviour === 'fails-twice' && handshakes <= 2)) {
       this.clock.setTimer(5, () => peer.setState('failed'));
       return;
@@ -449,7 +472,15 @@ export class FakeHost implements ClientHost {
     const stats = this.proxyStats.get(proxy.info.proxyId) ?? { requests: 0, stops: 0, windows: [] };
     this.proxyStats.set(proxy.info.proxyId, stats);
     peer.remote = () => {
-      new FakeProxyPeer(this.clock, peer, this.objects, proxy.behaviour === 'silent-channels', stats, this.network);
+      const served = new FakeProxyPeer(
+        this.clock,
+        peer,
+        this.objects,
+        proxy.behaviour === 'silent-channels',
+        stats,
+        this.network,
+      );
+      this.proxyPeers.set(proxy.info.proxyId, [...(this.proxyPeers.get(proxy.info.proxyId) ?? []), served]);
       peer.setState('connected');
       for (const c of peer.channels) c.open();
     };

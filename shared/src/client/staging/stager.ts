@@ -39,6 +39,8 @@ export interface StagingClient {
     proxies: readonly ProxyInfo[],
     o?: { range?: ByteRange; timeoutMs?: number; mode?: DownloadMode },
   ): Promise<StagedAnswer[]>;
+  /** Proxies that said they are going away (they drain): replaced at the next segment boundary. */
+  leavingProxies?(): readonly string[];
 }
 
 export interface StagerOptions {
@@ -66,6 +68,8 @@ export type StagerStats = StagingStats & {
   handoffs: number;
   /** Proxies replaced because they were degrading (slow-proxies.ts), not failing. */
   slowReplaced: number;
+  /** Proxies replaced because they said they are going away (draining). */
+  goingAwayReplaced: number;
 };
 
 /** How long a handoff waits for the newcomers to stage the next segment before switching to them. */
@@ -86,6 +90,7 @@ export class SegmentStager {
   private closed = false;
   private handoffs = 0;
   private slowReplaced = 0;
+  private goingAwayReplaced = 0;
   private readonly slow = new SlowProxies();
   private hintsAnswered = 0;
   private hintsStaged = 0;
@@ -206,7 +211,8 @@ export class SegmentStager {
   }
 
   /**
-   * Chunk-aware handoff, between two segments: proxies of the set that failed in the last
+   * Chunk-aware handoff, between two segments: proxies of the set that said they are going away
+   * (draining: their transfers under way finish, new ones are refused), failed in the last
    * download (lost, excluded, replaced) or have been degrading (far below their share for
    * several segments: slow-proxies.ts) are replaced by others origo offers, and `next` is staged
    * at the newcomers before the switch (a segment is never moved in the middle; while it runs,
@@ -224,9 +230,11 @@ export class SegmentStager {
     if (!set || this.closed || this.o.mode === 'http') return;
     // Only the proxies asked for this segment can have failed in it (`used`, when not the whole set).
     const asked = used === undefined ? set : set.filter((p) => used.some((u) => u.proxyId === p.proxyId));
-    const failing = failedIn(result, asked);
-    const degrading = this.slow.judge(result, asked).filter((p) => !failing.includes(p));
-    const leaving = [...failing, ...degrading];
+    const goneIds = new Set(this.client.leavingProxies?.() ?? []);
+    const goingAway = set.filter((p) => goneIds.has(p.proxyId));
+    const failing = failedIn(result, asked).filter((p) => !goneIds.has(p.proxyId));
+    const degrading = this.slow.judge(result, asked).filter((p) => !failing.includes(p) && !goneIds.has(p.proxyId));
+    const leaving = [...goingAway, ...failing, ...degrading];
     if (leaving.length === 0 || this.clock.now() < this.replaceAfter) return;
     let fresh: ProxyInfo[] = [];
     try {
@@ -252,9 +260,11 @@ export class SegmentStager {
     // here left a player with fewer and fewer sources after transient failures.)
     if (this.set !== set || fresh.length === 0) return;
     this.handoffs++;
-    // Fewer newcomers than leavers: the failed ones go first, degrading ones stay while none replaces them.
+    // Fewer newcomers than leavers: those going away go first (they take no new transfers), then
+    // the failed ones; degrading ones stay while none replaces them.
     const replaced = leaving.slice(0, fresh.length);
     this.slowReplaced += replaced.filter((p) => degrading.includes(p)).length;
+    this.goingAwayReplaced += replaced.filter((p) => goingAway.includes(p)).length;
     replaced.forEach((p) => this.slow.forget(p.proxyId));
     // Segments given to a leaver go to its newcomer instead.
     const successor = new Map(replaced.map((p, i) => [p.proxyId, fresh[i].proxyId]));
@@ -297,6 +307,7 @@ export class SegmentStager {
       hintsStaged: this.hintsStaged,
       handoffs: this.handoffs,
       slowReplaced: this.slowReplaced,
+      goingAwayReplaced: this.goingAwayReplaced,
     };
   }
 
