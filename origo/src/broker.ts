@@ -11,7 +11,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { ClientToOrigo, OrigoToClient, OrigoToProxy, ProxyInfo, ProxyToOrigo, Random } from '@mutp/shared';
+import {
+  ClientToOrigo,
+  OrigoToClient,
+  OrigoToProxy,
+  ProxyInfo,
+  ProxyToOrigo,
+  Random,
+  WithdrawReason,
+} from '@mutp/shared';
 import { OrigoConfig } from './config';
 import { BudgetBook } from './limits';
 import { Metrics } from './metrics';
@@ -57,6 +65,13 @@ type Hello = Extract<ClientToOrigo, { type: 'hello' }>;
 
 /** Proxy ids remembered per client as offered to it (records may only name these). */
 const MAX_OFFERED_PER_CLIENT = 256;
+/**
+ * A proxy's withdrawal is told to clients at most this often (a proxy flipping `draining` in its
+ * heartbeats cannot make origo message every client it was offered to at heartbeat rate).
+ */
+const WITHDRAW_NOTICE_INTERVAL_MS = 60_000;
+/** Withdrawals remembered for that interval; past this many, older ones are forgotten first. */
+const MAX_WITHDRAW_NOTICES = 10_000;
 type RequestProxies = Extract<ClientToOrigo, { type: 'request-proxies' }>;
 type ClientReport = Extract<ClientToOrigo, { type: 'report' }>;
 
@@ -137,6 +152,8 @@ export class Broker {
   /** Selection's view of each remote proxy, per registry read (candidate()). */
   private readonly remoteCandidates = new WeakMap<SharedProxy, Candidate>();
   private closed = false;
+  /** When each proxy's withdrawal was last told to this instance's clients (withdraw()). */
+  private readonly withdrawNotices = new Map<string, number>();
   /** Staging hints from clients to proxies and the proxies' answers (stage-relay.ts). */
   private readonly stages: StageRelay;
 
@@ -298,6 +315,8 @@ export class Broker {
 
   private dropRevoked(proxyIds: readonly string[]): void {
     for (const proxyId of proxyIds) {
+      // Every instance hears of a revocation (proxies-revoked) and tells its own clients.
+      this.withdraw(proxyId, 'revoked', false);
       const proxy = this.proxies.get(proxyId);
       if (proxy === undefined) continue;
       this.deps.log.warn({ proxyId }, 'proxy key revoked: proxy removed');
@@ -305,6 +324,30 @@ export class Broker {
       proxy.peer.send({ type: 'error', code: 'unauthorized', message: 'this proxy key was revoked' });
       proxy.peer.close(CLOSE.unauthorized, 'revoked');
     }
+  }
+
+  /**
+   * Origo no longer offers `proxyId`: tells this instance's clients it was offered to
+   * (`withdrawn`), so they move their next downloads elsewhere between two segments, and with
+   * `broadcast` the other instances, which tell theirs. At most once a minute per proxy.
+   */
+  private withdraw(proxyId: string, reason: WithdrawReason, broadcast: boolean): void {
+    const now = Date.now();
+    const last = this.withdrawNotices.get(proxyId);
+    if (last !== undefined && now - last < WITHDRAW_NOTICE_INTERVAL_MS) return;
+    this.withdrawNotices.delete(proxyId);
+    this.withdrawNotices.set(proxyId, now);
+    if (this.withdrawNotices.size > MAX_WITHDRAW_NOTICES) {
+      this.withdrawNotices.delete(this.withdrawNotices.keys().next().value!);
+    }
+    if (broadcast) this.deps.cluster.broadcast({ kind: 'proxy-withdrawn', from: this.instanceId, proxyId, reason });
+    let told = 0;
+    for (const client of this.clients.values()) {
+      if (!client.offered.has(proxyId)) continue;
+      client.peer.send({ type: 'withdrawn', proxyId, reason });
+      told++;
+    }
+    if (told > 0) this.deps.log.info({ proxyId, reason, clients: told }, 'proxy withdrawn: its clients told');
   }
 
   /** Every proxy of the cluster: this instance's, then the others' as last read from the shared registry. */
@@ -376,6 +419,7 @@ export class Broker {
     proxy.capacityBps = m.capacityBps;
     if (m.draining === true && proxy.draining !== true) {
       this.deps.log.info({ proxyId: proxy.proxyId }, 'proxy draining: no longer offered');
+      this.withdraw(proxy.proxyId, 'draining', true);
     }
     proxy.draining = m.draining === true;
     proxy.lastHeartbeatAt = Date.now();
@@ -676,6 +720,8 @@ export class Broker {
     const outcome = this.reports.report(client.clientId, reporter, m.proxyId, Date.now());
     const log = outcome === 'banned' ? this.deps.log.warn.bind(this.deps.log) : this.deps.log.info.bind(this.deps.log);
     log({ clientId: client.clientId, proxyId: m.proxyId, kind: m.kind, outcome }, 'pollution report');
+    // Bans are this instance's (reports.ts): so is telling the clients.
+    if (outcome === 'banned') this.withdraw(m.proxyId, 'reported', false);
   }
 
   /**
@@ -753,6 +799,8 @@ export class Broker {
       }
       case 'proxies-revoked':
         return this.dropRevoked(m.proxyIds);
+      case 'proxy-withdrawn':
+        return this.withdraw(m.proxyId, m.reason, false);
       case 'stage':
         return this.stages.fromInstance(m.from, m.proxyId, m.message);
       case 'staged':

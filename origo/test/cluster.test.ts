@@ -187,13 +187,15 @@ test('redis restarted empty: the instances republish their proxies without waiti
   await offered(client, ['edge-1'], 'B to offer it again');
 });
 
-test('a key revoked on one instance is refused on every instance', async () => {
+test('a key revoked on one instance is refused on every instance, and withdrawn from their clients', async () => {
   const [a, b] = await startPair();
   const proxy = await registerProxy(a.port, 'edge-1');
   await registerProxy(a.port, 'edge-2');
   await waitFor('B to see both proxies', async () =>
     Object.keys(await listedInstances(b)).length === 2 ? true : undefined,
   );
+  const client = await connectClient(a.port);
+  expect((await requestProxies(client, 2)).sort()).toEqual(['edge-1', 'edge-2']);
   // Only B's key file changes and only B reloads: A drops the proxy and refuses it afterwards.
   const { 'edge-2': key2 } = KEYS;
   const bKeys = keysFile({ 'edge-2': key2 });
@@ -206,6 +208,17 @@ test('a key revoked on one instance is refused on every instance', async () => {
   await waitFor('A to refuse the revoked key', async () =>
     again.received.some((m) => m.type === 'error' && m.code === 'unauthorized') ? true : undefined,
   );
+  // A's client it was offered to heard it withdrawn.
+  expect(await client.next('withdrawn')).toEqual({ type: 'withdrawn', proxyId: 'edge-1', reason: 'revoked' });
+});
+
+test('a proxy draining on one instance is withdrawn from the clients the other offered it to', async () => {
+  const [a, b] = await startPair();
+  const proxy = await registerProxy(a.port, 'edge-1');
+  const client = await connectClient(b.port);
+  await offered(client, ['edge-1'], 'B to offer the proxy registered on A');
+  proxy.send({ type: 'heartbeat', activeTransfers: 0, uploadBps: 0, capacityBps: 1_000_000, draining: true });
+  expect(await client.next('withdrawn')).toEqual({ type: 'withdrawn', proxyId: 'edge-1', reason: 'draining' });
 });
 
 test('a client failing over keeps its id and its older session is replaced', async () => {

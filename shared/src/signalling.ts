@@ -255,6 +255,10 @@ export const clientToOrigo = z.discriminatedUnion('type', [
   }),
 ]);
 
+/** Why origo withdrew a proxy from its clients (`withdrawn`). */
+export const withdrawReason = z.enum(['draining', 'reported', 'revoked']);
+export type WithdrawReason = z.infer<typeof withdrawReason>;
+
 export const origoToClient = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('welcome'),
@@ -283,6 +287,12 @@ export const origoToClient = z.discriminatedUnion('type', [
     proxyId: id,
     ...stageOutcome,
   }),
+  /**
+   * Origo no longer offers a proxy it offered this client: it drains (shutting down), pollution
+   * reports stopped it, or its key was revoked. Downloads under way may finish; the client moves
+   * its next ones elsewhere, between two segments (docs/signalling.md, "Withdrawn proxies").
+   */
+  z.object({ type: z.literal('withdrawn'), proxyId: id, reason: withdrawReason }),
 ]);
 
 export type ProxyToOrigo = z.infer<typeof proxyToOrigo>;

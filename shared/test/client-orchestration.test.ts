@@ -163,6 +163,23 @@ describe('proxies that fail', () => {
     client.close();
   });
 
+  test('a proxy origo withdraws (reported) gets no new download from this client; origo is asked for another', async () => {
+    const { host, client } = setup({ proxies: [proxy('a'), proxy('b'), proxy('c')] });
+    await settle(host.clock, client.get(URL_, { mode: 'rlnc', proxies: 2 }));
+    host.withdraw('b', 'reported');
+    await settle(host.clock, Promise.resolve());
+    expect(client.leavingProxies()).toEqual(['b']);
+    const [a, b] = host.script.proxies.map((p) => p.info);
+    const next = await settle(host.clock, client.get(URL_, { mode: 'rlnc', proxies: 2, use: [a, b] }));
+    expect(next.sources.map((x) => x.proxyId).sort()).toEqual(['a', 'c']);
+    expect(host.proxyStats.get('b')!.requests).toBe(1);
+    // Forgotten after ten minutes (origo no longer offers it anyway).
+    const tenMinutes = 10 * 60_000 + 1;
+    await settle(host.clock, new Promise((r) => host.clock.setTimer(tenMinutes, () => r(undefined))), 2 * tenMinutes);
+    expect(client.leavingProxies()).toEqual([]);
+    client.close();
+  });
+
   test('a proxy that never answers the offer: connect timeout, the download goes on without it', async () => {
     const { host, client } = setup({ proxies: [proxy('mute', 'never-answers'), proxy('a')] });
     const result = await settle(host.clock, client.get(URL_, { mode: 'rlnc', proxies: 2 }));

@@ -11,7 +11,15 @@
  * or absent Redis costs remote proxies and cross-instance relay, never the local event loop.
  */
 import { z } from 'zod';
-import { OrigoToClient, origoToClient, OrigoToProxy, origoToProxy, StagedAnswer, StageHint } from '@mutp/shared';
+import {
+  OrigoToClient,
+  origoToClient,
+  OrigoToProxy,
+  origoToProxy,
+  StagedAnswer,
+  StageHint,
+  withdrawReason,
+} from '@mutp/shared';
 import type { SelectableMode } from '../selection';
 
 /** A proxy as the other instances see it (its owner's last heartbeat). */
@@ -89,6 +97,13 @@ const envelope = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('proxy-replaced'), from: z.string().max(128), proxyId: z.string().max(128) }),
   /** A client presented its token on another instance: its older session here is replaced. */
   z.object({ kind: z.literal('client-replaced'), from: z.string().max(128), clientId: z.string().max(128) }),
+  /** A proxy the sender owns began to drain: tell the clients it was offered to (`withdrawn`). */
+  z.object({
+    kind: z.literal('proxy-withdrawn'),
+    from: z.string().max(128),
+    proxyId: z.string().max(128),
+    reason: withdrawReason,
+  }),
   /** Keys were reloaded somewhere: drop these proxies wherever they are registered. */
   z.object({
     kind: z.literal('proxies-revoked'),

@@ -31,6 +31,7 @@ import {
   StageLayout,
   StagedAnswer,
   windowForPath,
+  WithdrawReason,
 } from '..';
 import { DownloadResult, runDownload } from './download';
 import { sha256 } from '@noble/hashes/sha256';
@@ -73,6 +74,12 @@ const LINK_ATTEMPTS = 3;
 const FAILED_PROXY_EXCLUSION_MS = 60_000;
 /** A proxy that polluted a download is not asked for again by this client for an hour. */
 const POLLUTER_EXCLUSION_MS = 60 * 60_000;
+/**
+ * A proxy origo withdrew (`withdrawn`: draining, reported, revoked) is kept out of this client's
+ * downloads this long; origo itself no longer offers it. At most this many are remembered.
+ */
+const WITHDRAWN_EXCLUSION_MS = 10 * 60_000;
+const MAX_WITHDRAWN = 256;
 
 export interface ClientConfig {
   /** origo's client endpoint, e.g. ws://127.0.0.1:8700/v1/client (or several: `origoUrls`). */
@@ -178,6 +185,8 @@ export class MutpClient {
   private readonly failedAt = new Map<string, number>();
   /** Proxies a download excluded as polluters, by when; not asked for again for a long while. */
   private readonly pollutedAt = new Map<string, number>();
+  /** Proxies origo withdrew, by when (insertion order: the oldest is forgotten first). */
+  private readonly withdrawnAt = new Map<string, number>();
   private readonly backoff?: OrigoBackoff;
   /** The origo check after a disconnection, shared by the links reconnecting at once. */
   private probing?: Promise<OrigoSession>;
@@ -259,6 +268,7 @@ export class MutpClient {
         this.token,
         this.config.insecureOrigo,
       );
+      session.onWithdrawn = (proxyId, reason) => this.withdrawn(proxyId, reason);
       try {
         await session.connect();
       } catch (e) {
@@ -575,11 +585,22 @@ export class MutpClient {
   }
 
   /**
-   * Proxies that said they are going away (ERROR GoingAway: they drain). Their transfers under way
-   * go on; new downloads skip them, and a segment series replaces them between two segments.
+   * Proxies that said they are going away (ERROR GoingAway: they drain) or that origo withdrew
+   * (`withdrawn`). Their transfers under way go on; new downloads skip them, and a segment series
+   * replaces them between two segments.
    */
   leavingProxies(): string[] {
-    return [...this.links.values()].filter((l) => l.goingAway !== undefined).map((l) => l.proxy.proxyId);
+    const now = this.host.clock.now();
+    for (const [id, at] of this.withdrawnAt) if (at < now - WITHDRAWN_EXCLUSION_MS) this.withdrawnAt.delete(id);
+    const goingAway = [...this.links.values()].filter((l) => l.goingAway !== undefined).map((l) => l.proxy.proxyId);
+    return [...new Set([...goingAway, ...this.withdrawnAt.keys()])];
+  }
+
+  private withdrawn(proxyId: string, reason: WithdrawReason): void {
+    this.config.trace?.(`origo withdrew proxy ${proxyId} (${reason}): no new downloads from it`);
+    this.withdrawnAt.delete(proxyId);
+    this.withdrawnAt.set(proxyId, this.host.clock.now());
+    if (this.withdrawnAt.size > MAX_WITHDRAWN) this.withdrawnAt.delete(this.withdrawnAt.keys().next().value!);
   }
 
   /**

@@ -16,6 +16,7 @@ import {
   StageLayout,
   StagedAnswer,
   failedStage,
+  WithdrawReason,
 } from '..';
 import type { ByteRange } from '../range';
 import { ClientError } from './errors';
@@ -60,6 +61,8 @@ export class OrigoSession {
   private closed = false;
   /** Called once when the session ends (origo closed the socket, or close()). */
   onClose?: (reason: string) => void;
+  /** Origo withdrew a proxy it offered (`withdrawn`): it drains, was reported, or was revoked. */
+  onWithdrawn?: (proxyId: string, reason: WithdrawReason) => void;
 
   constructor(
     readonly url: string,
@@ -268,6 +271,9 @@ export class OrigoSession {
       }
       case 'pong':
         this.pings.get(m.nonce)?.(true);
+        break;
+      case 'withdrawn':
+        this.onWithdrawn?.(m.proxyId, m.reason);
         break;
       case 'token':
         this.token = m.token;

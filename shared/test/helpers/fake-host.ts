@@ -374,6 +374,11 @@ class FakeOrigoSocket implements WebSocketLike {
     this.onclose?.({ code, reason });
   }
 
+  /** Origo says something of its own accord (not an answer), if the session is open. */
+  push(m: Record<string, unknown>): void {
+    this.reply(m);
+  }
+
   private reply(m: Record<string, unknown>): void {
     if (this.readyState === 1) this.onmessage?.({ data: JSON.stringify(m) });
   }
@@ -387,7 +392,7 @@ class FakeOrigoSocket implements WebSocketLike {
         this.reply({ type: 'pong', nonce: m.nonce });
         break;
       case 'request-proxies': {
-        const exclude = new Set([...(m.exclude as string[]), ...this.host.draining]);
+        const exclude = new Set([...(m.exclude as string[]), ...this.host.unoffered]);
         const offered = this.script.proxies.filter((p) => !exclude.has(p.info.proxyId)).slice(0, m.count as number);
         this.reply({ type: 'proxies', requestId: m.requestId, proxies: offered.map((p) => p.info) });
         break;
@@ -444,13 +449,22 @@ export class FakeHost implements ClientHost {
   readonly handshakes = new Map<string, number>();
   /** The proxy side of every connection, by proxy id. */
   private readonly proxyPeers = new Map<string, FakeProxyPeer[]>();
-  /** Proxies draining: origo offers them no more, and their connected clients were told. */
+  /** Proxies draining: they refuse new peers and their connected clients were told. */
   readonly draining = new Set<string>();
+  /** Proxies origo no longer offers (draining or withdrawn). */
+  readonly unoffered = new Set<string>();
 
   /** `proxyId` drains (SIGTERM): origo stops offering it and it tells every client connected to it. */
   drain(proxyId: string, reason = 'proxy draining: shutting down'): void {
     this.draining.add(proxyId);
+    this.unoffered.add(proxyId);
     for (const served of this.proxyPeers.get(proxyId) ?? []) served.goAway(reason);
+  }
+
+  /** Origo withdraws `proxyId` (`withdrawn`: reports stopped it, say) and offers it no more. */
+  withdraw(proxyId: string, reason: 'draining' | 'reported' | 'revoked'): void {
+    this.unoffered.add(proxyId);
+    for (const socket of this.sockets) socket.push({ type: 'withdrawn', proxyId, reason });
   }
 
   /** origo relayed an offer to `proxy`: the fake proxy answers as its behaviour says. */
