@@ -67,6 +67,11 @@ const program = new Command()
     (v) => Number(v),
     120_000,
   )
+  .option(
+    '--drain-at <k>',
+    'MUTP series: once segment k (1-based) is under way, SIGTERM one proxy of the set (it drains); a spare proxy joins the fleet',
+    (v) => Number(v),
+  )
   .option('--timeout-ms <ms>', 'a whole series gives up after this long', (v) => Number(v), 900_000)
   .option(
     '--no-align',
@@ -88,6 +93,7 @@ const opts = program.opts<{
   attempts: number;
   attemptTimeoutMs: number;
   timeoutMs: number;
+  drainAt?: number;
   align: boolean;
 }>();
 
@@ -107,10 +113,18 @@ if (!(Number.isInteger(opts.segments) && opts.segments >= 1 && opts.segments <= 
   throw new Error('--segments: 1..1000');
 if (!(Number.isInteger(opts.segmentBytes) && opts.segmentBytes >= 1 && opts.segmentBytes <= 16_000_000))
   throw new Error('--segment-bytes: 1..16000000');
+if (
+  opts.drainAt !== undefined &&
+  !(Number.isInteger(opts.drainAt) && opts.drainAt >= 2 && opts.drainAt < opts.segments)
+)
+  throw new Error(`--drain-at: 2..${opts.segments - 1} (a segment with one before and one after it)`);
 
-/** Roadside proxies: the paper's faster cap (1792 KB/s), as many as the largest N. */
+/** Roadside proxies: the paper's faster cap (1792 KB/s), as many as the largest N (and a spare to replace a drained one). */
 const CAP_KBPS = 1792;
-const FLEET = Array.from({ length: Math.max(...SOURCES) }, (_, i) => ({ name: `r${i}`, uploadKBps: CAP_KBPS }));
+const FLEET = Array.from({ length: Math.max(...SOURCES) + (opts.drainAt !== undefined ? 1 : 0) }, (_, i) => ({
+  name: `r${i}`,
+  uploadKBps: CAP_KBPS,
+}));
 
 interface Row {
   profile: string;
@@ -139,6 +153,17 @@ interface Row {
   /** Proxies each segment went to at the end ('auto': the spread rule's choice), and its moves. */
   spread: number | null;
   spreadMoves: number | null;
+  /**
+   * With --drain-at: the segment (1-based) during which a proxy of the set was told to drain, that
+   * proxy, how many proxies were replaced because they said they were going away, and the pause
+   * between that segment's end and the next one's start (the handoff) against the series' median
+   * pause between segments.
+   */
+  drainAt?: number;
+  drained?: string | null;
+  goingAwayReplaced?: number;
+  pauseAfterDrainMs?: number | null;
+  medianPauseMs?: number | null;
   error?: string;
 }
 
@@ -222,6 +247,9 @@ async function main(): Promise<void> {
         process.stderr.write(`bench:mobility ${way} N=${n}: ${opts.segments} × ${opts.segmentBytes} B\n`);
         const t0 = benchStart;
         let lastShown = 0;
+        const drainAt = way !== 'http' ? opts.drainAt : undefined;
+        let lastSources: string[] = [];
+        let drained: string | undefined;
         try {
           result = await downloadSeries(client, host.clock, segments, {
             mode: way === 'http' ? 'http' : opts.coding,
@@ -233,6 +261,11 @@ async function main(): Promise<void> {
             attemptTimeoutMs: opts.attemptTimeoutMs,
             signal: abort.signal,
             onProgress: (i, p) => {
+              if (drainAt !== undefined && i === drainAt - 1 && drained === undefined && p.dof > 0) {
+                drained = lastSources[0];
+                process.stderr.write(`  draining ${drained} (SIGTERM) during segment ${drainAt}\n`);
+                cluster.proxies.find((x) => x.name === drained)?.process.kill('SIGTERM');
+              }
               const now = performance.now();
               if (now - lastShown < 2000) return;
               lastShown = now;
@@ -251,6 +284,7 @@ async function main(): Promise<void> {
             onSegment: (s, object, i) => {
               const ok = sha(object) === sha(syntheticObject(opts.segmentBytes, seeds[i]));
               verified &&= ok;
+              lastSources = s.sources;
               process.stderr.write(
                 `  ${String(i + 1).padStart(3)}/${opts.segments} ${s.durationMs.toFixed(0).padStart(6)} ms` +
                   `${s.staged ? ' staged' : ''}${s.retries > 0 ? ` retried ${s.retries}` : ''}${ok ? '' : ' CORRUPT'}\n`,
@@ -264,12 +298,22 @@ async function main(): Promise<void> {
         } finally {
           clearTimeout(timer);
         }
+        if (drained !== undefined) {
+          // Back for the next series (it exited once its transfers were done).
+          await cluster.restartProxy(drained);
+        }
         const after = await originBytes(cluster);
         const fetched = Object.keys(after).reduce((sum, id) => sum + after[id] - (before[id] ?? 0), 0);
         // Each proxy a segment was fetched from fetches it once, staged or on demand; beyond that is refetching.
         const once = result?.segments.reduce((sum, x) => sum + new Set(x.sources).size * x.bytes, 0) ?? 0;
         const lost = result?.segments.reduce((sum, s) => sum + s.lostBytes, 0) ?? 0;
         const segmentMs = result?.segments.map((s) => Math.round(s.durationMs)) ?? [];
+        // Between a segment's end and the next one's start: the stager's work, a handoff.
+        const pauses =
+          result?.segments.slice(1).map((x, i) => {
+            const before = result!.segments[i];
+            return Math.round(x.startMs - (before.startMs + before.durationMs));
+          }) ?? [];
         rows.push({
           profile: opts.profile,
           mode: way,
@@ -294,6 +338,15 @@ async function main(): Promise<void> {
           stagingLatencyMs: way === 'staged' ? (result?.staging.stagingLatencyMs ?? null) : null,
           spread: way === 'staged' ? (result?.staging.spread ?? null) : null,
           spreadMoves: way === 'staged' ? (result?.staging.spreadMoves ?? null) : null,
+          ...(drainAt !== undefined
+            ? {
+                drainAt,
+                drained: drained ?? null,
+                goingAwayReplaced: result?.staging.goingAwayReplaced ?? 0,
+                pauseAfterDrainMs: pauses[drainAt - 1] ?? null,
+                medianPauseMs: median(pauses),
+              }
+            : {}),
           ...(error !== undefined ? { error } : {}),
         });
         const r = rows[rows.length - 1];
@@ -301,6 +354,11 @@ async function main(): Promise<void> {
           `bench:mobility ${way} N=${n}: total ${r.totalMs ?? '-'} ms, median segment ${r.medianSegmentMs ?? '-'} ms, ` +
             `refetched ${r.refetchedBytes ?? '-'} B, staged ${r.staged}/${opts.segments}, verified ${r.verified}\n`,
         );
+        if (r.drainAt !== undefined)
+          process.stderr.write(
+            `  drained ${r.drained ?? '-'} at segment ${r.drainAt}: ${r.handoffs} handoffs (${r.goingAwayReplaced} going away), ` +
+              `pause after it ${r.pauseAfterDrainMs ?? '-'} ms (median ${r.medianPauseMs ?? '-'} ms), retries ${r.retries}\n`,
+          );
       }
     }
   } finally {
