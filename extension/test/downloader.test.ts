@@ -469,6 +469,11 @@ describe('staging (a request carries its playlist position)', () => {
     leavingProxies(): string[] {
       return this.leaving;
     }
+    listener?: (proxyId: string) => void;
+    onProxyLeaving(listener: (proxyId: string) => void): () => void {
+      this.listener = listener;
+      return () => (this.listener = undefined);
+    }
     async stage(url: string, proxies: readonly ProxyInfo[], o: { range?: ByteRange } = {}): Promise<StagedAnswer[]> {
       this.hints.push({ url, proxies: proxies.map((p) => p.proxyId), ...(o.range ? { range: o.range } : {}) });
       return proxies.map((p) => ({
@@ -546,6 +551,30 @@ describe('staging (a request carries its playlist position)', () => {
     expect(t.d.stagingStats()).toMatchObject({ handoffs: 1, goingAwayReplaced: 1 });
     c.calls[1].resolve(object(100, 1));
     expect(await next).toMatchObject({ ok: true });
+  });
+
+  test('told at once that a proxy is going away, the next segment is staged at the newcomer while this one downloads', async () => {
+    const t = stagingSetup();
+    const answer = t.d.handle(at(0));
+    await flush();
+    const c = t.client();
+    c.leaving = ['b'];
+    c.listener?.('b');
+    await flush();
+    // Segment 0 is still downloading, and segment 1 is already staged at the newcomer.
+    expect(c.calls).toHaveLength(1);
+    expect(c.hints.find((h) => h.proxies.includes('c'))).toEqual({ url: playlist[1], proxies: ['c'] });
+    c.calls[0].resolve(object(100));
+    await answer;
+    await flush();
+    const next = t.d.handle(at(1));
+    await flush();
+    expect(c.calls[1].options.use!.map((p) => p.proxyId)).toEqual(['a', 'c']);
+    expect(t.d.stagingStats()).toMatchObject({ handoffs: 1, goingAwayReplaced: 1 });
+    c.calls[1].resolve(object(100, 1));
+    await next;
+    t.d.close();
+    expect(c.listener).toBeUndefined();
   });
 
   test('a seek: what was staged ahead and skipped counts as waste, at most the staged-ahead segments', async () => {

@@ -185,6 +185,40 @@ test.each([
   },
 );
 
+test('told at once that a proxy is going away, the handoff begins mid-segment: the next segment is staged at the newcomer before this one ends', async () => {
+  const scripted = drainingDuringSegment1();
+  const { client, calls } = scripted;
+  let listener: ((proxyId: string) => void) | undefined;
+  client.onProxyLeaving = (l) => {
+    listener = l;
+    return () => (listener = undefined);
+  };
+  const get = client.get.bind(client);
+  let stagedAtNewcomerBeforeEnd = false;
+  client.get = async (url, o) => {
+    const result = get(url, o); // marks p2 leaving for segment 1
+    if (url === 'http://o.test/1') {
+      listener?.('p2');
+      for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+      stagedAtNewcomerBeforeEnd = calls.stages.some((st) => st.url === 'http://o.test/2' && st.proxies.includes('p3'));
+    }
+    return result;
+  };
+  const result = await downloadSeries(client, systemClock, segments, { mode: 'rlnc', proxies: 2, staging: true });
+  expect(stagedAtNewcomerBeforeEnd).toBe(true);
+  expect(result.handoffs).toBe(1);
+  expect(result.staging.goingAwayReplaced).toBe(1);
+  // Segment 1 kept its sources; segment 2 on is from the new set; origo was asked once for a replacement.
+  expect(calls.gets.map((g) => g.use!.map((p) => p.proxyId))).toEqual([
+    ['p1', 'p2'],
+    ['p1', 'p2'],
+    ['p1', 'p3'],
+    ['p1', 'p3'],
+  ]);
+  expect(calls.choose).toEqual([undefined, ['p1', 'p2']]);
+  expect(listener).toBeUndefined(); // unsubscribed at the end
+});
+
 test('a proxy origo cannot replace is not asked about every segment: the asks back off (5 s, doubling)', async () => {
   const urls = Array.from({ length: 12 }, (_, i) => `http://o.test/r${i}`);
   const { client, calls } = scriptedClient({}, Object.fromEntries(urls.map((u) => [u, 'p2'])));

@@ -57,6 +57,7 @@ export interface ClientLike {
   stage?: StagingClient['stage'];
   /** Proxies that said they are going away (MutpClient): replaced between segments. */
   leavingProxies?: StagingClient['leavingProxies'];
+  onProxyLeaving?: StagingClient['onProxyLeaving'];
 }
 
 export interface DownloaderDeps {
@@ -121,6 +122,19 @@ class Failure extends Error {
   }
 }
 
+/**
+ * A frame's stager (one per client, mode and N); `next` is the segment after the one last asked
+ * for (a proxy going away mid-segment begins its handoff there); `unsubscribe` ends the client's
+ * leaving notices to it.
+ */
+interface FrameStaging {
+  key: string;
+  stager: SegmentStager;
+  next?: SegmentRef;
+  track?: string;
+  unsubscribe?: () => void;
+}
+
 export class Downloader {
   private client?: { key: string; promise: Promise<ClientLike>; ready?: ClientLike };
   private readonly jobs = new Map<string, Job>();
@@ -133,7 +147,7 @@ export class Downloader {
   private readonly tooLarge = new Set<string>();
   private readonly completeLengths = new Map<string, number>();
   private origoDownUntil = -Infinity;
-  private staging?: { key: string; stager: SegmentStager };
+  private staging?: FrameStaging;
   /** Downloads that were staged (a proxy held the segment) when they started, for their records. */
   private readonly stagedResults = new WeakMap<GetResult, boolean>();
 
@@ -230,6 +244,7 @@ export class Downloader {
 
   /** Closes the client (the frame is going away, or the settings changed). */
   close(): void {
+    this.staging?.unsubscribe?.();
     this.staging?.stager.close();
     this.staging = undefined;
     for (const job of this.jobs.values()) job.controller.abort();
@@ -401,6 +416,8 @@ export class Downloader {
     let staged = false;
     if (staging) {
       staging.setUpcoming([segment, ...(req.upcoming ?? [])], req.track);
+      this.staging!.next = req.upcoming?.[0];
+      this.staging!.track = req.track;
       // Within the request's origo limit, and its failure is the download's: the download would
       // have asked origo the same (a second try would overrun the hook's deadline).
       await staging.proxies(job.controller.signal, limits.origoMs);
@@ -456,6 +473,7 @@ export class Downloader {
     if (!chooseProxies || !stage) return undefined;
     const key = `${this.client?.key} ${req.mode} ${req.proxies}`;
     if (this.staging?.key !== key) {
+      this.staging?.unsubscribe?.();
       this.staging?.stager.close();
       const clock = {
         now: () => this.deps.now(),
@@ -475,7 +493,12 @@ export class Downloader {
         staging: true,
         spread: req.proxies,
       });
-      this.staging = { key, stager };
+      const staging: FrameStaging = { key, stager };
+      // A proxy going away mid-segment: the handoff begins now, at the segment after the last one asked for.
+      staging.unsubscribe = client.onProxyLeaving?.(
+        () => void stager.proxyLeaving(staging.next, staging.track).catch(() => undefined),
+      );
+      this.staging = staging;
     }
     return this.staging.stager;
   }

@@ -187,6 +187,7 @@ export class MutpClient {
   private readonly pollutedAt = new Map<string, number>();
   /** Proxies origo withdrew, by when (insertion order: the oldest is forgotten first). */
   private readonly withdrawnAt = new Map<string, number>();
+  private readonly leavingListeners = new Set<(proxyId: string) => void>();
   private readonly backoff?: OrigoBackoff;
   /** The origo check after a disconnection, shared by the links reconnecting at once. */
   private probing?: Promise<OrigoSession>;
@@ -596,11 +597,26 @@ export class MutpClient {
     return [...new Set([...goingAway, ...this.withdrawnAt.keys()])];
   }
 
+  /**
+   * Calls `listener` with each proxy that says it is going away or that origo withdraws, when it
+   * does (a segment series begins its handoff then, while the segment under way finishes).
+   * Returns the unsubscribe function.
+   */
+  onProxyLeaving(listener: (proxyId: string) => void): () => void {
+    this.leavingListeners.add(listener);
+    return () => this.leavingListeners.delete(listener);
+  }
+
+  private announceLeaving(proxyId: string): void {
+    for (const listener of [...this.leavingListeners]) listener(proxyId);
+  }
+
   private withdrawn(proxyId: string, reason: WithdrawReason): void {
     this.config.trace?.(`origo withdrew proxy ${proxyId} (${reason}): no new downloads from it`);
     this.withdrawnAt.delete(proxyId);
     this.withdrawnAt.set(proxyId, this.host.clock.now());
     if (this.withdrawnAt.size > MAX_WITHDRAWN) this.withdrawnAt.delete(this.withdrawnAt.keys().next().value!);
+    this.announceLeaving(proxyId);
   }
 
   /**
@@ -650,6 +666,7 @@ export class MutpClient {
       if (!session.isOpen) throw new ClientError('origo-unreachable', 'the origo session is closed');
       const connectionId = `c${(this.host.random() >>> 0).toString(36)}${this.nextLink++}`;
       const link = new ProxyLink(proxy, connectionId);
+      link.onGoingAway = () => this.announceLeaving(proxy.proxyId);
       try {
         await link.open(session, this.host.rtc, this.host.clock, timeoutMs);
         this.links.set(proxy.proxyId, link);

@@ -32,6 +32,8 @@ export class ProxyLink {
   private readonly transfers = new Map<number, TransferHandler>();
   private closedReason?: string;
   private goingAwayReason?: string;
+  /** Called once, when the proxy first says it is going away. */
+  onGoingAway?: () => void;
 
   /** Why the link closed, once it has. */
   get closeReason(): string | undefined {
@@ -169,6 +171,7 @@ export class ProxyLink {
     const m = decode(bytes);
     if (m.ok && m.value.type === MessageType.Error && m.value.code === ErrorCode.GoingAway) {
       this.goingAwayReason = m.value.message || 'the proxy is going away';
+      this.onGoingAway?.();
     }
   }
 }

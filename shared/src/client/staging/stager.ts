@@ -39,8 +39,10 @@ export interface StagingClient {
     proxies: readonly ProxyInfo[],
     o?: { range?: ByteRange; timeoutMs?: number; mode?: DownloadMode },
   ): Promise<StagedAnswer[]>;
-  /** Proxies that said they are going away (they drain): replaced at the next segment boundary. */
+  /** Proxies that said they are going away (they drain) or origo withdrew: replaced at the next segment boundary. */
   leavingProxies?(): readonly string[];
+  /** Calls `listener` when a proxy says it is going away or origo withdraws one; returns the unsubscribe. */
+  onProxyLeaving?(listener: (proxyId: string) => void): () => void;
 }
 
 export interface StagerOptions {
@@ -105,6 +107,8 @@ export class SegmentStager {
   private readonly assigned = new Assignments();
   private spreadRule?: SpreadRule;
   private hintsInFlight = 0;
+  /** A handoff begun while a segment downloads (proxyLeaving()); the next boundary waits for it. */
+  private handingOff?: Promise<void>;
 
   constructor(
     private readonly client: StagingClient,
@@ -226,6 +230,8 @@ export class SegmentStager {
     signal?: AbortSignal,
     used?: readonly ProxyInfo[],
   ): Promise<void> {
+    // A handoff begun during the segment (a proxy going away) completes first.
+    await this.handingOff;
     const set = this.set;
     if (!set || this.closed || this.o.mode === 'http') return;
     // Only the proxies asked for this segment can have failed in it (`used`, when not the whole set).
@@ -234,7 +240,42 @@ export class SegmentStager {
     const goingAway = set.filter((p) => goneIds.has(p.proxyId));
     const failing = failedIn(result, asked).filter((p) => !goneIds.has(p.proxyId));
     const degrading = this.slow.judge(result, asked).filter((p) => !failing.includes(p) && !goneIds.has(p.proxyId));
-    const leaving = [...goingAway, ...failing, ...degrading];
+    await this.handOff(set, { goingAway, failing, degrading }, next, track, signal);
+  }
+
+  /**
+   * A proxy of the set says it is going away (or origo withdrew it) while a segment downloads:
+   * the handoff begins now, not at the segment's end. The download under way keeps its sources
+   * (they were fixed when it started) and the leaver serves it to the end; origo is asked for a
+   * replacement and `next` is staged there meanwhile, so the switch at the boundary (afterSegment
+   * waits for this) does not wait for the newcomer's origin fetch.
+   */
+  proxyLeaving(next?: SegmentRef, track = this.lastTrack, signal?: AbortSignal): Promise<void> {
+    const set = this.set;
+    if (this.handingOff || !set || this.closed || this.o.mode === 'http') return this.handingOff ?? Promise.resolve();
+    const goneIds = new Set(this.client.leavingProxies?.() ?? []);
+    const goingAway = set.filter((p) => goneIds.has(p.proxyId));
+    if (goingAway.length === 0) return Promise.resolve();
+    const handoff = this.handOff(set, { goingAway, failing: [], degrading: [] }, next, track, signal).finally(() => {
+      if (this.handingOff === handoff) this.handingOff = undefined;
+    });
+    this.handingOff = handoff;
+    return handoff;
+  }
+
+  /**
+   * Replaces `leaving` proxies of `set` with others origo offers (going away first, then failing,
+   * then degrading, while newcomers last), staging `next` at the newcomers before the switch.
+   */
+  private async handOff(
+    set: ProxyInfo[],
+    why: { goingAway: ProxyInfo[]; failing: ProxyInfo[]; degrading: ProxyInfo[] },
+    next: SegmentRef | undefined,
+    track: string,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    const { goingAway, degrading } = why;
+    const leaving = [...goingAway, ...why.failing, ...degrading];
     if (leaving.length === 0 || this.clock.now() < this.replaceAfter) return;
     let fresh: ProxyInfo[] = [];
     try {
