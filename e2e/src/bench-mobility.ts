@@ -17,7 +17,9 @@
  * times, bytes fetched again after a disconnection (by the proxies from the origin beyond once
  * per proxy and segment, and by the client for downloads that failed and were tried again) and
  * whether every segment was byte-exact. `stalls` is null here (no player: the Chromium playback
- * is bench:browser's).
+ * is bench:browser's). With `--drain-at k` one proxy of the set drains (SIGTERM) during segment k
+ * of each MUTP series, and the rows say what the handoff cost (the pause after that segment
+ * against the median pause).
  */
 import { createHash } from 'node:crypto';
 import { Command } from 'commander';
