@@ -1,8 +1,12 @@
-/** The client orchestration's host in Node: system clock, crypto randomness, ws, fetch, node-datachannel. */
+/**
+ * The client orchestration's host in Node: system clock, crypto randomness, ws, fetch,
+ * node-datachannel, and network changes from the host's addresses (network-watch.ts).
+ */
 import { createHash, randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
 import { ClientHost, FetchLike, systemClock, WebSocketLike } from '@mutp/shared/client';
 import { createNodeRtcFactory, NodeRtcOptions } from '@mutp/node-rtc';
+import { nodeNetworkWatch } from './network-watch';
 
 export function createNodeHost(rtc: NodeRtcOptions = {}): ClientHost {
   return {
@@ -12,5 +16,6 @@ export function createNodeHost(rtc: NodeRtcOptions = {}): ClientHost {
     rtc: createNodeRtcFactory(rtc),
     fetch: globalThis.fetch as unknown as FetchLike,
     sha256: (data) => createHash('sha256').update(data).digest(),
+    onNetworkChange: nodeNetworkWatch(),
   };
 }

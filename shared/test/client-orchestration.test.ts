@@ -326,6 +326,27 @@ describe('a disconnection mid-download (resume)', () => {
     return { host, trace, doneAfterCutMs: host.clock.now() - cutEnds };
   }
 
+  test('a network change mid-download: the links and the origo session are made anew at once, and the download resumes', async () => {
+    const { host, client, object } = setup({ proxies: [proxy('a'), proxy('b')] }, objectOf(200_000));
+    let changedAt = -1;
+    let dofAtChange = 0;
+    const onProgress = (p: { dof: number; totalDof: number }) => {
+      if (changedAt >= 0 || p.dof <= p.totalDof / 4) return;
+      changedAt = host.clock.now();
+      dofAtChange = p.dof;
+      host.changeNetwork();
+    };
+    const result = await settle(host.clock, client.get(URL_, { mode: 'rlnc', proxies: 2, onProgress }));
+    expect(Buffer.from(result.object).equals(Buffer.from(object))).toBe(true);
+    expect(dofAtChange).toBeGreaterThan(0);
+    // A new origo session and two new peer connections, not 3 s of silence first.
+    expect(host.sockets).toHaveLength(2);
+    expect(host.peers).toHaveLength(4);
+    expect(host.clock.now() - changedAt).toBeLessThan(3000);
+    expect(result.sources.map((x) => x.proxyId).sort()).toEqual(['a', 'b']);
+    client.close();
+  });
+
   test('origo silent after the gap (its socket in back-off): a new session, and the download goes on within a second of the network', async () => {
     // The old socket would deliver 6 s after the network is back; reconnecting through it took that long.
     const { host, trace, doneAfterCutMs } = await cutDownload(8000, 6000);

@@ -191,6 +191,8 @@ export class MutpClient {
   private readonly backoff?: OrigoBackoff;
   /** The origo check after a disconnection, shared by the links reconnecting at once. */
   private probing?: Promise<OrigoSession>;
+  /** Ends the host's network-change notices (close()). */
+  private readonly stopNetworkWatch?: () => void;
 
   constructor(
     private readonly host: ClientHost,
@@ -201,6 +203,26 @@ export class MutpClient {
     if (this.origoUrls.length === 0) throw new TypeError('MutpClient needs an origo URL');
     this.nextOrigo = (host.random() >>> 0) % this.origoUrls.length;
     if (this.config.origoBackoff) this.backoff = new OrigoBackoff(this.config.origoBackoff, host.clock);
+    this.stopNetworkWatch = host.onNetworkChange?.(() => this.networkChanged());
+  }
+
+  /**
+   * The host's network changed (Wi-Fi to cellular, a new address). Connections bound to the old
+   * address are dead, but would take seconds of silence to be judged so: every proxy link and the
+   * origo session are closed now. Downloads under way reconnect at once and resume with what they
+   * decoded (a segment cannot finish on dead links, so this is the one handoff made mid-segment);
+   * proxies that failed on the old network may be tried again.
+   */
+  networkChanged(): void {
+    this.config.trace?.('network changed: reconnecting to origo and the proxies');
+    this.failedAt.clear();
+    const session = this.session;
+    this.token = session?.token ?? this.token;
+    this.session = undefined; // not a lost instance: the next session goes to the same one
+    session?.close('network changed');
+    const links = [...this.links.values()];
+    this.links.clear();
+    for (const link of links) link.close('network changed');
   }
 
   /** Undefined unless origo is in its back-off period (it is then not tried until it ends). */
@@ -749,6 +771,7 @@ export class MutpClient {
 
   /** Closes every proxy connection and the origo session. */
   close(): void {
+    this.stopNetworkWatch?.();
     for (const link of this.links.values()) link.close();
     this.links.clear();
     const session = this.session;

@@ -48,6 +48,12 @@ export interface ClientHost {
   fetch: FetchLike;
   /** SHA-256 for verification; defaults to the core's portable one. */
   sha256?: (data: Uint8Array) => Uint8Array;
+  /**
+   * Calls `listener` when the host's network changes (an address it had is gone; the browser came
+   * back online or changed its connection type); returns the unsubscribe. Optional: without it,
+   * connections bound to a lost address are found dead by their silence (seconds later).
+   */
+  onNetworkChange?(listener: () => void): () => void;
 }
 
 /** A clock over the platform's timers (browsers and Node alike). */

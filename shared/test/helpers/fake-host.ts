@@ -445,6 +445,18 @@ export class FakeHost implements ClientHost {
 
   fetch: FetchLike = () => Promise.reject(new Error('no HTTP in this fake'));
 
+  private readonly networkListeners = new Set<() => void>();
+
+  onNetworkChange = (listener: () => void): (() => void) => {
+    this.networkListeners.add(listener);
+    return () => this.networkListeners.delete(listener);
+  };
+
+  /** The host's network changes (Wi-Fi to cellular): its listeners hear it. */
+  changeNetwork(): void {
+    for (const listener of [...this.networkListeners]) listener();
+  }
+
   /** Offers each proxy was sent, by proxy id. */
   readonly handshakes = new Map<string, number>();
   /** The proxy side of every connection, by proxy id. */

@@ -94,7 +94,7 @@ export async function downloadSeries(
   let downloading = 0;
   // A proxy going away mid-segment: the handoff begins now, the switch waits for the segment's end.
   const unsubscribe = client.onProxyLeaving?.(
-    () => void stager.proxyLeaving(segments[downloading + 1], undefined, o.signal),
+    () => void stager.proxyLeaving(segments[downloading + 1], undefined, o.signal).catch(() => undefined),
   );
   for (let attempt = 1; stager.current() === undefined; attempt++) {
     try {
