@@ -97,6 +97,15 @@ export const NO_SEQ = 0xffffffff;
 export const META_BYTES = HEADER_BYTES + 8 + 2 * DIGEST_BYTES;
 /** A REQUEST's optional range: start (u48) and length (u32) after the URL. */
 export const REQUEST_RANGE_BYTES = 10;
+/** A REQUEST's optional resume part, last: fromUnit (u32), blockRound (u32). */
+export const REQUEST_RESUME_BYTES = 8;
+/** Bit 7 of a REQUEST's scheduler byte: the resume part ends the message. */
+const REQUEST_FLAG_RESUME = 0x80;
+/**
+ * Highest fountain block round a resume part may name (2^24 − 1): with 32 sources the ids it
+ * starts from stay below 2^29, far from the u32 limit however long the transfer then runs.
+ */
+export const MAX_BLOCK_ROUND = 0xffffff;
 /** META's optional attributes before the Content-Type: flags, range start (u48), complete length (u48), type length. */
 export const META_ATTRIBUTES_BYTES = 14;
 const META_FLAG_RANGED = 0x01;
@@ -123,6 +132,17 @@ export interface RequestMessage {
    * FEEDBACK; absent: equal shares. Lets a source start from the share the client expects.
    */
   weights?: Uint8Array;
+  /** What a client resuming the transfer already has, so a source that starts it again skips it (§4.1). */
+  resume?: RequestResume;
+}
+
+/**
+ * A resuming client's progress: every unit below `fromUnit` is complete, and this source index's
+ * fountain blocks of rounds below `blockRound` were sent before (ids sourceIndex + N · round).
+ */
+export interface RequestResume {
+  fromUnit: number;
+  blockRound: number;
 }
 
 export interface MetaMessage {
@@ -320,14 +340,16 @@ export function encodeRequest(m: Omit<RequestMessage, 'type'>): Uint8Array {
   }
   if (m.weights && m.weights.length !== m.sourceCount)
     throw new RangeError(`${m.weights.length} initial weights for ${m.sourceCount} sources`);
-  // Weights follow a range; a whole-object REQUEST with weights carries the empty range (0, 0).
-  const trailer = m.weights ? REQUEST_RANGE_BYTES + m.weights.length : m.range ? REQUEST_RANGE_BYTES : 0;
-  const buf = new Uint8Array(HEADER_BYTES + 11 + url.length + trailer);
+  if (m.resume) {
+    assertU32('resume fromUnit', m.resume.fromUnit);
+    assertRange('resume blockRound', m.resume.blockRound, 0, MAX_BLOCK_ROUND);
+  }
+  const buf = new Uint8Array(requestLength(m, url.length));
   const v = header(buf, MessageType.Request, m.transferId);
   buf[6] = modeId(m.mode);
   const scheduler = SCHEDULER_IDS[m.scheduler];
   if (scheduler === undefined) throw new RangeError(`unknown scheduler ${String(m.scheduler)}`);
-  buf[7] = scheduler;
+  buf[7] = scheduler | (m.resume ? REQUEST_FLAG_RESUME : 0);
   buf[8] = m.sourceIndex;
   buf[9] = m.sourceCount;
   v.setUint16(10, m.window);
@@ -341,7 +363,24 @@ export function encodeRequest(m: Omit<RequestMessage, 'type'>): Uint8Array {
     v.setUint32(at + 6, m.range.length);
   }
   if (m.weights) buf.set(m.weights, at + REQUEST_RANGE_BYTES);
+  if (m.resume) {
+    v.setUint32(buf.length - REQUEST_RESUME_BYTES, m.resume.fromUnit);
+    v.setUint32(buf.length - 4, m.resume.blockRound);
+  }
   return buf;
+}
+
+/**
+ * Bytes of the REQUEST `m` encodes to (`urlBytes`: its URL's UTF-8 length when known), e.g. to
+ * leave out a resume part that would not fit in one datagram.
+ */
+export function requestLength(
+  m: Pick<RequestMessage, 'url' | 'range' | 'weights' | 'resume'>,
+  urlBytes = utf8Encoder.encode(m.url).length,
+): number {
+  // Weights follow a range; a whole-object REQUEST with weights carries the empty range (0, 0).
+  const trailer = m.weights ? REQUEST_RANGE_BYTES + m.weights.length : m.range ? REQUEST_RANGE_BYTES : 0;
+  return HEADER_BYTES + 11 + urlBytes + trailer + (m.resume ? REQUEST_RESUME_BYTES : 0);
 }
 
 export function encodeMeta(m: Omit<MetaMessage, 'type'>): Uint8Array {
@@ -627,8 +666,18 @@ function decodeRequest(buf: Uint8Array, v: DataView, transferId: number): Result
   if (short) return err(short);
   const mode = MODES_BY_ID[buf[6]];
   if (mode === undefined) return fail('out-of-range', `mode ${buf[6]}`);
-  const scheduler = SCHEDULERS_BY_ID[buf[7]];
+  const scheduler = SCHEDULERS_BY_ID[buf[7] & ~REQUEST_FLAG_RESUME];
   if (scheduler === undefined) return fail('out-of-range', `scheduler ${buf[7]}`);
+  let resume: RequestResume | undefined;
+  if (buf[7] & REQUEST_FLAG_RESUME) {
+    const short = need(buf, 17 + REQUEST_RESUME_BYTES, 'REQUEST');
+    if (short) return err(short);
+    const end = buf.length - REQUEST_RESUME_BYTES;
+    resume = { fromUnit: v.getUint32(end), blockRound: v.getUint32(end + 4) };
+    const bad = checkRange('resume blockRound', resume.blockRound, 0, MAX_BLOCK_ROUND);
+    if (bad) return err(bad);
+    buf = buf.subarray(0, end);
+  }
   const sourceIndex = buf[8];
   const sourceCount = buf[9];
   const window = v.getUint16(10);
@@ -673,6 +722,7 @@ function decodeRequest(buf: Uint8Array, v: DataView, transferId: number): Result
     url,
     ...(range ? { range } : {}),
     ...(weights ? { weights } : {}),
+    ...(resume ? { resume } : {}),
   });
 }
 

@@ -20,6 +20,7 @@ import {
   FeedbackRlncMessage,
   FeedbackUncodedMessage,
   Layout,
+  MAX_URL_BYTES,
   Message,
   MessageType,
   Mode,
@@ -56,6 +57,7 @@ interface Setup {
   symbolSize?: number;
   config?: Partial<ReceiverConfig>;
   now?: number;
+  url?: string;
 }
 
 /** A receiver and helpers that play the sources. */
@@ -76,7 +78,7 @@ class Harness {
     this.generationSize = s.generationSize ?? 4;
     this.receiver = new Receiver({
       transferId: TRANSFER,
-      url: 'https://origin.example/object',
+      url: s.url ?? 'https://origin.example/object',
       mode: this.mode,
       scheduler: s.scheduler,
       sourceCount: s.sourceCount ?? 1,
@@ -332,6 +334,23 @@ describe('REQUEST', () => {
     g.data(0, 20, 1110, 0);
     const fb2 = g.poll(1200).find((x) => x.m.type === MessageType.FeedbackUncoded)!.m as FeedbackUncodedMessage;
     expect(fb2.largestSeq).toBe(0);
+  });
+
+  test('resume: the REQUEST asked again says which units are complete; a URL that leaves no room goes without', () => {
+    const longUrl = 'https://origin.example/' + 'a'.repeat(MAX_URL_BYTES - 23);
+    for (const [url, resume] of [
+      [undefined, { fromUnit: 20, blockRound: 0 }],
+      [longUrl, undefined],
+    ] as const) {
+      const h = new Harness(makeObject(4000), { sourceCount: 1, ...(url ? { url } : {}) });
+      const [first] = h.poll(0);
+      expect((first.m as RequestMessage).resume).toBeUndefined();
+      h.meta(0, 10);
+      for (let u = 0; u < 20; u++) h.data(0, u, 20, 1000 + u);
+      const again = h.runUntil(1100, 20).filter((x) => x.m.type === MessageType.Request);
+      expect(again).toHaveLength(1);
+      expect((again[0].m as RequestMessage).resume).toEqual(resume);
+    }
   });
 
   test('once one source answers fast, a silent one is asked again after twice that time (at least 20 ms)', () => {

@@ -34,7 +34,9 @@ import {
   MAX_WINDOW,
   Message,
   MessageType,
+  MAX_BLOCK_ROUND,
   RequestMessage,
+  requestLength,
   UNLIMITED_IN_FLIGHT,
   WireError,
   WireErrorCode,
@@ -338,22 +340,42 @@ const feedbackCommon: fc.Arbitrary<FeedbackCommon> = fc.record({
 });
 
 describe('encode/decode round trips', () => {
-  it('REQUEST', () => {
+  it('REQUEST, with a range, initial weights and a resume part, each optional (what fits in a datagram)', () => {
     const arb = fc
       .record({
         transferId: U32,
-        mode: fc.constantFrom('uncoded' as const, 'rlnc' as const),
+        mode: fc.constantFrom('uncoded' as const, 'rlnc' as const, 'fountain' as const),
         scheduler: fc.constantFrom('random' as const, 'rarest' as const, 'partitioned' as const),
         sourceCount: fc.integer({ min: 1, max: 32 }),
         sourceIndex: fc.nat(),
         window: fc.integer({ min: 1, max: 8192 }),
         generationSize: fc.integer({ min: 1, max: 255 }),
         symbolSize: fc.integer({ min: 16, max: MAX_SYMBOL_SIZE }),
-        url: fc.oneof(text(MAX_URL_BYTES), fc.constant('u'.repeat(MAX_URL_BYTES))),
+        url: fc.oneof(text(200), text(MAX_URL_BYTES), fc.constant('u'.repeat(MAX_URL_BYTES))),
+        range: fc.option(
+          fc.record({ start: fc.integer({ min: 0, max: 2 ** 40 }), length: fc.integer({ min: 1, max: 2 ** 30 }) }),
+          { nil: undefined },
+        ),
+        weights: fc.boolean(),
+        resume: fc.option(fc.record({ fromUnit: U32, blockRound: fc.integer({ min: 0, max: MAX_BLOCK_ROUND }) }), {
+          nil: undefined,
+        }),
       })
-      .map((r) => ({ ...r, type: MessageType.Request, sourceIndex: r.sourceIndex % r.sourceCount }));
+      .map(({ range, weights, resume, ...r }) => {
+        const m: RequestMessage = { ...r, type: MessageType.Request, sourceIndex: r.sourceIndex % r.sourceCount };
+        if (range) m.range = range;
+        if (weights) m.weights = Uint8Array.from({ length: r.sourceCount }, (_, i) => (i * 37 + 1) & 0xff);
+        if (resume) m.resume = resume;
+        // The longest URLs leave no room for the optional parts.
+        if (requestLength(m) > MAX_DATAGRAM_BYTES)
+          return { ...m, range: undefined, weights: undefined, resume: undefined };
+        return m;
+      });
     fc.assert(
-      fc.property(arb, (m) => roundTrip(m)),
+      fc.property(arb, (m) => {
+        expect(encodeRequest(m).length).toBe(requestLength(m));
+        roundTrip(m);
+      }),
       PARAMS,
     );
   });
@@ -577,6 +599,14 @@ describe('encoders throw RangeError on out-of-range arguments', () => {
     ['transferId 0.5', { transferId: 0.5 }],
     ['unknown mode', { mode: 'raptorq' as RequestMessage['mode'] }],
     ['unknown scheduler', { scheduler: 'fastest' as RequestMessage['scheduler'] }],
+    ['resume fromUnit -1', { resume: { fromUnit: -1, blockRound: 0 } }],
+    ['resume fromUnit 2^32', { resume: { fromUnit: 2 ** 32, blockRound: 0 } }],
+    ['resume blockRound 2^24', { resume: { fromUnit: 0, blockRound: MAX_BLOCK_ROUND + 1 } }],
+    ['resume blockRound 0.5', { resume: { fromUnit: 0, blockRound: 0.5 } }],
+    [
+      'a resume part after a URL of MAX_URL_BYTES',
+      { url: 'a'.repeat(MAX_URL_BYTES), resume: { fromUnit: 1, blockRound: 0 } },
+    ],
   ])('REQUEST: %s', (_name, patch) => {
     expect(() => encodeRequest({ ...request, ...patch })).toThrow(RangeError);
   });

@@ -6,72 +6,43 @@
  * is identified and excluded and the download completes byte-exact from the honest ones.
  * It lives with the WebAssembly codecs because the fountain mode needs wirehair.
  */
-import { createHash } from 'node:crypto';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import {
   Codec,
-  decode,
   encodeDigests,
   encodeMeta,
   Layout,
   MessageType,
   Mode,
-  Receiver,
   RequestMessage,
-  seededRandom,
-  Sender,
   unitDigests,
   unitRoot,
   UNIT_DIGEST_BYTES,
   DATA_FOUNTAIN_HEADER_BYTES,
   DATA_RLNC_HEADER_BYTES,
   DATA_UNCODED_HEADER_BYTES,
+  Sender,
 } from '@mutp/shared';
-
-const TRANSFER = 0x1a7e0001;
-const SYMBOL = 256;
-const G = 8;
+import {
+  asSource,
+  download as run,
+  G,
+  honest as honestFor,
+  makeObject,
+  Run,
+  sha256,
+  Source,
+  SYMBOL,
+  TRANSFER,
+} from './helpers/in-memory-transfer';
 
 let codecs: Record<Mode, Codec>;
 beforeAll(async () => {
   codecs = await loadNodeCodecs();
 });
 
-const sha256 = (d: Uint8Array) => new Uint8Array(createHash('sha256').update(d).digest());
-
-function makeObject(length: number, seed: number): Uint8Array {
-  const random = seededRandom(seed);
-  return Uint8Array.from({ length }, () => random() & 0xff);
-}
-
-/** A source as the network sees it: takes client datagrams, yields datagrams to send. */
-interface Source {
-  handle(bytes: Uint8Array, now: number): void;
-  poll(now: number): Uint8Array | null;
-  tick(now: number): void;
-}
-
 function honest(object: Uint8Array, request: RequestMessage, mode: Mode, seed: number): Sender {
-  return new Sender({
-    request,
-    object,
-    digest: sha256(object),
-    codec: codecs[mode],
-    random: seededRandom(seed),
-    now: 0,
-    sha256,
-  });
-}
-
-function asSource(sender: Sender): Source {
-  return {
-    handle: (b, now) => sender.handleDatagram(b, now),
-    poll: (now) => sender.pollDatagram(now),
-    tick: (now) => {
-      const d = sender.nextDeadline();
-      if (d !== null && d <= now) sender.handleTimeout(now);
-    },
-  };
+  return honestFor(codecs[mode], object, request, seed);
 }
 
 /** An honest sender whose DATA payloads are altered (valid META and DIGESTS). */
@@ -93,67 +64,13 @@ function corruptingData(sender: Sender, every: number): Source {
   };
 }
 
-interface Run {
-  receiver: Receiver;
-  object: Uint8Array;
-}
-
-/**
- * Runs a download: `sources[i]` is reached with a one-way delay of delays[i] ms, each sends at
- * most `perMs` datagrams per ms. Returns when the receiver is done (or fails the test after 60 s
- * of simulated time).
- */
 function download(
   mode: Mode,
   object: Uint8Array,
   make: (request: RequestMessage, i: number) => Source,
   delays: number[],
 ): Run {
-  const n = delays.length;
-  const receiver = new Receiver({
-    transferId: TRANSFER,
-    url: 'https://origin.example/seg',
-    mode,
-    sourceCount: n,
-    window: 64,
-    generationSize: G,
-    symbolSize: SYMBOL,
-    codec: codecs[mode],
-    now: 0,
-    sha256,
-  });
-  const sources: (Source | undefined)[] = new Array(n);
-  // In flight: [deliverAt, to (-1 = receiver, else source), from, bytes]
-  let queue: [number, number, number, Uint8Array][] = [];
-  for (let now = 0; now < 60_000; now++) {
-    const due = queue.filter((q) => q[0] <= now);
-    queue = queue.filter((q) => q[0] > now);
-    for (const [, to, from, bytes] of due) {
-      if (to < 0) receiver.handleDatagram(from, bytes, now);
-      else {
-        if (!sources[to]) {
-          const m = decode(bytes);
-          if (m.ok && m.value.type === MessageType.Request) sources[to] = make(m.value, to);
-        }
-        sources[to]?.handle(bytes, now);
-      }
-    }
-    const deadline = receiver.nextDeadline();
-    if (deadline !== null && deadline <= now) receiver.handleTimeout(now);
-    for (let d = receiver.pollDatagram(now); d; d = receiver.pollDatagram(now))
-      queue.push([now + delays[d.source], d.source, -1, d.bytes]);
-    if (receiver.status !== 'active') return { receiver, object };
-    sources.forEach((s, i) => {
-      if (!s) return;
-      s.tick(now);
-      for (let k = 0; k < 4; k++) {
-        const b = s.poll(now);
-        if (!b) break;
-        queue.push([now + delays[i], -1, i, b]);
-      }
-    });
-  }
-  throw new Error(`download did not end in 60 s of simulated time: ${JSON.stringify(receiver.stats().sources)}`);
+  return run(mode, codecs[mode], object, make, delays);
 }
 
 const MODES: Mode[] = ['uncoded', 'rlnc', 'fountain'];

@@ -18,7 +18,7 @@ import { Codec } from '../codec/types';
 import { TransferError, TransferErrorCode } from '../errors';
 import { CheckLayout } from '../integrity';
 import { Layout } from '../layout';
-import { MAX_OBJECT_BYTES, MAX_SOURCES } from '../limits';
+import { MAX_DATAGRAM_BYTES, MAX_OBJECT_BYTES, MAX_SOURCES } from '../limits';
 import { DEFAULT_SCHEDULER, schedulerSupports } from '../modes';
 import { ByteRange, ObjectAttributes, rangeProblem, servedRangeProblem } from '../range';
 import {
@@ -27,9 +27,13 @@ import {
   DigestsMessage,
   encodeRequest,
   encodeStop,
+  MAX_BLOCK_ROUND,
   MessageType,
   MetaMessage,
   Mode,
+  RequestMessage,
+  RequestResume,
+  requestLength,
   SchedulerName,
   StopReason,
 } from '../wire';
@@ -93,6 +97,8 @@ export class Receiver {
   private readonly opts: ReceiverOptions;
   private readonly scheduler: SchedulerName;
   private readonly sources: Source[];
+  /** Fountain: per source index, the round after the highest block id it sent (REQUEST resume). */
+  private readonly nextBlockRound: Uint32Array;
   private readonly quorum: IdentityQuorum;
   private readonly steering: Steering;
   private readonly completion: Completion;
@@ -124,6 +130,7 @@ export class Receiver {
     this.startedAt = opts.now;
     this.lastProgressAt = opts.now;
     this.sources = Array.from({ length: opts.sourceCount }, () => new Source(opts.now, config));
+    this.nextBlockRound = new Uint32Array(opts.sourceCount);
     const hash = opts.sha256 ?? sha256;
     const checkCountOf = (length: number) =>
       new CheckLayout(new Layout(opts.mode, length, opts.symbolSize, opts.generationSize)).checkCount;
@@ -329,6 +336,10 @@ export class Receiver {
       s.invalid++;
       return;
     }
+    if (this.opts.mode === 'fountain') {
+      const round = Math.min(Math.floor(key / this.sources.length) + 1, MAX_BLOCK_ROUND);
+      if (round > this.nextBlockRound[sourceIndex]) this.nextBlockRound[sourceIndex] = round;
+    }
     if (!this.completion.started || !source.metaOk) {
       if (!this.early.hold(sourceIndex, unit, key, payload)) s.beforeMeta++;
       return;
@@ -504,7 +515,7 @@ export class Receiver {
   private request(index: number): Uint8Array {
     const o = this.opts;
     const weights = this.steering.initialWeights(this.sources.length);
-    return encodeRequest({
+    const m: Omit<RequestMessage, 'type'> = {
       transferId: this.transferId,
       mode: o.mode,
       scheduler: this.scheduler,
@@ -516,7 +527,22 @@ export class Receiver {
       url: o.url,
       ...(o.range ? { range: o.range } : {}),
       ...(weights ? { weights } : {}),
-    });
+    };
+    // What is decoded already, for a source that starts the transfer again (a new connection,
+    // a replacement): it sends none of it.
+    const resume = this.resumePoint(index);
+    if (resume) m.resume = resume;
+    // Both parts are optional: where a long URL leaves no room, the resume part goes first, then
+    // the weights (published ones come with every REQUEST after the first FEEDBACK).
+    if (requestLength(m) > MAX_DATAGRAM_BYTES) delete m.resume;
+    if (requestLength(m) > MAX_DATAGRAM_BYTES) delete m.weights;
+    return encodeRequest(m);
+  }
+
+  private resumePoint(index: number): RequestResume | undefined {
+    const fromUnit = this.completion.started ? this.completion.wMin : 0;
+    const blockRound = this.nextBlockRound[index];
+    return fromUnit > 0 || blockRound > 0 ? { fromUnit, blockRound } : undefined;
   }
 
   private feedback(index: number, now: number): Uint8Array {

@@ -25,6 +25,7 @@ import {
   MessageType,
   NO_SEQ,
   RequestMessage,
+  RequestResume,
   StopReason,
   writeDataFountainHeader,
   writeDataRlncHeader,
@@ -268,7 +269,8 @@ export class Sender implements ScheduleView {
     this.delivered = new Uint16Array(this.layout.unitCount);
     this.pinned = new Uint16Array(this.layout.unitCount);
     this.now = opts.now;
-    this.enteredAt.fill(opts.now, 0, Math.min(this.windowUnits, this.layout.unitCount));
+    if (r.resume) this.resumeFrom(r.resume);
+    this.enteredAt.fill(opts.now, this.wMin, Math.min(this.wMin + this.windowUnits, this.layout.unitCount));
     const digests = opts.unitDigests ?? unitDigests(opts.object, this.layout, opts.sha256);
     this.meta = encodeMeta({
       transferId: r.transferId,
@@ -292,6 +294,18 @@ export class Sender implements ScheduleView {
   }
 
   private readonly random: Random;
+
+  /**
+   * A client resuming (it lost the connection this transfer's first incarnation ran on): what it
+   * has is not sent again. Units below fromUnit are complete, and fountain block ids start past
+   * those this source index sent before. A hostile client can only make this source send less.
+   */
+  private resumeFrom(resume: RequestResume): void {
+    const unitCount = this.layout.unitCount;
+    this.wMin = Math.min(resume.fromUnit, unitCount);
+    for (let u = 0; u < this.wMin; u++) this.ranks[u] = this.layout.unitSize(u);
+    this.blockIdsUsed.fill(resume.blockRound);
+  }
 
   // ---- ScheduleView
   get windowStart(): number {
