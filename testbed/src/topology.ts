@@ -104,6 +104,23 @@ export function describe(name: string, profile: string, capsKBps: number[], seed
   };
 }
 
+/**
+ * Moves the client to another address of its subnet, as a network change does (Wi-Fi to
+ * cellular): the old address is gone at once, and with it every socket bound to it; the links
+ * steer by interface, so the new address crosses the same emulated access link. `hostOctet` is
+ * the new address's last byte (3-254; .1 is the router). Resolves to the new address.
+ */
+export async function renumberClient(d: TestbedDescription, hostOctet: number): Promise<string> {
+  if (!(Number.isInteger(hostOctet) && hostOctet >= 3 && hostOctet <= 254))
+    throw new RangeError(`client host octet must be 3-254, got ${hostOctet}`);
+  const address = `10.78.${subnetIndex('c')}.${hostOctet}`;
+  await ipIn(d.client.netns, ['addr', 'flush', 'dev', 'eth0']);
+  await ipIn(d.client.netns, ['addr', 'add', `${address}/24`, 'dev', 'eth0']);
+  // Flushing the address took the default route with it.
+  await ipIn(d.client.netns, ['route', 'replace', 'default', 'via', routerAddress('c')]);
+  return address;
+}
+
 /** Removes every namespace of testbed `name` (processes in them are killed) and its state. */
 export async function destroy(name: string): Promise<string[]> {
   if (!TESTBED_NAME.test(name)) throw new Error(`bad testbed name ${JSON.stringify(name)}`);
