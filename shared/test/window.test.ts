@@ -19,6 +19,7 @@ import {
   NO_SEQ,
   Partition,
   RequestMessage,
+  RequestResume,
   rlncCodec,
   SchedulerName,
   seededRandom,
@@ -52,6 +53,7 @@ interface SenderSetup {
   warmStart?: PathEstimate;
   /** The REQUEST's initial weights. */
   weights?: number[];
+  resume?: RequestResume;
 }
 
 function makeSender(o: SenderSetup = {}): Sender {
@@ -68,6 +70,7 @@ function makeSender(o: SenderSetup = {}): Sender {
     symbolSize: o.symbolSize ?? 16,
     url: 'test://object',
     ...(o.weights ? { weights: Uint8Array.from(o.weights) } : {}),
+    ...(o.resume ? { resume: o.resume } : {}),
   };
   const object = new Uint8Array(o.objectLength ?? 16 * 40);
   for (let i = 0; i < object.length; i++) object[i] = (i * 31 + 7) & 0xff;
@@ -614,6 +617,39 @@ describe('strict moving window', () => {
 });
 
 // ------------------------------------------------------------------ monotonic state
+
+describe('a resuming REQUEST', () => {
+  test('units below fromUnit are complete: the window starts there', () => {
+    const sender = makeSender({ window: 8, objectLength: 16 * 40, resume: { fromUnit: 12, blockRound: 0 } });
+    expect([sender.windowStart, sender.windowEnd]).toEqual([12, 20]);
+    for (const u of range(0, 12)) expect(sender.rank(u)).toBe(1);
+  });
+
+  test('no DATA before the first FEEDBACK, which says what else the client has', () => {
+    const sender = makeSender({ window: 8, objectLength: 16 * 40, resume: { fromUnit: 12, blockRound: 0 } });
+    expect(drain(sender, 0)).toEqual({ data: [], metas: 1 });
+    sender.handleDatagram(feedback('uncoded', { wMin: 12, received: [12, 13, 15], count: 4 }), 40);
+    // 12 and 13 complete: the window is [14, 22); 15 is there too.
+    expect(units(drain(sender, 40).data)).toEqual([14, ...range(16, 22)]);
+  });
+
+  test("without a FEEDBACK, DATA begins at the deadline it set (META's first timeout)", () => {
+    const sender = makeSender({ window: 8, objectLength: 16 * 40, resume: { fromUnit: 30, blockRound: 0 } });
+    expect(drain(sender, 0).data).toEqual([]);
+    const deadline = sender.nextDeadline()!;
+    expect(deadline).toBeLessThanOrEqual(INITIAL_TIMEOUT);
+    expect(drain(sender, deadline - 1).data).toEqual([]);
+    sender.handleTimeout(deadline);
+    expect(units(drain(sender, deadline).data)).toEqual(range(30, 38));
+  });
+
+  test('fromUnit past the last unit: the object is complete, nothing is sent', () => {
+    const sender = makeSender({ objectLength: 16 * 40, resume: { fromUnit: 2 ** 32 - 1, blockRound: 0 } });
+    sender.handleTimeout(INITIAL_TIMEOUT);
+    expect(drain(sender, INITIAL_TIMEOUT).data).toEqual([]);
+    expect(sender.windowStart).toBe(40);
+  });
+});
 
 describe('acknowledged state only grows', () => {
   test('an older, reordered feedback with a lower wMin and fewer bits does not regress', () => {

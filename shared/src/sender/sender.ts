@@ -240,6 +240,13 @@ export class Sender implements ScheduleView {
   private metaSentAt = -Infinity;
   private firstSeqAfterMeta = 0;
   private lastHeardAt: number;
+  /**
+   * A resuming client's transfer (its REQUEST has a resume part) sends no DATA before the
+   * client's first FEEDBACK, or this deadline: its window holds units the client has partly or
+   * wholly decoded, which only FEEDBACK describes, and a window sent blind was a window wasted
+   * (testbed, rlnc after a network change: up to 640 redundant packets of 7490).
+   */
+  private holdDataUntil = -Infinity;
 
   constructor(opts: SenderOptions) {
     const r = opts.request;
@@ -269,7 +276,10 @@ export class Sender implements ScheduleView {
     this.delivered = new Uint16Array(this.layout.unitCount);
     this.pinned = new Uint16Array(this.layout.unitCount);
     this.now = opts.now;
-    if (r.resume) this.resumeFrom(r.resume);
+    if (r.resume) {
+      this.resumeFrom(r.resume);
+      this.holdDataUntil = opts.now + this.rtt.timeout(this.config.ackDelaySlackMs);
+    }
     this.enteredAt.fill(opts.now, this.wMin, Math.min(this.wMin + this.windowUnits, this.layout.unitCount));
     const digests = opts.unitDigests ?? unitDigests(opts.object, this.layout, opts.sha256);
     this.meta = encodeMeta({
@@ -432,6 +442,7 @@ export class Sender implements ScheduleView {
     }
     this.stats.feedbackReceived++;
     this.now = now;
+    this.holdDataUntil = -Infinity;
     if (m.metaKnown) this.metaAcked = true;
     if (m.complete) {
       this.status = 'done';
@@ -591,6 +602,7 @@ export class Sender implements ScheduleView {
       return this.meta;
     }
     if (this.digestCursor < this.digests.length && !this.metaAcked) return this.digests[this.digestCursor++];
+    if (now < this.holdDataUntil) return null;
     this.now = now;
     this.expireStale(now);
     if (this.inFlight >= this.inFlightLimit) {
@@ -645,6 +657,7 @@ export class Sender implements ScheduleView {
     if (this.status !== 'active') return null;
     let deadline = this.lastHeardAt + this.config.idleTimeoutMs;
     if (!this.metaAcked && !this.metaPending) deadline = Math.min(deadline, this.metaDueAt);
+    if (this.holdDataUntil > -Infinity) deadline = Math.min(deadline, this.holdDataUntil);
     if (this.inFlight > 0) {
       for (let seq = this.oldestLive; seq < this.nextSeq; seq++) {
         const slot = seq & (RING - 1);
@@ -665,6 +678,7 @@ export class Sender implements ScheduleView {
       return;
     }
     if (!this.metaAcked && !this.metaPending && now >= this.metaDueAt) this.metaPending = true;
+    if (now >= this.holdDataUntil) this.holdDataUntil = -Infinity;
     this.expireStale(now);
   }
 
