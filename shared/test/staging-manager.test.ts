@@ -137,6 +137,10 @@ describe('StagingManager', () => {
     m.fetchStarted(a, 60);
     m.fetchCompleted(a, 100);
     expect(m.decide(100)).toEqual([b]);
+    // The one after a (where a handoff during a stages first), by range too.
+    expect(m.after(a)).toEqual(b);
+    expect(m.after(b)).toBeUndefined();
+    expect(m.after({ url: a.url })).toBeUndefined();
   });
 
   test('property: decide() orders only listed, unfetched, unstaged segments, and never past maxAhead', () => {

@@ -122,17 +122,10 @@ class Failure extends Error {
   }
 }
 
-/**
- * A frame's stager (one per client, mode and N); `next` is the segment after the one last asked
- * for (a proxy going away mid-segment begins its handoff there); `unsubscribe` ends the client's
- * leaving notices to it.
- */
+/** A frame's stager: one per client, mode and N. */
 interface FrameStaging {
   key: string;
   stager: SegmentStager;
-  next?: SegmentRef;
-  track?: string;
-  unsubscribe?: () => void;
 }
 
 export class Downloader {
@@ -244,7 +237,6 @@ export class Downloader {
 
   /** Closes the client (the frame is going away, or the settings changed). */
   close(): void {
-    this.staging?.unsubscribe?.();
     this.staging?.stager.close();
     this.staging = undefined;
     for (const job of this.jobs.values()) job.controller.abort();
@@ -416,8 +408,6 @@ export class Downloader {
     let staged = false;
     if (staging) {
       staging.setUpcoming([segment, ...(req.upcoming ?? [])], req.track);
-      this.staging!.next = req.upcoming?.[0];
-      this.staging!.track = req.track;
       // Within the request's origo limit, and its failure is the download's: the download would
       // have asked origo the same (a second try would overrun the hook's deadline).
       await staging.proxies(job.controller.signal, limits.origoMs);
@@ -473,16 +463,18 @@ export class Downloader {
     if (!chooseProxies || !stage) return undefined;
     const key = `${this.client?.key} ${req.mode} ${req.proxies}`;
     if (this.staging?.key !== key) {
-      this.staging?.unsubscribe?.();
       this.staging?.stager.close();
       const clock = {
         now: () => this.deps.now(),
         setTimer: (ms: number, callback: () => void) => this.timer(ms, callback),
       };
+      const { onProxyLeaving } = client;
       const stagingClient: StagingClient = {
         chooseProxies: (count, mode, o) => chooseProxies.call(client, count, mode, o),
         stage: (url, proxies, o) => stage.call(client, url, proxies, o),
         leavingProxies: () => client.leavingProxies?.() ?? [],
+        // A proxy going away mid-segment: the stager begins its handoff at the next segment at once.
+        ...(onProxyLeaving ? { onProxyLeaving: (listener) => onProxyLeaving.call(client, listener) } : {}),
       };
       // Every segment at the whole set: a player paced by its buffer gained nothing from the spread
       // rule in Chromium (no fewer stalls, lower segment goodput), and on a busy machine its staging
@@ -493,12 +485,7 @@ export class Downloader {
         staging: true,
         spread: req.proxies,
       });
-      const staging: FrameStaging = { key, stager };
-      // A proxy going away mid-segment: the handoff begins now, at the segment after the last one asked for.
-      staging.unsubscribe = client.onProxyLeaving?.(
-        () => void stager.proxyLeaving(staging.next, staging.track).catch(() => undefined),
-      );
-      this.staging = staging;
+      this.staging = { key, stager };
     }
     return this.staging.stager;
   }

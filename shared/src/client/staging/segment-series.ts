@@ -90,12 +90,6 @@ export async function downloadSeries(
     ...(o.spreadConfig ? { spreadConfig: o.spreadConfig } : {}),
   });
   stager.setUpcoming(segments);
-  /** The segment whose download is under way (or was last). */
-  let downloading = 0;
-  // A proxy going away mid-segment: the handoff begins now, the switch waits for the segment's end.
-  const unsubscribe = client.onProxyLeaving?.(
-    () => void stager.proxyLeaving(segments[downloading + 1], undefined, o.signal).catch(() => undefined),
-  );
   for (let attempt = 1; stager.current() === undefined; attempt++) {
     try {
       await stager.proxies(o.signal);
@@ -109,7 +103,6 @@ export async function downloadSeries(
   const outcomes: SegmentOutcome[] = [];
   try {
     for (const [index, s] of segments.entries()) {
-      downloading = index;
       const startAt = clock.now();
       const staged = stager.fetchStarted(s);
       let retries = 0;
@@ -167,7 +160,6 @@ export async function downloadSeries(
       if (next !== undefined) await stager.afterSegment(result, next, undefined, o.signal, use);
     }
   } finally {
-    unsubscribe?.();
     stager.close();
   }
   const { handoffs, ...staging } = stager.stats();

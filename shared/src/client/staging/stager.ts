@@ -109,12 +109,18 @@ export class SegmentStager {
   private hintsInFlight = 0;
   /** A handoff begun while a segment downloads (proxyLeaving()); the next boundary waits for it. */
   private handingOff?: Promise<void>;
+  /** The segment whose download started last, and its track. */
+  private lastStarted?: { segment: SegmentRef; track: string };
+  private readonly stopLeavingNotices?: () => void;
 
   constructor(
     private readonly client: StagingClient,
     private readonly clock: Clock,
     private readonly o: StagerOptions,
-  ) {}
+  ) {
+    // A proxy going away while a segment downloads: its handoff begins at once (proxyLeaving).
+    this.stopLeavingNotices = client.onProxyLeaving?.(() => void this.proxyLeaving().catch(() => undefined));
+  }
 
   /** The set in use, if chosen. */
   current(): readonly ProxyInfo[] | undefined {
@@ -165,6 +171,7 @@ export class SegmentStager {
       this.spreadRule?.observeStart(at.length, !at.every((id) => profile.holders.includes(id)));
     }
     manager.fetchStarted(s, this.clock.now());
+    this.lastStarted = { segment: s, track };
     this.stageAhead(track);
     return staged;
   }
@@ -248,9 +255,14 @@ export class SegmentStager {
    * the handoff begins now, not at the segment's end. The download under way keeps its sources
    * (they were fixed when it started) and the leaver serves it to the end; origo is asked for a
    * replacement and `next` is staged there meanwhile, so the switch at the boundary (afterSegment
-   * waits for this) does not wait for the newcomer's origin fetch.
+   * waits for this) does not wait for the newcomer's origin fetch. Called on the client's leaving
+   * notices (StagingClient.onProxyLeaving); `next` and `track` default to the segment listed
+   * after the one whose download started last.
    */
-  proxyLeaving(next?: SegmentRef, track = this.lastTrack, signal?: AbortSignal): Promise<void> {
+  proxyLeaving(next?: SegmentRef, track?: string, signal?: AbortSignal): Promise<void> {
+    const last = this.lastStarted;
+    track ??= last?.track ?? this.lastTrack;
+    next ??= last && last.track === track ? this.tracks.get(track)?.after(last.segment) : undefined;
     const set = this.set;
     if (this.handingOff || !set || this.closed || this.o.mode === 'http') return this.handingOff ?? Promise.resolve();
     const goneIds = new Set(this.client.leavingProxies?.() ?? []);
@@ -286,6 +298,7 @@ export class SegmentStager {
     } catch {
       // Origo out of reach: go on with the proxies left (MutpClient replaces dead ones itself).
     }
+    if (this.closed) return;
     if (fresh.length === 0) {
       this.replaceBackoffMs = Math.min(
         MAX_REPLACEMENT_BACKOFF_MS,
@@ -324,9 +337,10 @@ export class SegmentStager {
     this.spreadRule?.setSize(this.set.length);
   }
 
-  /** No more hints (the series ended, the page went away). */
+  /** No more hints or handoffs (the series ended, the page went away). */
   close(): void {
     this.closed = true;
+    this.stopLeavingNotices?.();
   }
 
   stats(): StagerStats {

@@ -175,6 +175,14 @@ export class StagingManager {
     return p.orderedAt !== undefined && now - p.orderedAt >= this.config.stageTimeoutMs;
   }
 
+  /** The segment listed after `s`, if any. */
+  after(s: SegmentRef): SegmentRef | undefined {
+    const i = this.upcoming.findIndex((p) => p.key === segmentKey(s));
+    const p = i < 0 ? undefined : this.upcoming[i + 1];
+    if (p === undefined) return undefined;
+    return p.range ? { url: p.url, range: { ...p.range } } : { url: p.url };
+  }
+
   profile(s: SegmentRef): Readonly<ChunkProfile> | undefined {
     return this.byKey.get(segmentKey(s));
   }
