@@ -216,13 +216,19 @@ export class MutpClient {
   networkChanged(): void {
     this.config.trace?.('network changed: reconnecting to origo and the proxies');
     this.failedAt.clear();
-    const session = this.session;
-    this.token = session?.token ?? this.token;
-    this.session = undefined; // not a lost instance: the next session goes to the same one
-    session?.close('network changed');
+    // Not a lost instance: the next session goes to the same one.
+    this.dropConnections('network changed');
+  }
+
+  /** Closes every proxy link and the origo session, keeping the token for the next session. */
+  private dropConnections(reason?: string): void {
     const links = [...this.links.values()];
     this.links.clear();
-    for (const link of links) link.close('network changed');
+    for (const link of links) link.close(reason);
+    const session = this.session;
+    this.token = session?.token ?? this.token;
+    this.session = undefined;
+    session?.close(reason);
   }
 
   /** Undefined unless origo is in its back-off period (it is then not tried until it ends). */
@@ -772,12 +778,7 @@ export class MutpClient {
   /** Closes every proxy connection and the origo session. */
   close(): void {
     this.stopNetworkWatch?.();
-    for (const link of this.links.values()) link.close();
-    this.links.clear();
-    const session = this.session;
-    this.token = session?.token ?? this.token;
-    this.session = undefined;
-    session?.close();
+    this.dropConnections();
   }
 }
 
