@@ -17,6 +17,7 @@ import {
   GetResult,
   MutpClient,
   OrigoSession,
+  openWebRtcTransport,
   ProxyLink,
   systemClock,
   WebSocketLike,
@@ -119,8 +120,8 @@ async function hostileClient(index: number): Promise<'served' | 'refused'> {
     await session.connect();
     const [proxy] = await session.requestProxies(1, 'rlnc');
     if (!proxy) throw new Error('no-proxy: origo offered none (the proxy is full or missed its heartbeats)');
-    link = new ProxyLink(proxy, `h${index}`);
-    await link.open(session, rtc, systemClock, 10_000);
+    link = new ProxyLink(proxy, { clock: systemClock });
+    await link.connect((ms) => openWebRtcTransport(session, rtc, proxy, `h${index}`, systemClock, ms), 10_000);
     const send = (bytes: Uint8Array) => link!.send(bytes);
     const base = `${origin.url}`;
     switch (index % 4) {

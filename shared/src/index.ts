@@ -34,6 +34,7 @@ export type {
 } from './receiver/receiver';
 export { RateEstimator } from './receiver/rate-estimator';
 export * from './endpoint';
+export * from './link';
 export * from './signalling';
 export * from './transport';
 export * from './driver';

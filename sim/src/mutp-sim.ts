@@ -30,6 +30,7 @@ import {
   Sender,
   SenderConfig,
   SharedEncoders,
+  LinkEndpoint,
   SourceEndpoint,
   uncodedCodec,
 } from '@mutp/shared';
@@ -304,9 +305,31 @@ export function simulateMutp(s: Scenario, options: MutpSimOptions = {}): SimResu
     pumpSource(src, now);
   }
 
-  // ---- client side
+  // ---- client side: one link endpoint per source, as the client keeps one per proxy. The
+  // simulator models no transport handshakes, so links are neither judged dead nor replaced: a
+  // silent source is the Receiver's to steer around, as over a link that comes back.
+  const links = sources.map((src) => {
+    const link = new LinkEndpoint({
+      now: 0,
+      liveness: { silentMs: Infinity, unansweredMs: Infinity },
+      reconnection: { enabled: false },
+    });
+    link.attach(
+      receiver.transferId,
+      {
+        handleMessage: (m, size, now) => receiver.handleMessage(src.index, m, size, now),
+        awaiting: () => receiver.sourceLive(src.index),
+        reconnected: (now) => receiver.sourceReconnected(src.index, now),
+        closed: (reason) => receiver.sourceLost(src.index, reason),
+      },
+      0,
+    );
+    link.transportOpened(0);
+    return link;
+  });
+
   function clientReceive(source: number, datagram: Uint8Array, now: number): void {
-    receiver.handleDatagram(source, datagram, now);
+    links[source].handleDatagram(datagram, now);
     if (receiver.status !== 'active' && completedAt < 0) completedAt = now;
     flushClient(now);
   }
@@ -318,7 +341,14 @@ export function simulateMutp(s: Scenario, options: MutpSimOptions = {}): SimResu
       if (options.dropFeedback && bytes[1] !== MessageType.Request && bytes[1] !== MessageType.Stop) {
         if (options.dropFeedback(src.index, src.feedbackSeen++)) continue;
       }
-      network.toSource(src.index, bytes.length, now, (at) => queue.schedule(at, () => sourceReceive(src, bytes, at)));
+      const link = links[src.index];
+      link.send(bytes, now);
+      for (let d = link.pollTransmit(); d; d = link.pollTransmit()) {
+        const datagram = d;
+        network.toSource(src.index, datagram.length, now, (at) =>
+          queue.schedule(at, () => sourceReceive(src, datagram, at)),
+        );
+      }
     }
     receiverTimer.arm();
   }

@@ -40,7 +40,8 @@ import { ClientHost } from './host';
 import { HttpDownloadResult, runHttpDownload } from './http-download';
 import { BackoffPolicy, describeDown, OrigoBackoff, OrigoDown } from './origo-backoff';
 import { OrigoSession } from './origo-session';
-import { ProxyLink } from './proxy-link';
+import { openWebRtcTransport } from './link-transport';
+import { ProxyLink, RetrySoon, TransportConnector } from './proxy-link';
 
 export type DownloadMode = 'http' | Mode;
 
@@ -216,8 +217,10 @@ export class MutpClient {
   networkChanged(): void {
     this.config.trace?.('network changed: reconnecting to origo and the proxies');
     this.failedAt.clear();
+    // Links with transfers under way reconnect on their own; idle ones close.
+    for (const link of this.links.values()) link.transportLost('network changed');
     // Not a lost instance: the next session goes to the same one.
-    this.dropConnections('network changed');
+    this.dropSession('network changed');
   }
 
   /** Closes every proxy link and the origo session, keeping the token for the next session. */
@@ -225,6 +228,10 @@ export class MutpClient {
     const links = [...this.links.values()];
     this.links.clear();
     for (const link of links) link.close(reason);
+    this.dropSession(reason);
+  }
+
+  private dropSession(reason?: string): void {
     const session = this.session;
     this.token = session?.token ?? this.token;
     this.session = undefined;
@@ -399,8 +406,6 @@ export class MutpClient {
         },
         onProgress: o.onProgress,
         onPolluters: (polluters) => this.onPolluters(session, polluters),
-        reconnect: (lost) => this.reconnect(lost, limits, o.signal),
-        networkAnswers: () => this.origoAnswers(),
       });
       this.report(session, url, mode, result, scheduler, links.length);
       return result;
@@ -466,42 +471,29 @@ export class MutpClient {
   }
 
   /**
-   * A new connection to the proxy of a link lost mid-download (a disconnection, a network
-   * change): tried again, backing off from 0.5 s to 2 s, until the stall timeout (the longest
-   * disconnection a download survives) is up. Origo comes first, checked (liveOrigo): the
-   * signalling goes through it, and its answer says the network is back.
+   * One attempt at a new transport to `proxy` after its link was lost mid-download (a
+   * disconnection, a network change); the link's endpoint repeats attempts, backing off, until
+   * its transfers' stall timeout. Origo comes first, checked (liveOrigo): the signalling goes
+   * through it, and its answer says the network is back. An origo that does not answer yet is
+   * tried again soon, each time with a second more.
    */
-  private async reconnect(lost: ProxyLink, limits: Limits, signal?: AbortSignal): Promise<ProxyLink> {
-    const clock = this.host.clock;
-    const deadline = clock.now() + (this.config.stallTimeoutMs ?? DEFAULT_RECEIVER_CONFIG.stallTimeoutMs);
-    // Short attempts: one begun in a disconnection backs off its own retransmissions (DTLS
-    // doubles up to a minute) and would stay stuck long after the network is back.
-    const attemptMs = Math.min(limits.connectMs, RECONNECT_ATTEMPT_MS);
-    const trace = this.config.trace;
-    const sleep = (ms: number) => new Promise<void>((resolve) => clock.setTimer(ms, resolve));
-    trace?.(`${lost.proxy.name}: connection lost (${lost.closeReason ?? 'closed'}), reconnecting`);
-    for (let wait = 500, origoFailures = 0; ;) {
+  private reconnector(proxy: ProxyInfo): TransportConnector {
+    let origoFailures = 0;
+    return async (timeoutMs) => {
       let session: OrigoSession;
       try {
-        session = await this.liveOrigo(Math.min(limits.origoMs, RECONNECT_ORIGO_MS + 1000 * origoFailures));
+        session = await this.liveOrigo(Math.min(this.config.origoTimeoutMs, RECONNECT_ORIGO_MS + 1000 * origoFailures));
       } catch (e) {
         origoFailures++;
-        trace?.(`${lost.proxy.name}: origo not reachable yet: ${why(e)}`);
-        if (signal?.aborted || clock.now() + RECONNECT_ORIGO_RETRY_MS >= deadline) throw e;
-        await sleep(RECONNECT_ORIGO_RETRY_MS);
-        continue;
+        throw new RetrySoon(`origo not reachable yet: ${why(e)}`, RECONNECT_ORIGO_RETRY_MS);
       }
-      try {
-        const link = await this.linkTo(session, lost.proxy, attemptMs);
-        trace?.(`${lost.proxy.name}: reconnected`);
-        return link;
-      } catch (e) {
-        trace?.(`${lost.proxy.name}: reconnection attempt failed: ${why(e)}`);
-        if (signal?.aborted || clock.now() + wait >= deadline) throw e;
-        await sleep(wait);
-        wait = Math.min(2 * wait, 2000);
-      }
-    }
+      origoFailures = 0;
+      return openWebRtcTransport(session, this.host.rtc, proxy, this.connectionId(), this.host.clock, timeoutMs);
+    };
+  }
+
+  private connectionId(): string {
+    return `c${(this.host.random() >>> 0).toString(36)}${this.nextLink++}`;
   }
 
   /**
@@ -561,7 +553,7 @@ export class MutpClient {
     limits: Limits,
     preferred: readonly ProxyInfo[] = [],
   ): Promise<ProxyLink[]> {
-    for (const [id, link] of this.links) if (!link.alive) this.links.delete(id);
+    for (const [id, link] of this.links) if (link.state === 'closed') this.links.delete(id);
     const chosen: ProxyLink[] = [];
     const failed: string[] = [];
     // Why each proxy could not be reached, for the error when none could.
@@ -677,6 +669,8 @@ export class MutpClient {
   private linkTo(session: OrigoSession, proxy: ProxyInfo, timeoutMs: number): Promise<ProxyLink> {
     const existing = this.links.get(proxy.proxyId);
     if (existing?.alive) return Promise.resolve(existing);
+    // A link reconnecting on its own is the connection to wait for, not a reason for a second one.
+    if (existing?.state === 'reconnecting') return existing.ready().then(() => existing);
     // Concurrent downloads wait for the same connection instead of opening a second one.
     const pending = this.pendingLinks.get(proxy.proxyId);
     if (pending) return pending;
@@ -687,16 +681,26 @@ export class MutpClient {
     return opening;
   }
 
-  /** A fresh connection per try (see LINK_ATTEMPTS); the last failure is the answer. */
+  /** A fresh link per try (see LINK_ATTEMPTS); the last failure is the answer. */
   private async openLinkRetrying(session: OrigoSession, proxy: ProxyInfo, timeoutMs: number): Promise<ProxyLink> {
     let timeouts = 0;
     for (let attempt = 1; ; attempt++) {
       if (!session.isOpen) throw new ClientError('origo-unreachable', 'the origo session is closed');
-      const connectionId = `c${(this.host.random() >>> 0).toString(36)}${this.nextLink++}`;
-      const link = new ProxyLink(proxy, connectionId);
+      const link = new ProxyLink(proxy, {
+        clock: this.host.clock,
+        reconnect: this.reconnector(proxy),
+        networkAnswers: () => this.origoAnswers(),
+        reconnectAttemptMs: Math.min(this.config.connectTimeoutMs, RECONNECT_ATTEMPT_MS),
+        reconnection: { windowMs: this.config.stallTimeoutMs ?? DEFAULT_RECEIVER_CONFIG.stallTimeoutMs },
+        trace: this.config.trace,
+      });
       link.onGoingAway = () => this.announceLeaving(proxy.proxyId);
       try {
-        await link.open(session, this.host.rtc, this.host.clock, timeoutMs);
+        const connectionId = this.connectionId();
+        await link.connect(
+          (ms) => openWebRtcTransport(session, this.host.rtc, proxy, connectionId, this.host.clock, ms),
+          timeoutMs,
+        );
         this.links.set(proxy.proxyId, link);
         return link;
       } catch (e) {

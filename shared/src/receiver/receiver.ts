@@ -29,6 +29,7 @@ import {
   encodeStop,
   MAX_BLOCK_ROUND,
   MessageType,
+  Message,
   MetaMessage,
   Mode,
   RequestMessage,
@@ -155,12 +156,25 @@ export class Receiver {
     const source = this.sources[sourceIndex];
     if (!source) return;
     const decoded = decode(bytes);
-    if (!decoded.ok || decoded.value.transferId !== this.transferId) {
+    if (!decoded.ok) {
+      source.stats.malformed++;
+      return;
+    }
+    this.handleMessage(sourceIndex, decoded.value, bytes.length, now);
+  }
+
+  /**
+   * A message from source `sourceIndex` that the caller already decoded (a link endpoint decodes
+   * each datagram once to route it); `size` is its length on the wire.
+   */
+  handleMessage(sourceIndex: number, m: Message, size: number, now: number): void {
+    const source = this.sources[sourceIndex];
+    if (!source) return;
+    if (m.transferId !== this.transferId) {
       source.stats.malformed++;
       return;
     }
     if (!source.live) return;
-    const m = decoded.value;
     const mode = this.opts.mode;
     switch (m.type) {
       case MessageType.Meta:
@@ -170,13 +184,13 @@ export class Receiver {
         this.onDigests(sourceIndex, m, now);
         break;
       case MessageType.DataUncoded:
-        this.onData(sourceIndex, m.seq, m.index, 0, m.payload, bytes.length, now, mode === 'uncoded');
+        this.onData(sourceIndex, m.seq, m.index, 0, m.payload, size, now, mode === 'uncoded');
         break;
       case MessageType.DataRlnc:
-        this.onData(sourceIndex, m.seq, m.generation, m.seed, m.payload, bytes.length, now, mode === 'rlnc');
+        this.onData(sourceIndex, m.seq, m.generation, m.seed, m.payload, size, now, mode === 'rlnc');
         break;
       case MessageType.DataFountain:
-        this.onData(sourceIndex, m.seq, m.block, m.blockId, m.payload, bytes.length, now, mode === 'fountain');
+        this.onData(sourceIndex, m.seq, m.block, m.blockId, m.payload, size, now, mode === 'fountain');
         break;
       case MessageType.Error:
         this.endSource(source, 'failed', `source error, ${describeErrorCode(m.code)}: ${m.message}`);
@@ -466,6 +480,11 @@ export class Receiver {
    * possibly after a disconnection): it is asked again at once, as in a resume, and what it
    * decoded so far stays. Its sender on the new connection starts the transfer over.
    */
+  /** Whether source `sourceIndex` is still part of the transfer (asked, or sending): its link is expected to speak. */
+  sourceLive(sourceIndex: number): boolean {
+    return this.sources[sourceIndex]?.live === true;
+  }
+
   sourceReconnected(sourceIndex: number, now: number): void {
     const source = this.sources[sourceIndex];
     if (!source || !source.live || !source.heard) return;
