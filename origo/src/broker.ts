@@ -16,6 +16,7 @@ import {
   OrigoToClient,
   OrigoToProxy,
   ProxyInfo,
+  QuicEndpoint,
   ProxyToOrigo,
   Random,
   WithdrawReason,
@@ -24,7 +25,7 @@ import { OrigoConfig } from './config';
 import { BudgetBook } from './limits';
 import { Metrics } from './metrics';
 import { Cluster, ConnectionRef, InstanceMessage, SharedProxy } from './cluster/cluster';
-import { authenticateProxy, httpUrlProblem, ProxyKeys } from './proxy-auth';
+import { authenticateProxy, httpUrlProblem, ProxyKeys, quicUrlProblem } from './proxy-auth';
 import { RecordWriter } from './record-writer';
 import { ThroughputBook } from './throughput';
 import { TokenIssuer } from './tokens';
@@ -79,6 +80,7 @@ interface ProxyEntry extends ProxyLoad {
   peer: ProxyPeer;
   name: string;
   httpUrl: string;
+  quic?: QuicEndpoint;
   registeredAt: number;
   lastHeartbeatAt?: number;
   connections: Set<string>;
@@ -207,6 +209,10 @@ export class Broker {
     if (urlProblem !== undefined) {
       return refuse('unauthorized', CLOSE.unauthorized, `httpUrl refused: ${urlProblem}`);
     }
+    const quicProblem = m.quic === undefined ? undefined : quicUrlProblem(m.quic.url, m.httpUrl);
+    if (quicProblem !== undefined) {
+      return refuse('unauthorized', CLOSE.unauthorized, `quic.url refused: ${quicProblem}`);
+    }
     const remote = this.deps.cluster.remoteProxies();
     const proxyId = auth.proxyId ?? this.newId('p', this.proxies, remote);
     if (this.deps.cluster.isRevoked(proxyId) && auth.proxyId !== undefined) {
@@ -244,6 +250,7 @@ export class Broker {
       peer,
       name: m.name,
       httpUrl: m.httpUrl,
+      ...(m.quic !== undefined ? { quic: m.quic } : {}),
       modes: new Set(m.modes),
       capacityBps: m.capacityBps,
       uploadBps: 0,
@@ -397,6 +404,7 @@ export class Broker {
       instanceId: this.instanceId,
       name: p.name,
       httpUrl: p.httpUrl,
+      ...(p.quic !== undefined ? { quic: p.quic } : {}),
       modes: [...p.modes],
       capacityBps: p.capacityBps,
       uploadBps: p.uploadBps,
@@ -422,6 +430,9 @@ export class Broker {
       this.withdraw(proxy.proxyId, 'draining', true);
     }
     proxy.draining = m.draining === true;
+    // A certificate rotation: new clients authenticate the proxy by the new hashes.
+    if (m.quicCertificateHashes !== undefined && proxy.quic !== undefined)
+      proxy.quic = { url: proxy.quic.url, certificateHashes: m.quicCertificateHashes };
     proxy.lastHeartbeatAt = Date.now();
     proxy.timer.refresh();
     // The load just reported includes the transfers recent picks became.
@@ -641,6 +652,7 @@ export class Broker {
       name: p.name,
       httpUrl: p.httpUrl,
       capacityBps: p.capacityBps,
+      ...(p.quic !== undefined ? { quic: p.quic } : {}),
     }));
     this.reports.noteOffered(
       client.clientId,
@@ -860,6 +872,7 @@ export class Broker {
 interface Candidate extends ProxyLoad {
   name: string;
   httpUrl: string;
+  quic?: QuicEndpoint;
 }
 
 function ref(c: Connection): ConnectionRef {

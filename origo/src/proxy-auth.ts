@@ -92,3 +92,22 @@ export function httpUrlProblem(httpUrl: string, allowLocal: boolean): string | u
   if (!host.includes('.')) return `${host} is a single-label (intranet) name`;
   return undefined;
 }
+
+/**
+ * Undefined when a proxy's QUIC endpoint URL may be offered to clients, else why not: an https URL
+ * on the host its `httpUrl` names (already checked), so a proxy cannot point clients' QUIC
+ * handshakes at a host it does not answer for.
+ */
+export function quicUrlProblem(quicUrl: string, httpUrl: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(quicUrl);
+  } catch {
+    return 'not a URL';
+  }
+  if (url.protocol !== 'https:') return 'must be https:';
+  if (url.username !== '' || url.password !== '') return 'must not carry credentials';
+  if (url.search !== '' || url.hash !== '') return 'must not carry a query or fragment';
+  if (url.hostname !== new URL(httpUrl).hostname) return `host ${url.hostname} is not the httpUrl's host`;
+  return undefined;
+}

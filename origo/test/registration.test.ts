@@ -197,4 +197,55 @@ describe('proxy registration', () => {
     const error = await refused.next('error');
     expect(['unauthorized', 'bad-message']).toContain(error.code);
   });
+
+  describe('QUIC endpoint', () => {
+    const hash = (fill: string) => Buffer.alloc(32, fill).toString('base64');
+    const quic = (url: string, hashes = [hash('a')]) => ({ url, certificateHashes: hashes });
+
+    async function offered(port: number): Promise<{ proxyId: string; quic?: unknown }[]> {
+      const client = await connectClient(port);
+      client.send({ type: 'request-proxies', requestId: 'q1', count: 4 });
+      const answer = await client.next('proxies', (m) => m.requestId === 'q1');
+      client.close();
+      return answer.proxies as { proxyId: string; quic?: unknown }[];
+    }
+
+    test('is offered to clients with its certificate hashes, and a heartbeat rotates them', async () => {
+      const { port } = await startOrigo();
+      const peer = await TestPeer.open(port, '/v1/proxy', 'proxy');
+      peer.send({ ...registerMessage({ name: 'edge' }), quic: quic('https://edge.test:4433/mutp') });
+      await peer.next('registered');
+      expect((await offered(port))[0].quic).toEqual(quic('https://edge.test:4433/mutp'));
+      peer.send({
+        type: 'heartbeat',
+        activeTransfers: 0,
+        uploadBps: 0,
+        capacityBps: 1_000_000,
+        quicCertificateHashes: [hash('b'), hash('c')],
+      });
+      await proxyBarrier(peer);
+      expect((await offered(port))[0].quic).toEqual(quic('https://edge.test:4433/mutp', [hash('b'), hash('c')]));
+    });
+
+    test('a proxy without one is offered without one', async () => {
+      const { port } = await startOrigo();
+      await connectProxy(port, { name: 'plain' });
+      expect((await offered(port))[0].quic).toBeUndefined();
+    });
+
+    test.each([
+      ['another host than httpUrl', quic('https://victim.test:4433/mutp'), /not the httpUrl's host/],
+      ['not https', quic('http://edge.test:4433/mutp'), /https/],
+      ['a query', quic('https://edge.test:4433/mutp?x=1'), /query/],
+      ['three hashes', quic('https://edge.test:4433/mutp', [hash('a'), hash('b'), hash('c')]), /./],
+      ['a hash that is not 32 bytes', quic('https://edge.test:4433/mutp', ['AAAA']), /./],
+    ])('is refused with %s', async (_what, endpoint, why) => {
+      const { port } = await startOrigo();
+      const peer = await TestPeer.open(port, '/v1/proxy', 'proxy');
+      peer.send({ ...registerMessage({ name: 'edge' }), quic: endpoint });
+      const error = await peer.next('error');
+      expect(['unauthorized', 'bad-message']).toContain(error.code);
+      expect(String(error.message)).toMatch(why);
+    });
+  });
 });

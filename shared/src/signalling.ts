@@ -95,6 +95,26 @@ export const iceCandidate = z.object({
   mid: z.string().max(64),
 });
 
+/** SHA-256 of a certificate's DER, base64 (standard, padded): a WebTransport `serverCertificateHashes` value. */
+const certificateHash = z
+  .string()
+  .length(44)
+  .regex(/^[A-Za-z0-9+/]{43}=$/);
+/**
+ * A proxy's QUIC endpoint (WebTransport over HTTP/3, MUTP messages as QUIC datagrams): its URL,
+ * and the hashes of the certificates it presents, current first, then the next one when a
+ * rotation is near. Clients authenticate the proxy by these hashes, as by the DTLS fingerprint in
+ * the SDP on WebRTC (docs/signalling.md, "QUIC endpoint").
+ */
+export const quicEndpoint = z.object({
+  url: z
+    .url()
+    .max(512)
+    .regex(/^https:\/\//, { message: 'a QUIC endpoint is an https URL' }),
+  certificateHashes: z.array(certificateHash).min(1).max(2),
+});
+export type QuicEndpoint = z.infer<typeof quicEndpoint>;
+
 /** A `signal` message carries the SDP or one ICE candidate of one client–proxy connection. */
 const signalFields = {
   type: z.literal('signal'),
@@ -123,6 +143,8 @@ export const proxyToOrigo = z.discriminatedUnion('type', [
     capacityBps: rate,
     maxTransfers: z.number().int().min(1).max(100_000),
     modes: z.array(mode).min(1).max(3),
+    /** Its QUIC endpoint, when it runs one (same host as httpUrl). */
+    quic: quicEndpoint.optional(),
   }),
   z.object({
     type: z.literal('heartbeat'),
@@ -131,6 +153,8 @@ export const proxyToOrigo = z.discriminatedUnion('type', [
     capacityBps: rate,
     /** The proxy is shutting down: it finishes its transfers but takes no new clients. */
     draining: z.boolean().optional(),
+    /** Its QUIC certificates' hashes when they changed (a rotation): current first, then next. */
+    quicCertificateHashes: z.array(certificateHash).min(1).max(2).optional(),
   }),
   /** The proxy's answer or candidates for a client connection. */
   z.object(signalFields).refine(...exactlyOne),
@@ -180,6 +204,8 @@ export const proxyInfo = z.object({
   name: z.string().max(128),
   httpUrl: z.url().max(512),
   capacityBps: rate,
+  /** The proxy's QUIC endpoint, when it runs one: clients prefer it to WebRTC. */
+  quic: quicEndpoint.optional(),
 });
 
 export const downloadRecord = z.object({

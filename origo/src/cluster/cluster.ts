@@ -16,6 +16,8 @@ import {
   origoToClient,
   OrigoToProxy,
   origoToProxy,
+  QuicEndpoint,
+  quicEndpoint,
   StagedAnswer,
   StageHint,
   withdrawReason,
@@ -29,6 +31,7 @@ export interface SharedProxy {
   instanceId: string;
   name: string;
   httpUrl: string;
+  quic?: QuicEndpoint;
   modes: SelectableMode[];
   capacityBps: number;
   uploadBps: number;
@@ -44,6 +47,7 @@ const sharedProxy = z.object({
   instanceId: z.string().max(128),
   name: z.string().max(256),
   httpUrl: z.string().max(2048),
+  quic: quicEndpoint.optional(),
   modes: z.array(z.enum(['uncoded', 'rlnc', 'fountain'])).max(3),
   capacityBps: z.number().nonnegative(),
   uploadBps: z.number().nonnegative(),
