@@ -40,7 +40,8 @@ import { ClientHost } from './host';
 import { HttpDownloadResult, runHttpDownload } from './http-download';
 import { BackoffPolicy, describeDown, OrigoBackoff, OrigoDown } from './origo-backoff';
 import { OrigoSession } from './origo-session';
-import { openWebRtcTransport } from './link-transport';
+import { LinkTransport, openQuicTransport, openWebRtcTransport } from './link-transport';
+import { openPreferringQuic, TransportPreference } from './transport-choice';
 import { ProxyLink, RetrySoon, TransportConnector } from './proxy-link';
 
 export type DownloadMode = 'http' | Mode;
@@ -71,6 +72,8 @@ const RECONNECT_ORIGO_RETRY_MS = 250;
  * out is tried once more only (the proxy may simply be unreachable: each try costs the timeout).
  */
 const LINK_ATTEMPTS = 3;
+/** A proxy whose QUIC endpoint failed is reached over WebRTC alone for this long (no head start wasted). */
+const QUIC_FAILURE_MEMORY_MS = 60_000;
 /** A proxy that could not be reached is not asked for again for this long. */
 const FAILED_PROXY_EXCLUSION_MS = 60_000;
 /** A proxy that polluted a download is not asked for again by this client for an hour. */
@@ -115,6 +118,12 @@ export interface ClientConfig {
   origoBackoff?: BackoffPolicy;
   /** How a URL appears in those records (the extension keeps origin + path: no signed tokens). Default: as it is. */
   recordUrl?: (url: string) => string;
+  /**
+   * Which transport proxy links use: 'auto' (QUIC where the proxy offers it and the host can open
+   * it, WebRTC beside it after a head start or a failure: transport-choice.ts), 'quic' (only QUIC:
+   * proxies without it cannot be reached), 'webrtc' (never QUIC). Default 'auto'.
+   */
+  transport?: TransportPreference;
 }
 
 export const DEFAULT_CLIENT_CONFIG = {
@@ -182,6 +191,8 @@ export class MutpClient {
   private token?: string;
   private readonly pendingLinks = new Map<string, Promise<ProxyLink>>();
   private nextLink = 0;
+  /** Proxies whose QUIC endpoint failed, by when: WebRTC alone for a while. */
+  private readonly quicFailedAt = new Map<string, number>();
   /** Proxies that failed to connect, by when; excluded when asking origo for a while. */
   private readonly failedAt = new Map<string, number>();
   /** Proxies a download excluded as polluters, by when; not asked for again for a long while. */
@@ -488,8 +499,34 @@ export class MutpClient {
         throw new RetrySoon(`origo not reachable yet: ${why(e)}`, RECONNECT_ORIGO_RETRY_MS);
       }
       origoFailures = 0;
-      return openWebRtcTransport(session, this.host.rtc, proxy, this.connectionId(), this.host.clock, timeoutMs);
+      return this.openTransport(session, proxy, timeoutMs);
     };
+  }
+
+  /** A transport to `proxy` by the configured preference (QUIC first where it can be had). */
+  private openTransport(session: OrigoSession, proxy: ProxyInfo, timeoutMs: number): Promise<LinkTransport> {
+    const clock = this.host.clock;
+    const preference = this.config.transport ?? 'auto';
+    const webrtc = () => openWebRtcTransport(session, this.host.rtc, proxy, this.connectionId(), clock, timeoutMs);
+    const quicOpener = this.host.quic;
+    const token = session.token;
+    if (preference === 'webrtc') return webrtc();
+    if (proxy.quic === undefined || quicOpener === undefined || token === undefined) {
+      if (preference === 'auto') return webrtc();
+      const why = proxy.quic === undefined ? 'it offers no QUIC endpoint' : 'this client cannot open QUIC';
+      return Promise.reject(new ClientError('connect-failed', `proxy ${proxy.name}: ${why}`));
+    }
+    const quic = () =>
+      openQuicTransport(quicOpener, proxy, token, clock, timeoutMs).catch((e: unknown) => {
+        this.quicFailedAt.set(proxy.proxyId, clock.now());
+        this.config.trace?.(`${proxy.name}: QUIC failed (${why(e)})`);
+        throw e;
+      });
+    if (preference === 'quic') return quic();
+    const failedAt = this.quicFailedAt.get(proxy.proxyId);
+    if (failedAt !== undefined && clock.now() - failedAt < QUIC_FAILURE_MEMORY_MS) return webrtc();
+    this.quicFailedAt.delete(proxy.proxyId);
+    return openPreferringQuic(quic, webrtc, clock);
   }
 
   private connectionId(): string {
@@ -696,11 +733,7 @@ export class MutpClient {
       });
       link.onGoingAway = () => this.announceLeaving(proxy.proxyId);
       try {
-        const connectionId = this.connectionId();
-        await link.connect(
-          (ms) => openWebRtcTransport(session, this.host.rtc, proxy, connectionId, this.host.clock, ms),
-          timeoutMs,
-        );
+        await link.connect((ms) => this.openTransport(session, proxy, ms), timeoutMs);
         this.links.set(proxy.proxyId, link);
         return link;
       } catch (e) {

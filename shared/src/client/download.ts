@@ -45,6 +45,8 @@ export interface DownloadOptions {
 export interface SourceShare extends SourceStats {
   proxyId: string;
   name: string;
+  /** What carried this source's link at the end ('webrtc', 'quic'; undefined: it was lost). */
+  transport?: string;
   /** Share of all useful packets. */
   share: number;
 }
@@ -191,6 +193,7 @@ function summarize(receiver: Receiver, links: ProxyLink[], startedAt: number, no
       ...s,
       proxyId: links[i].proxy.proxyId,
       name: links[i].proxy.name,
+      transport: links[i].transportKind,
       share: useful > 0 ? s.useful / useful : 0,
     })),
     ...(attributes ? { attributes } : {}),

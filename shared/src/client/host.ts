@@ -4,6 +4,21 @@
  * runs everywhere and tests can drive it.
  */
 import { RtcFactory } from '..';
+import type { LinkTransport } from './link-transport';
+
+/** Where and how to open a QUIC transport to one proxy (its offered endpoint, and the client's origo token). */
+export interface QuicTarget {
+  /** The proxy's WebTransport URL, with the token already in its query. */
+  url: string;
+  /** SHA-256 of the certificates the proxy may present, base64: nothing else is accepted. */
+  certificateHashes: readonly string[];
+}
+
+/**
+ * Opens a QUIC transport (a WebTransport session carrying MUTP messages as QUIC datagrams); the
+ * caller bounds it in time and closes one that opens too late.
+ */
+export type QuicOpener = (target: QuicTarget) => Promise<LinkTransport>;
 
 export interface Clock {
   /** Milliseconds, monotonic. */
@@ -45,6 +60,8 @@ export interface ClientHost {
   random: () => number;
   webSocket: WebSocketFactory;
   rtc: RtcFactory;
+  /** QUIC transports to proxies that offer them (preferred to WebRTC); absent, every link is WebRTC. */
+  quic?: QuicOpener;
   fetch: FetchLike;
   /** SHA-256 for verification; defaults to the core's portable one. */
   sha256?: (data: Uint8Array) => Uint8Array;

@@ -5,7 +5,7 @@
  */
 import { DATA_CHANNEL_LABEL, DatagramChannel, FEEDBACK_CHANNEL_LABEL, ProxyInfo, RtcFactory } from '..';
 import { ClientError } from './errors';
-import { Clock, withTimeout } from './host';
+import { Clock, QuicOpener, withTimeout } from './host';
 import { OrigoSession } from './origo-session';
 
 export interface LinkTransport {
@@ -23,8 +23,12 @@ export interface LinkTransport {
 
 /** A connection attempt that got no answer within its time (not a refusal or a failure). */
 export class ConnectTimeoutError extends ClientError {
-  constructor(proxyName: string, timeoutMs: number) {
-    super('connect-failed', `proxy ${proxyName}: no connection within ${timeoutMs} ms`);
+  constructor(detail: string) {
+    super('connect-failed', detail);
+  }
+
+  static after(proxyName: string, timeoutMs: number): ConnectTimeoutError {
+    return new ConnectTimeoutError(`proxy ${proxyName}: no connection within ${timeoutMs} ms`);
   }
 }
 
@@ -43,7 +47,7 @@ export function openWebRtcTransport(
   const transport = new WebRtcTransport(session, rtc, proxy, connectionId);
   return withTimeout(clock, transport.opened, timeoutMs, () => {
     transport.close('connect timeout');
-    return new ConnectTimeoutError(proxy.name, timeoutMs);
+    return ConnectTimeoutError.after(proxy.name, timeoutMs);
   }).then(() => transport);
 }
 
@@ -119,4 +123,38 @@ class WebRtcTransport implements LinkTransport {
     this.feedback?.close();
     this.peer.close();
   }
+}
+
+/**
+ * Opens a QUIC transport to `proxy`'s offered endpoint, presenting `token` (origo's client token:
+ * the proxy admits the client by it, with no signalling through origo). Rejects with
+ * ConnectTimeoutError after `timeoutMs`; a transport that opens later is closed.
+ */
+export function openQuicTransport(
+  open: QuicOpener,
+  proxy: ProxyInfo,
+  token: string,
+  clock: Clock,
+  timeoutMs: number,
+): Promise<LinkTransport> {
+  const endpoint = proxy.quic;
+  if (endpoint === undefined)
+    return Promise.reject(new ClientError('connect-failed', `proxy ${proxy.name}: no QUIC endpoint offered`));
+  const url = new URL(endpoint.url);
+  url.searchParams.set('token', token);
+  let timedOut = false;
+  const opening = open({ url: url.toString(), certificateHashes: endpoint.certificateHashes }).then(
+    (transport) => {
+      if (timedOut) transport.close('connect timeout');
+      return transport;
+    },
+    (e: unknown) => {
+      const why = e instanceof Error ? e.message : String(e);
+      throw new ClientError('connect-failed', `proxy ${proxy.name}: QUIC: ${why}`);
+    },
+  );
+  return withTimeout(clock, opening, timeoutMs, () => {
+    timedOut = true;
+    return ConnectTimeoutError.after(proxy.name, timeoutMs);
+  });
 }

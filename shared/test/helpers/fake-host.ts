@@ -23,7 +23,7 @@ import {
   uncodedCodec,
 } from '../../src';
 import { sha256 } from '@noble/hashes/sha256';
-import type { Clock, ClientHost, FetchLike, WebSocketLike } from '../../src/client';
+import type { Clock, ClientHost, FetchLike, LinkTransport, QuicTarget, WebSocketLike } from '../../src/client';
 
 /** Fake time: timers run only when the test advances the clock. */
 export class FakeClock implements Clock {
@@ -90,9 +90,14 @@ export type ProxyBehaviour =
   | 'never-answers'
   | 'silent-channels';
 
+/** What a proxy's QUIC endpoint does with a handshake: serve, never answer (UDP blocked), refuse at once. */
+export type QuicBehaviour = 'ok' | 'blackhole' | 'refuses';
+
 export interface FakeProxy {
   info: ProxyInfo;
   behaviour: ProxyBehaviour;
+  /** Its QUIC endpoint, when it offers one. */
+  quic?: QuicBehaviour;
 }
 
 /** How the fake origo behaves. */
@@ -445,6 +450,39 @@ export class FakeHost implements ClientHost {
 
   fetch: FetchLike = () => Promise.reject(new Error('no HTTP in this fake'));
 
+  /** QUIC handshakes each proxy was sent, by proxy id, with the URL (and token) presented. */
+  readonly quicAttempts = new Map<string, string[]>();
+
+  /**
+   * The host's QUIC: a session to a fake proxy's endpoint is the same pair of fake channels to a
+   * real SourceEndpoint that WebRTC gets, without signalling, opening after one round trip.
+   */
+  quic = (target: QuicTarget): Promise<LinkTransport> => {
+    const proxy = this.script.proxies.find((p) => p.info.quic?.url === `${new URL(target.url).origin}/mutp`);
+    if (!proxy?.quic) return Promise.reject(new Error('no such QUIC endpoint'));
+    const id = proxy.info.proxyId;
+    this.quicAttempts.set(id, [...(this.quicAttempts.get(id) ?? []), target.url]);
+    if (proxy.quic === 'blackhole') return new Promise(() => undefined);
+    if (proxy.quic === 'refuses')
+      return new Promise((_, reject) => this.clock.setTimer(2 * ONE_WAY_MS, () => reject(new Error('refused (403)'))));
+    const peer = new FakePeer(this.nextPeer++, this.clock, this.network);
+    this.peers.push(peer);
+    const feedback = peer.createChannel('mutp-feedback') as FakeChannel;
+    const data = peer.createChannel('mutp-data') as FakeChannel;
+    const stats = this.proxyStats.get(id) ?? { requests: 0, stops: 0, windows: [] };
+    this.proxyStats.set(id, stats);
+    return new Promise((resolve) =>
+      this.clock.setTimer(2 * ONE_WAY_MS, () => {
+        const served = new FakeProxyPeer(this.clock, peer, this.objects, false, stats, this.network);
+        this.proxyPeers.set(id, [...(this.proxyPeers.get(id) ?? []), served]);
+        peer.setState('connected');
+        feedback.open();
+        data.open();
+        resolve(new FakeQuicTransport(peer, feedback, data));
+      }),
+    );
+  };
+
   private readonly networkListeners = new Set<() => void>();
 
   onNetworkChange = (listener: () => void): (() => void) => {
@@ -519,11 +557,56 @@ export class FakeHost implements ClientHost {
   }
 }
 
-export function proxy(id: string, behaviour: ProxyBehaviour = 'ok'): FakeProxy {
+export function proxy(id: string, behaviour: ProxyBehaviour = 'ok', quic?: QuicBehaviour): FakeProxy {
+  const endpoint = { url: `https://${id}.example:4433/mutp`, certificateHashes: [btoa('x'.repeat(32))] };
   return {
-    info: { proxyId: id, name: id, httpUrl: `https://${id}.example/`, capacityBps: 1_000_000 },
+    info: {
+      proxyId: id,
+      name: id,
+      httpUrl: `https://${id}.example/`,
+      capacityBps: 1_000_000,
+      ...(quic !== undefined ? { quic: endpoint } : {}),
+    },
     behaviour,
+    ...(quic !== undefined ? { quic } : {}),
   };
+}
+
+/** A fake QUIC session: one peer's two channels seen as a datagram transport. */
+class FakeQuicTransport implements LinkTransport {
+  readonly kind = 'quic';
+  onDatagram?: (bytes: Uint8Array) => void;
+  onClose?: (reason: string) => void;
+  private closed = false;
+
+  constructor(
+    private readonly peer: FakePeer,
+    private readonly feedback: FakeChannel,
+    data: FakeChannel,
+  ) {
+    for (const ch of [feedback, data]) {
+      ch.onMessage = (bytes) => this.onDatagram?.(bytes);
+      ch.onClose = () => {
+        if (this.closed) return;
+        this.closed = true;
+        this.onClose?.('session closed');
+      };
+    }
+  }
+
+  get isOpen(): boolean {
+    return !this.closed && this.feedback.isOpen;
+  }
+
+  send(bytes: Uint8Array): boolean {
+    return this.isOpen && this.feedback.send(bytes);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.peer.close();
+  }
 }
 
 export function objectOf(size: number, seed = 1): Uint8Array {
