@@ -9,12 +9,13 @@ import tseslint from 'typescript-eslint';
 const MAY_IMPORT = {
   shared: [],
   'node-rtc': ['shared'],
+  quic: [],
   wasm: ['shared'],
   sim: ['shared', 'wasm'],
   'cli-options': [],
   origo: ['shared', 'cli-options'],
-  proxy: ['shared', 'wasm', 'node-rtc', 'cli-options'],
-  client: ['shared', 'wasm', 'node-rtc'],
+  proxy: ['shared', 'wasm', 'node-rtc', 'quic', 'cli-options'],
+  client: ['shared', 'wasm', 'node-rtc', 'quic'],
   extension: ['shared', 'wasm'],
   testing: [],
   // The namespace testbed realises the simulator's network profiles (sim/src/profiles.ts).

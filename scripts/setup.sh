@@ -66,6 +66,8 @@ if [ ! -x testbed/emulator/target/release/linkem ] || [ -n "$(find testbed/emula
 else
   log "linkem up to date"
 fi
+# @mutp/quic's native addon (napi-rs, wtransport/quinn: quic/native -> quic/dist/mutp_quic.node).
+bash quic/build.sh
 # Test media for the demo, the end-to-end tests and benchmarks (ffmpeg, once).
 bash e2e/media/generate.sh
 # The browser extension (Chrome and Firefox packages in extension/dist), rebuilt when a source

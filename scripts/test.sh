@@ -15,6 +15,8 @@ make -s -C wasm/rlnc test
 (cd wasm/wirehair && CARGO_TARGET_DIR=target cargo test --locked --release --quiet)
 echo "[test] linkem unit tests (testbed/emulator)"
 (cd testbed/emulator && cargo test --locked --release --quiet)
+echo "[test] quic native unit tests (rate controller, certificates)"
+(cd quic/native && cargo test --locked --release --quiet)
 echo "[test] jest: unit and component tests"
 # Suites over real WebRTC (node-datachannel on loopback) wait on its native threads: they run on
 # their own below, not beside the CPU-bound unit tests.

@@ -13,7 +13,15 @@ import { join } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { SingleBar } from 'cli-progress';
 import { ByteRange, rangeProblem } from '@mutp/shared';
-import { ClientError, downloadSeries, GetResult, MutpClient, origoUrlProblem, SegmentRef } from '@mutp/shared/client';
+import {
+  ClientError,
+  downloadSeries,
+  GetResult,
+  MutpClient,
+  origoUrlProblem,
+  SegmentRef,
+  TransportPreference,
+} from '@mutp/shared/client';
 import { releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import { createNodeHost } from './node-host';
@@ -62,6 +70,14 @@ function downloadCommand(name: string): Command {
     .option(
       '--insecure',
       'accept a plain ws:// origo on a non-loopback host (a man in the middle could inject proxies)',
+    )
+    .addOption(
+      new Option(
+        '--transport <kind>',
+        'proxy links: auto = QUIC where a proxy offers it, WebRTC after 1 s or a QUIC failure; quic; webrtc',
+      )
+        .choices(['auto', 'quic', 'webrtc'])
+        .default('auto'),
     );
 }
 
@@ -93,6 +109,7 @@ interface GetFlags {
   proxies: number;
   origo: string;
   insecure?: boolean;
+  transport: TransportPreference;
   output?: string;
   range?: ByteRange;
   timeout: number;
@@ -133,6 +150,7 @@ async function get(url: string, flags: GetFlags): Promise<void> {
     origoUrls,
     codecs,
     insecureOrigo: flags.insecure === true,
+    transport: flags.transport,
   });
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), flags.timeout);
@@ -177,6 +195,7 @@ interface PlaylistFlags {
   proxies: number;
   origo: string;
   insecure?: boolean;
+  transport: TransportPreference;
   stage: boolean;
   outputDir?: string;
   timeout: number;
@@ -209,7 +228,12 @@ async function playlist(source: string, flags: PlaylistFlags): Promise<void> {
   if (flags.outputDir) mkdirSync(flags.outputDir, { recursive: true });
   const codecs = await loadNodeCodecs();
   const host = createNodeHost();
-  const client = new MutpClient(host, { origoUrls, codecs, insecureOrigo: flags.insecure === true });
+  const client = new MutpClient(host, {
+    origoUrls,
+    codecs,
+    insecureOrigo: flags.insecure === true,
+    transport: flags.transport,
+  });
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), flags.timeout);
   process.once('SIGINT', () => abort.abort());

@@ -99,6 +99,8 @@ export interface ClusterOptions {
   origoInstances?: { count: number; redisUrl: string };
   /** More origo arguments, after the cluster's own (e.g. a test's socket budgets). */
   origoArgs?: string[];
+  /** Every proxy also runs its QUIC endpoint (clients prefer it to WebRTC). */
+  quic?: boolean;
 }
 
 export interface PlacedHost {
@@ -109,6 +111,7 @@ export interface PlacedHost {
 /** origo's port inside its own namespace, where nothing else listens. */
 const PLACED_ORIGO_PORT = 8700;
 const PLACED_PROXY_HTTP_PORT = 8800;
+const PLACED_PROXY_QUIC_PORT = 4433;
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -300,6 +303,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
         '--log-level',
         logLevel,
         ...(o.allowPrivateOrigins ? ['--allow-private-origins', '--origin-ports', '*'] : []),
+        ...(o.quic ? ['--quic-port', host ? String(PLACED_PROXY_QUIC_PORT) : '0'] : []),
         ...(spec.extraArgs ?? []),
       ];
       const env = { MUTP_PROXY_ID: spec.name, MUTP_PROXY_SECRET: proxyKeys[spec.name] };

@@ -37,6 +37,15 @@ export interface ProxyConfig {
   icePortRange?: [number, number];
   mtu?: number;
   iceUdpMux: boolean;
+  /**
+   * UDP port of the QUIC endpoint (WebTransport, MUTP messages as QUIC datagrams; 0 = ephemeral);
+   * absent: no QUIC, WebRTC only. It binds on httpHost.
+   */
+  quicPort?: number;
+  /** URL clients open for QUIC; derived from httpUrl's host and quicPort when absent (same host as httpUrl). */
+  advertisedQuicUrl?: string;
+  /** Validity of each self-signed QUIC certificate, 1–14 days; rotated at three quarters of it. */
+  quicCertificateDays: number;
   cacheBytes: number;
   /** Memory for transfer state beyond the cache: sender bookkeeping, codec copies, fetch buffers. */
   transferMemoryBytes: number;
@@ -77,6 +86,7 @@ export const DEFAULT_CONFIG: Omit<ProxyConfig, 'secret'> = {
   httpPort: 0,
   httpHost: '127.0.0.1',
   iceUdpMux: false,
+  quicCertificateDays: 14,
   cacheBytes: 256 * MiB,
   transferMemoryBytes: 256 * MiB,
   maxOriginFetches: 32,
@@ -208,6 +218,17 @@ export function origoUrlProblem(text: string, insecure: boolean): string | undef
   return `plain ws:// to ${host} is refused (use wss://, or --insecure)`;
 }
 
+function quicUrl(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new InvalidArgumentError(`${JSON.stringify(text)} is not a URL`);
+  }
+  if (url.protocol !== 'https:') throw new InvalidArgumentError('a QUIC endpoint URL is https:');
+  return url.toString();
+}
+
 function httpUrl(text: string): string {
   let url: URL;
   try {
@@ -304,6 +325,25 @@ export function buildCommand(): Command {
       new Option('--mtu <bytes>', 'path MTU for WebRTC (libdatachannel default 1280; 1400 carries 1276-byte datagrams)')
         .env('MUTP_PROXY_MTU')
         .argParser(integer(576, 9000)),
+    )
+    .addOption(
+      new Option(
+        '--quic-port <port>',
+        'UDP port of the QUIC endpoint (WebTransport datagrams; 0 = ephemeral); none = WebRTC only',
+      )
+        .env('MUTP_PROXY_QUIC_PORT')
+        .argParser(integer(0, 65535)),
+    )
+    .addOption(
+      new Option('--advertised-quic-url <url>', "QUIC URL clients open (https, httpUrl's host; default: derived)")
+        .env('MUTP_PROXY_ADVERTISED_QUIC_URL')
+        .argParser(quicUrl),
+    )
+    .addOption(
+      new Option('--quic-certificate-days <n>', 'validity of each self-signed QUIC certificate, rotated before expiry')
+        .env('MUTP_PROXY_QUIC_CERTIFICATE_DAYS')
+        .argParser(integer(1, 14))
+        .default(d.quicCertificateDays),
     )
     .addOption(
       new Option('--cache-bytes <bytes>', 'object cache size (e.g. 268435456 or 256MiB)')
@@ -475,6 +515,9 @@ export function parseConfig(argv: string[], command: Command = buildCommand()): 
     icePortRange: o.icePortRange,
     mtu: o.mtu,
     iceUdpMux: o.iceUdpMux ?? false,
+    quicPort: o.quicPort,
+    advertisedQuicUrl: o.advertisedQuicUrl,
+    quicCertificateDays: o.quicCertificateDays,
     cacheBytes: o.cacheBytes,
     transferMemoryBytes: o.transferMemory,
     maxOriginFetches: o.maxOriginFetches,

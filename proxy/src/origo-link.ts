@@ -17,6 +17,7 @@ import {
   origoToProxy,
   parseSignal,
   ProxyToOrigo,
+  QuicEndpoint,
   SessionDescription,
   SIGNALLING_VERSION,
   StagedByProxy,
@@ -33,6 +34,8 @@ export interface Load {
   capacityBps: number;
   /** Shutting down: origo stops offering this proxy (sent only when true). */
   draining?: boolean;
+  /** The QUIC certificates' hashes (current, next): origo offers clients the latest it heard. */
+  quicCertificateHashes?: string[];
 }
 
 export interface OrigoLinkOptions {
@@ -47,6 +50,8 @@ export interface OrigoLinkOptions {
   capacityBps: number;
   maxTransfers: number;
   modes: Mode[];
+  /** The QUIC endpoint, when the proxy runs one (asked at each registration: hashes rotate). */
+  quic?: () => QuicEndpoint;
   logger: Logger;
   load: () => Load;
   onSignal: (message: {
@@ -210,6 +215,7 @@ export class OrigoLink implements SignalSink {
         capacityBps: this.options.capacityBps,
         maxTransfers: this.options.maxTransfers,
         modes: this.options.modes,
+        ...(this.options.quic ? { quic: this.options.quic() } : {}),
       });
     });
     ws.on('message', (data: WebSocket.RawData, isBinary: boolean) => {

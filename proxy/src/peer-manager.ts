@@ -35,9 +35,18 @@ export interface PeerManagerOptions {
 interface Entry {
   connectionId: string;
   clientId: string;
-  peer: RtcPeer;
+  /** Closes what carries the peer's datagrams (its RTCPeerConnection, its QUIC session). */
+  closeTransport: () => void;
   host: TransferHost;
   timer?: NodeJS.Timeout;
+  /** A WebRTC peer's connection (a QUIC session has none: no signalling goes through origo). */
+  peer?: RtcPeer;
+}
+
+/** What carries one QUIC peer's datagrams: its session, as a channel the TransferHost serves. */
+export interface SessionTransport {
+  channel: DatagramChannel;
+  close(reason: string): void;
 }
 
 export class PeerManager {
@@ -76,7 +85,7 @@ export class PeerManager {
       this.accept(message.connectionId, message.clientId, message.description);
       return;
     }
-    if (!entry || entry.clientId !== message.clientId || !message.candidate) {
+    if (!entry?.peer || entry.clientId !== message.clientId || !message.candidate) {
       this.ignoredSignals++;
       return;
     }
@@ -114,20 +123,55 @@ export class PeerManager {
     };
   }
 
+  /**
+   * Why a new peer of `clientId` is refused now (draining, the peer limits), undefined when it may
+   * come in. WebRTC offers and QUIC sessions count against the same limits.
+   */
+  private refusal(connectionId: string, clientId: string): string | undefined {
+    const o = this.options;
+    let reason = this.refusingNew;
+    if (reason === undefined && this.peers.size >= o.maxPeers) reason = 'overloaded: peer limit';
+    if (reason === undefined && (this.perClient.get(clientId) ?? 0) >= o.maxPeersPerClient)
+      reason = 'overloaded: client peer limit';
+    if (reason === undefined) return undefined;
+    this.refusedPeers++;
+    this.log.info({ connectionId, clientId, reason }, 'refused a peer');
+    return reason;
+  }
+
+  private add(entry: Entry): void {
+    this.peers.set(entry.connectionId, entry);
+    this.perClient.set(entry.clientId, (this.perClient.get(entry.clientId) ?? 0) + 1);
+    this.options.services.metrics.peers.set(this.peers.size);
+    entry.host.onClosed = (reason) => this.remove(entry.connectionId, reason, true);
+  }
+
+  /**
+   * A QUIC session whose client origo's token vouched for: served like a WebRTC peer, within the
+   * same limits. Returns why it is refused (the caller refuses the session), or undefined.
+   */
+  acceptSession(connectionId: string, clientId: string, open: () => SessionTransport): string | undefined {
+    if (this.peers.has(connectionId)) return 'duplicate session';
+    const refused = this.refusal(connectionId, clientId);
+    if (refused !== undefined) return refused;
+    const transport = open();
+    const host = new TransferHost(clientId, this.options.services);
+    this.add({ connectionId, clientId, host, closeTransport: () => transport.close('closed by the proxy') });
+    host.attach(transport.channel);
+    this.log.info({ connectionId, clientId }, 'QUIC peer accepted');
+    return undefined;
+  }
+
+  /** A QUIC session ended from the client's side or the network's. */
+  sessionClosed(connectionId: string, reason: string): void {
+    this.remove(connectionId, reason, false);
+  }
+
   private accept(connectionId: string, clientId: string, offer: SessionDescription): void {
     const o = this.options;
-    if (this.refusingNew !== undefined) {
-      this.refusedPeers++;
-      this.log.info({ connectionId, clientId, reason: this.refusingNew }, 'refused a peer');
-      this.sink?.connectionClosed(connectionId, this.refusingNew);
-      return;
-    }
-    const mine = this.perClient.get(clientId) ?? 0;
-    if (this.peers.size >= o.maxPeers || mine >= o.maxPeersPerClient) {
-      this.refusedPeers++;
-      const reason = this.peers.size >= o.maxPeers ? 'overloaded: peer limit' : 'overloaded: client peer limit';
-      this.log.warn({ connectionId, clientId, reason }, 'refused a peer');
-      this.sink?.connectionClosed(connectionId, reason);
+    const refused = this.refusal(connectionId, clientId);
+    if (refused !== undefined) {
+      this.sink?.connectionClosed(connectionId, refused);
       return;
     }
     let peer: RtcPeer;
@@ -139,10 +183,8 @@ export class PeerManager {
       return;
     }
     const host = new TransferHost(clientId, o.services);
-    const entry: Entry = { connectionId, clientId, peer, host };
-    this.peers.set(connectionId, entry);
-    this.perClient.set(clientId, mine + 1);
-    o.services.metrics.peers.set(this.peers.size);
+    const entry: Entry = { connectionId, clientId, peer, host, closeTransport: () => peer.close() };
+    this.add(entry);
 
     peer.onLocalDescription = (description) => this.sink?.signal({ connectionId, description });
     peer.onLocalCandidate = (candidate) => this.sink?.signal({ connectionId, candidate });
@@ -155,7 +197,6 @@ export class PeerManager {
       else if (state === 'disconnected') this.setTimer(entry, o.disconnectGraceMs ?? 10_000, 'disconnected too long');
       else if (state === 'failed' || state === 'closed') this.remove(connectionId, `peer ${state}`, true);
     };
-    host.onClosed = (reason) => this.remove(connectionId, reason, true);
     this.setTimer(entry, o.connectTimeoutMs ?? 30_000, 'not connected in time');
     this.log.info({ connectionId, clientId }, 'peer accepted');
     try {
@@ -182,9 +223,10 @@ export class PeerManager {
     this.options.services.metrics.peers.set(this.peers.size);
     entry.host.onClosed = undefined;
     entry.host.close(reason);
-    entry.peer.onStateChange = undefined;
-    entry.peer.close();
+    if (entry.peer) entry.peer.onStateChange = undefined;
+    entry.closeTransport();
     this.log.info({ connectionId, clientId: entry.clientId, reason }, 'peer closed');
-    if (notify) this.sink?.connectionClosed(connectionId, reason.slice(0, 256));
+    // Origo relayed a WebRTC peer's signalling and is told; a QUIC session's client sees it close.
+    if (notify && entry.peer) this.sink?.connectionClosed(connectionId, reason.slice(0, 256));
   }
 }

@@ -23,6 +23,9 @@ import { ObjectSource } from './object-source';
 import { fetchOrigin } from './origin-fetch';
 import { OrigoLink, OrigoLinkStats } from './origo-link';
 import { PeerManager } from './peer-manager';
+import { QuicCertificate } from './quic-certificates';
+import { listenNative, nativeCertificate } from './quic-native';
+import { QuicListen, QuicService } from './quic-service';
 import { RateMeter } from './rate-meter';
 import { encoderPreparer } from './stage-prepare';
 import { Stager } from './stager';
@@ -43,6 +46,10 @@ export interface ProxyDeps {
   onFatal?: (error: Error) => void;
   /** Verifies client tokens (default: one fed the key origo sends at registration). */
   tokens?: ClientTokenVerifier;
+  /** Starts the QUIC server when `quicPort` is set (default: @mutp/quic's WebTransport server). */
+  quicListen?: QuicListen;
+  /** Makes QUIC certificates (default: @mutp/quic's self-signed ECDSA P-256). */
+  generateCertificate?: (validityDays: number) => QuicCertificate;
 }
 
 export interface ProxyStats {
@@ -61,10 +68,12 @@ export interface ProxyStats {
   bucket: TokenBucketStats;
   origo?: OrigoLinkStats;
   peers: { peers: number; ignoredSignals: number; refusedPeers: number; hosts: TransferHostStats[] };
+  /** The QUIC endpoint, when it runs one. */
+  quic?: ReturnType<QuicService['stats']> & { url?: string; certificateHashes: string[] };
 }
 
 export interface Proxy {
-  start(): Promise<{ httpUrl: string }>;
+  start(): Promise<{ httpUrl: string; quicUrl?: string }>;
   /**
    * Graceful drain: refuses new client connections and transfers, tells origo at once (which
    * stops offering this proxy) and the connected clients (ERROR GoingAway: they move their next
@@ -176,6 +185,8 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
     prepare: encoderPreparer(() => services.codecs, config.minSymbolSize),
   });
   let httpUrl: string | undefined;
+  let quic: QuicService | undefined;
+  let quicUrl: string | undefined;
   let closed = false;
 
   const stats = (): ProxyStats => {
@@ -197,6 +208,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
       bucket: bucket.stats(),
       origo: link?.stats(),
       peers: peers.stats(),
+      ...(quic ? { quic: { ...quic.stats(), url: quicUrl, certificateHashes: quic.certificateHashes() } } : {}),
     };
   };
 
@@ -251,6 +263,28 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
         { httpUrl, listen: `${config.httpHost}:${port}`, modes, uploadLimitBps: capacityBps },
         'HTTP endpoint up',
       );
+      if (config.quicPort !== undefined) {
+        const service = new QuicService({
+          host: config.httpHost,
+          port: config.quicPort,
+          advertisedUrl: config.advertisedQuicUrl,
+          certificateDays: config.quicCertificateDays,
+          generateCertificate:
+            deps.generateCertificate ?? ((days) => nativeCertificate([new URL(httpUrl!).hostname, 'localhost'], days)),
+          maxRateBps: capacityBps,
+          peers,
+          tokens,
+          logger,
+          listen: deps.quicListen ?? listenNative,
+          // A rotation reaches origo at once, not at the next beat.
+          onHashesChanged: () => link?.heartbeatNow(),
+        });
+        quic = service;
+        const quicPort = await service.start();
+        quicUrl = service.url(httpUrl);
+        logger.info({ quicUrl, listen: `${config.httpHost}:${quicPort}/udp` }, 'QUIC endpoint up');
+      }
+      const quicService = quic;
       if (config.origoUrl) {
         link = new OrigoLink({
           url: config.origoUrl,
@@ -261,6 +295,9 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
           capacityBps,
           maxTransfers: config.maxTransfers,
           modes,
+          ...(quicService && quicUrl
+            ? { quic: () => ({ url: quicUrl!, certificateHashes: quicService.certificateHashes() }) }
+            : {}),
           logger,
           load: () => ({
             activeTransfers: admission.activeTransfers,
@@ -268,6 +305,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
             capacityBps,
             // Only while draining: the usual heartbeat stays as it was.
             ...(admission.draining ? { draining: true } : {}),
+            ...(quicService ? { quicCertificateHashes: quicService.certificateHashes() } : {}),
           }),
           onSignal: (m) => peers.handleSignal(m),
           onConnectionClosed: (id, reason) => peers.handleClosed(id, reason),
@@ -282,7 +320,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
       } else {
         logger.warn('no origo URL: serving the HTTP endpoints only');
       }
-      return { httpUrl };
+      return { httpUrl, ...(quicUrl ? { quicUrl } : {}) };
     },
     async drain(timeoutMs = config.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS) {
       if (!admission.draining) {
@@ -305,6 +343,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
       abort.abort();
       stager.close();
       peers.closeAll();
+      await quic?.close();
       await link?.close();
       if (server) {
         const s = server;

@@ -254,6 +254,7 @@ export function testConfig(
     httpHost: '127.0.0.1',
     iceBind: '127.0.0.1',
     iceUdpMux: false,
+    quicCertificateDays: 14,
     cacheBytes: 32 << 20,
     transferMemoryBytes: 64 << 20,
     maxOriginFetches: 32,

@@ -1,6 +1,7 @@
 /**
  * The browser ClientHost: the platform's clock and timers, crypto.getRandomValues, the native
- * WebSocket and fetch, WebRTC through createBrowserRtcFactory, a WebAssembly SHA-256 (sha256.ts:
+ * WebSocket and fetch, WebRTC through createBrowserRtcFactory, QUIC through WebTransport
+ * (webtransport.ts), a WebAssembly SHA-256 (sha256.ts:
  * the core's portable one ran at a third of the speed in Chromium), and the browser's network
  * change events.
  */
@@ -8,6 +9,7 @@ import { RtcFactory } from '@mutp/shared';
 import { ClientHost, systemClock, WebSocketLike } from '@mutp/shared/client';
 import { createBrowserRtcFactory } from './rtc';
 import { Sha256 } from './sha256';
+import { openWebTransport, webTransportAvailable } from './webtransport';
 
 function randomUint32(): number {
   return crypto.getRandomValues(new Uint32Array(1))[0];
@@ -46,6 +48,8 @@ export function createBrowserHost(sha256: Sha256 | undefined, rtc: RtcFactory = 
     random: randomUint32,
     webSocket: openWebSocket,
     rtc,
+    // Proxies offering QUIC are reached over WebTransport first (WebRTC beside it as the fallback).
+    ...(webTransportAvailable() ? { quic: openWebTransport } : {}),
     ...(sha256 ? { sha256 } : {}),
     fetch: (url, init) =>
       fetch(url, { signal: init.signal, headers: init.headers, credentials: 'omit', cache: 'no-store' }),

@@ -12,6 +12,8 @@ export interface QuicTarget {
   url: string;
   /** SHA-256 of the certificates the proxy may present, base64: nothing else is accepted. */
   certificateHashes: readonly string[];
+  /** The attempt is given up after this long (the caller also stops waiting then). */
+  timeoutMs: number;
 }
 
 /**

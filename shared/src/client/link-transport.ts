@@ -143,7 +143,7 @@ export function openQuicTransport(
   const url = new URL(endpoint.url);
   url.searchParams.set('token', token);
   let timedOut = false;
-  const opening = open({ url: url.toString(), certificateHashes: endpoint.certificateHashes }).then(
+  const opening = open({ url: url.toString(), certificateHashes: endpoint.certificateHashes, timeoutMs }).then(
     (transport) => {
       if (timedOut) transport.close('connect timeout');
       return transport;

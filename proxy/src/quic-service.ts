@@ -1,0 +1,239 @@
+/**
+ * The proxy's QUIC endpoint: a WebTransport server (@mutp/quic, quinn with our own loss-blind rate
+ * controller) whose sessions carry MUTP messages as QUIC datagrams. A session is a peer like a
+ * WebRTC one (PeerManager: same limits, drain, TransferHost), but no signalling goes through
+ * origo, so the proxy admits it itself: the CONNECT's `?token=` must be a client token origo
+ * signed (ClientTokenVerifier), whose subject is the client id its limits count against.
+ * Certificates are self-signed and rotated (quic-certificates.ts); their hashes go to origo.
+ */
+import { DATA_CHANNEL_LABEL, type DatagramChannel } from '@mutp/shared';
+import type { Logger } from 'pino';
+import type { ClientTokenVerifier } from './client-tokens';
+import type { PeerManager } from './peer-manager';
+import { CertificateRotation, QuicCertificate } from './quic-certificates';
+
+/** The part of @mutp/quic's QuicServer the endpoint uses (a seam for tests). */
+export interface QuicServerApi {
+  readonly port: number;
+  acceptSession(sessionId: number): void;
+  rejectSession(sessionId: number, httpStatus: number): void;
+  sendDatagram(sessionId: number, bytes: Uint8Array): boolean;
+  /** Bytes queued for the session and not yet sent (0 when it is gone). */
+  bufferedBytes(sessionId: number): number;
+  setLowWaterMark(sessionId: number, bytes: number): void;
+  closeSession(sessionId: number, code: number, reason: string): void;
+  reloadCertificate(certificatePem: string, privateKeyPem: string): void;
+  close(): Promise<void>;
+}
+
+export interface QuicServerEvents {
+  onSessionRequest(request: { sessionId: number; path: string; remoteAddress: string }): void;
+  onDatagram(sessionId: number, bytes: Uint8Array): void;
+  onSendBufferLow(sessionId: number): void;
+  onSessionClosed(sessionId: number, reason: string): void;
+}
+
+export interface QuicListenOptions {
+  host: string;
+  port: number;
+  certificate: QuicCertificate;
+  /** The proxy's upload limit (bytes/s, 0 = none): no session is paced above it. */
+  maxRateBps: number;
+  events: QuicServerEvents;
+}
+
+/** Starts a server: @mutp/quic in production, a fake in tests. */
+export type QuicListen = (o: QuicListenOptions) => Promise<QuicServerApi>;
+
+export interface QuicServiceOptions {
+  host: string;
+  port: number;
+  /** The URL to advertise, or derived from the advertised HTTP URL's host and the bound port. */
+  advertisedUrl?: string;
+  certificateDays: number;
+  generateCertificate: (validityDays: number) => QuicCertificate;
+  maxRateBps: number;
+  peers: PeerManager;
+  tokens: ClientTokenVerifier;
+  logger: Logger;
+  listen: QuicListen;
+  /** The certificates' hashes changed (a rotation): report them to origo. */
+  onHashesChanged?: (hashes: string[]) => void;
+}
+
+/** HTTP statuses a refused CONNECT gets. */
+const STATUS = { unauthorized: 401, notFound: 404, unavailable: 503 } as const;
+/** The path clients CONNECT to. */
+export const QUIC_PATH = '/mutp';
+
+export class QuicService {
+  private server?: QuicServerApi;
+  private rotation?: CertificateRotation;
+  private readonly channels = new Map<number, QuicSessionChannel>();
+  private readonly log: Logger;
+  private closed = false;
+  private readonly counters = { sessionsRequested: 0, sessionsRefused: 0, unauthorized: 0 };
+
+  constructor(private readonly o: QuicServiceOptions) {
+    this.log = o.logger.child({ component: 'quic' });
+  }
+
+  /** Binds the UDP port; resolves with the bound port. */
+  async start(): Promise<number> {
+    const rotation = new CertificateRotation({
+      validityDays: this.o.certificateDays,
+      generate: this.o.generateCertificate,
+      now: () => Date.now(),
+      onSwitch: (c) => {
+        this.server?.reloadCertificate(c.certificatePem, c.privateKeyPem);
+        this.log.info({ notAfter: new Date(c.notAfter).toISOString() }, 'QUIC certificate rotated');
+      },
+      onHashesChanged: (hashes) => this.o.onHashesChanged?.(hashes),
+    });
+    this.rotation = rotation;
+    this.server = await this.o.listen({
+      host: this.o.host,
+      port: this.o.port,
+      certificate: rotation.certificate,
+      maxRateBps: this.o.maxRateBps,
+      events: {
+        onSessionRequest: (r) => this.onSessionRequest(r.sessionId, r.path, r.remoteAddress),
+        onDatagram: (id, bytes) => this.channels.get(id)?.onMessage?.(bytes),
+        onSendBufferLow: (id) => this.channels.get(id)?.drained(),
+        onSessionClosed: (id, reason) => this.onSessionClosed(id, reason),
+      },
+    });
+    rotation.start();
+    return this.server.port;
+  }
+
+  /** The current and (when announced) next certificate hashes, base64: what origo hands clients. */
+  certificateHashes(): string[] {
+    return this.rotation?.hashes() ?? [];
+  }
+
+  /** https://host:port/mutp on the advertised HTTP URL's host (origo requires the same host). */
+  url(advertisedHttpUrl: string): string {
+    if (this.o.advertisedUrl !== undefined) return this.o.advertisedUrl;
+    const host = new URL(advertisedHttpUrl).host.replace(/:\d+$/, '');
+    return `https://${host}:${this.server?.port ?? this.o.port}${QUIC_PATH}`;
+  }
+
+  stats() {
+    return { sessions: this.channels.size, ...this.counters };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.rotation?.stop();
+    await this.server?.close();
+    this.channels.clear();
+  }
+
+  private onSessionRequest(sessionId: number, path: string, remoteAddress: string): void {
+    const server = this.server!;
+    this.counters.sessionsRequested++;
+    let url: URL;
+    try {
+      url = new URL(path, 'https://proxy');
+    } catch {
+      server.rejectSession(sessionId, STATUS.notFound);
+      return;
+    }
+    if (url.pathname !== QUIC_PATH) {
+      server.rejectSession(sessionId, STATUS.notFound);
+      return;
+    }
+    this.o.tokens.verify(url.searchParams.get('token') ?? undefined).then(
+      (check) => {
+        if (this.closed) return;
+        if (!check.ok) {
+          this.counters.unauthorized++;
+          this.log.info({ remoteAddress, reason: check.reason }, 'QUIC session refused: token');
+          server.rejectSession(sessionId, STATUS.unauthorized);
+          return;
+        }
+        const refused = this.o.peers.acceptSession(`q${sessionId}`, check.clientId, () => {
+          server.acceptSession(sessionId);
+          const channel = new QuicSessionChannel(server, sessionId);
+          this.channels.set(sessionId, channel);
+          return { channel, close: (reason) => channel.closeSession(reason) };
+        });
+        if (refused !== undefined) {
+          this.counters.sessionsRefused++;
+          server.rejectSession(sessionId, STATUS.unavailable);
+        }
+      },
+      (err: unknown) => {
+        this.log.error({ err }, 'token verification failed');
+        server.rejectSession(sessionId, STATUS.unavailable);
+      },
+    );
+  }
+
+  private onSessionClosed(sessionId: number, reason: string): void {
+    const channel = this.channels.get(sessionId);
+    if (channel === undefined) return;
+    this.channels.delete(sessionId);
+    channel.closedByPeer(reason);
+    this.o.peers.sessionClosed(`q${sessionId}`, `session closed: ${reason}`);
+  }
+}
+
+/**
+ * One QUIC session as the data channel a TransferHost serves: sends go out as datagrams,
+ * `bufferedAmount` is the session's datagram send buffer (late binding), the low-water wake-up
+ * comes from the server.
+ */
+class QuicSessionChannel implements DatagramChannel {
+  readonly label = DATA_CHANNEL_LABEL;
+  onOpen?: () => void;
+  onMessage?: (bytes: Uint8Array) => void;
+  onClose?: (reason?: string) => void;
+  private open = true;
+  private onLow?: () => void;
+
+  constructor(
+    private readonly server: QuicServerApi,
+    private readonly sessionId: number,
+  ) {}
+
+  get isOpen(): boolean {
+    return this.open;
+  }
+
+  get bufferedAmount(): number {
+    return this.open ? this.server.bufferedBytes(this.sessionId) : 0;
+  }
+
+  send(bytes: Uint8Array): boolean {
+    return this.open && this.server.sendDatagram(this.sessionId, bytes);
+  }
+
+  setLowWaterMark(bytes: number, onLow: () => void): void {
+    this.onLow = onLow;
+    this.server.setLowWaterMark(this.sessionId, bytes);
+  }
+
+  drained(): void {
+    if (this.open) this.onLow?.();
+  }
+
+  /** The TransferHost closes its channel: the session goes. */
+  close(): void {
+    this.closeSession('closed by the proxy');
+  }
+
+  closeSession(reason: string): void {
+    if (!this.open) return;
+    this.open = false;
+    this.server.closeSession(this.sessionId, 0, reason.slice(0, 120));
+  }
+
+  closedByPeer(reason: string): void {
+    if (!this.open) return;
+    this.open = false;
+    this.onClose?.(reason);
+  }
+}

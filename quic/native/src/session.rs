@@ -1,0 +1,383 @@
+//! What the server and the client share: the QUIC transport configuration, a WebTransport session
+//! (datagrams out with back-pressure, datagrams in, statistics, rate cap, low-water wake-up) and
+//! the event sink that carries events to JavaScript through one threadsafe function.
+
+use crate::rate_control::{rate_handle_of, MutpRateFactory, RateConfig, RateHandle};
+use napi::bindgen_prelude::{Buffer, Uint32Array};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::Status;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+use tokio::sync::Notify;
+use wtransport::error::ConnectionError;
+use wtransport::{Connection, VarInt};
+
+/// Transport settings common to both sides.
+#[derive(Clone, Debug)]
+pub struct TransportOptions {
+    pub idle_timeout: Duration,
+    pub keep_alive: Duration,
+    pub initial_rtt: Duration,
+    pub send_buffer: usize,
+    pub receive_buffer: usize,
+    pub rate: RateConfig,
+}
+
+pub const DEFAULT_SEND_BUFFER: usize = 64 * 1024;
+pub const DEFAULT_RECEIVE_BUFFER: usize = 1024 * 1024;
+pub const DEFAULT_INITIAL_RTT: Duration = Duration::from_millis(100);
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl TransportOptions {
+    /// quinn's transport configuration: our controller, the initial RTT, buffers, timers.
+    pub fn quinn_config(&self) -> Result<quinn::TransportConfig, String> {
+        let mut t = quinn::TransportConfig::default();
+        let idle = quinn::IdleTimeout::try_from(self.idle_timeout)
+            .map_err(|_| format!("idle timeout {:?} is out of range", self.idle_timeout))?;
+        t.max_idle_timeout(Some(idle));
+        t.keep_alive_interval(Some(self.keep_alive));
+        t.initial_rtt(self.initial_rtt);
+        t.datagram_send_buffer_size(self.send_buffer);
+        t.datagram_receive_buffer_size(Some(self.receive_buffer));
+        let mut rate = self.rate.clone();
+        rate.initial_rtt = self.initial_rtt;
+        t.congestion_controller_factory(Arc::new(MutpRateFactory { cfg: rate }));
+        Ok(t)
+    }
+}
+
+/// Events for JavaScript. Datagrams are not carried in the event: they wait in `DatagramQueue`
+/// and the JS-thread conversion takes whatever has accumulated (one callback per batch).
+pub enum Event {
+    Request { id: u32, path: String, addr: SocketAddr },
+    Datagrams,
+    Open { id: u32 },
+    Closed { id: u32, code: u32, reason: String },
+    Low { id: u32 },
+}
+
+/// The JS side of an event (see quic/src/index.ts).
+#[napi_derive::napi(object)]
+pub struct NativeEvent {
+    /// "request" | "open" | "datagrams" | "closed" | "low"
+    pub kind: String,
+    pub session_id: u32,
+    pub path: Option<String>,
+    pub remote_address: Option<String>,
+    pub remote_port: Option<u32>,
+    pub code: Option<u32>,
+    pub reason: Option<String>,
+    /// Datagram batches: session id and length of each, payloads back to back in `data`.
+    pub ids: Option<Uint32Array>,
+    pub lens: Option<Uint32Array>,
+    pub data: Option<Buffer>,
+    /// Datagrams dropped since the last batch because JavaScript fell behind.
+    pub dropped: Option<u32>,
+}
+
+pub type EventFn = ThreadsafeFunction<Event, (), NativeEvent, Status, false>;
+
+/// Incoming datagrams waiting for the JS thread; bounded.
+#[derive(Default)]
+pub struct DatagramQueue {
+    ids: Vec<u32>,
+    lens: Vec<u32>,
+    data: Vec<u8>,
+    scheduled: bool,
+    dropped: u64,
+}
+
+/// Bytes of datagrams that may wait for JavaScript before new ones are dropped.
+pub const MAX_QUEUED_BYTES: usize = 16 * 1024 * 1024;
+
+impl DatagramQueue {
+    /// Called on the JS thread: the batch accumulated so far.
+    pub fn take_event(&mut self) -> NativeEvent {
+        self.scheduled = false;
+        let dropped = std::mem::take(&mut self.dropped);
+        NativeEvent {
+            kind: "datagrams".into(),
+            session_id: 0,
+            path: None,
+            remote_address: None,
+            remote_port: None,
+            code: None,
+            reason: None,
+            ids: Some(Uint32Array::new(std::mem::take(&mut self.ids))),
+            lens: Some(Uint32Array::new(std::mem::take(&mut self.lens))),
+            data: Some(Buffer::from(std::mem::take(&mut self.data))),
+            dropped: Some(dropped.min(u32::MAX as u64) as u32),
+        }
+    }
+}
+
+pub fn event_to_js(ev: Event, queue: &Mutex<DatagramQueue>) -> NativeEvent {
+    let base = |kind: &str, id: u32| NativeEvent {
+        kind: kind.into(),
+        session_id: id,
+        path: None,
+        remote_address: None,
+        remote_port: None,
+        code: None,
+        reason: None,
+        ids: None,
+        lens: None,
+        data: None,
+        dropped: None,
+    };
+    match ev {
+        Event::Request { id, path, addr } => NativeEvent {
+            path: Some(path),
+            remote_address: Some(addr.ip().to_canonical().to_string()),
+            remote_port: Some(addr.port() as u32),
+            ..base("request", id)
+        },
+        Event::Datagrams => queue.lock().unwrap().take_event(),
+        Event::Closed { id, code, reason } => NativeEvent {
+            code: Some(code),
+            reason: Some(reason),
+            ..base("closed", id)
+        },
+        Event::Low { id } => base("low", id),
+        Event::Open { id } => base("open", id),
+    }
+}
+
+/// Carries events to JavaScript. `shutdown` releases the threadsafe function (the Node process
+/// may then exit); events after it are dropped.
+pub struct EventSink {
+    tsfn: RwLock<Option<EventFn>>,
+    queue: Arc<Mutex<DatagramQueue>>,
+}
+
+impl EventSink {
+    pub fn new(tsfn: EventFn, queue: Arc<Mutex<DatagramQueue>>) -> Self {
+        EventSink {
+            tsfn: RwLock::new(Some(tsfn)),
+            queue,
+        }
+    }
+
+    pub fn emit(&self, ev: Event) {
+        if let Some(f) = self.tsfn.read().unwrap().as_ref() {
+            f.call(ev, ThreadsafeFunctionCallMode::NonBlocking);
+        }
+    }
+
+    pub fn push_datagram(&self, id: u32, payload: &[u8]) {
+        let schedule = {
+            let mut q = self.queue.lock().unwrap();
+            if q.data.len() + payload.len() > MAX_QUEUED_BYTES {
+                q.dropped += 1;
+                false
+            } else {
+                q.ids.push(id);
+                q.lens.push(payload.len() as u32);
+                q.data.extend_from_slice(payload);
+                !std::mem::replace(&mut q.scheduled, true)
+            }
+        };
+        if schedule {
+            self.emit(Event::Datagrams);
+        }
+    }
+
+    pub fn shutdown(&self) {
+        self.tsfn.write().unwrap().take();
+    }
+}
+
+/// Statistics of a session (JS `SessionInfo`).
+#[napi_derive::napi(object)]
+pub struct SessionInfo {
+    pub max_datagram_size: u32,
+    /// Datagram send-buffer bytes not yet sent.
+    pub buffered_bytes: u32,
+    pub rtt_ms: f64,
+    /// Windowed (10 s) min RTT of the rate controller.
+    pub min_rtt_ms: f64,
+    /// The rate controller's current rate, bytes/s.
+    pub rate_bps: f64,
+    /// The per-session cap (0 = none), bytes/s.
+    pub cap_bps: f64,
+    /// Last delivery-rate sample, bytes/s.
+    pub delivery_rate_bps: f64,
+    pub lost_packets: f64,
+    pub sent_packets: f64,
+    pub congestion_window: f64,
+}
+
+/// One WebTransport session (one QUIC connection).
+pub struct Session {
+    pub id: u32,
+    pub conn: Connection,
+    send_buffer: usize,
+    /// What quinn counts as used with nothing queued (its per-datagram bookkeeping).
+    baseline: usize,
+    low_water: AtomicUsize,
+    armed: AtomicBool,
+    wake: Notify,
+    closed: AtomicBool,
+    cap: AtomicU64,
+    local_close: Mutex<Option<(u32, String)>>,
+}
+
+/// Longest wtransport datagram header (quarter stream id varint).
+const DATAGRAM_HEADER_MAX: usize = 8;
+
+impl Session {
+    pub fn new(id: u32, conn: Connection, send_buffer: usize) -> Arc<Self> {
+        let baseline = send_buffer.saturating_sub(conn.quic_connection().datagram_send_buffer_space());
+        Arc::new(Session {
+            id,
+            conn,
+            send_buffer,
+            baseline,
+            low_water: AtomicUsize::new(send_buffer / 2),
+            armed: AtomicBool::new(false),
+            wake: Notify::new(),
+            closed: AtomicBool::new(false),
+            cap: AtomicU64::new(0),
+            local_close: Mutex::new(None),
+        })
+    }
+
+    fn quic(&self) -> &quinn::Connection {
+        self.conn.quic_connection()
+    }
+
+    pub fn buffered(&self) -> usize {
+        self.send_buffer
+            .saturating_sub(self.quic().datagram_send_buffer_space() + self.baseline)
+    }
+
+    fn arm(&self) {
+        if !self.armed.swap(true, Ordering::AcqRel) {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Queues a datagram. False when the session is closed, the datagram is larger than
+    /// `max_datagram_size`, or the send buffer has no room (quinn would otherwise drop the oldest
+    /// queued datagram silently); the low-water event follows when it drains.
+    pub fn send(&self, data: &[u8]) -> bool {
+        if self.closed.load(Ordering::Relaxed) {
+            return false;
+        }
+        match self.conn.max_datagram_size() {
+            Some(max) if data.len() <= max => {}
+            _ => return false,
+        }
+        if self.quic().datagram_send_buffer_space() < data.len() + DATAGRAM_HEADER_MAX {
+            self.arm();
+            return false;
+        }
+        if self.conn.send_datagram(data).is_err() {
+            return false;
+        }
+        if self.buffered() > self.low_water.load(Ordering::Relaxed) {
+            self.arm();
+        }
+        true
+    }
+
+    pub fn set_low_water(&self, bytes: usize) {
+        self.low_water.store(bytes.min(self.send_buffer), Ordering::Relaxed);
+    }
+
+    fn rate_handle(&self) -> Option<Arc<RateHandle>> {
+        let h = rate_handle_of(self.quic())?;
+        // quinn may rebuild the controller (a new path): keep the cap on the current one.
+        h.cap.store(self.cap.load(Ordering::Relaxed), Ordering::Relaxed);
+        Some(h)
+    }
+
+    pub fn set_rate_cap(&self, bps: u64) {
+        self.cap.store(bps, Ordering::Relaxed);
+        let _ = self.rate_handle();
+    }
+
+    pub fn info(&self) -> SessionInfo {
+        let stats = self.quic().stats();
+        let h = self.rate_handle();
+        let load = |f: fn(&RateHandle) -> &AtomicU64| h.as_ref().map_or(0, |h| f(h).load(Ordering::Relaxed)) as f64;
+        SessionInfo {
+            max_datagram_size: self.conn.max_datagram_size().unwrap_or(0) as u32,
+            buffered_bytes: self.buffered() as u32,
+            rtt_ms: stats.path.rtt.as_secs_f64() * 1e3,
+            min_rtt_ms: load(|h| &h.min_rtt_us) / 1e3,
+            rate_bps: h.as_ref().map_or(0, |h| h.current_rate()) as f64,
+            cap_bps: self.cap.load(Ordering::Relaxed) as f64,
+            delivery_rate_bps: load(|h| &h.delivery_rate),
+            lost_packets: stats.path.lost_packets as f64,
+            sent_packets: stats.path.sent_packets as f64,
+            congestion_window: stats.path.cwnd as f64,
+        }
+    }
+
+    pub fn close(&self, code: u32, reason: &str) {
+        let mut lc = self.local_close.lock().unwrap();
+        if lc.is_none() {
+            *lc = Some((code, reason.to_string()));
+        }
+        drop(lc);
+        self.conn.close(VarInt::from_u32(code), reason.as_bytes());
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Relaxed)
+    }
+
+    fn describe(&self, err: &ConnectionError) -> (u32, String) {
+        if let Some((code, reason)) = self.local_close.lock().unwrap().clone() {
+            return (code, reason);
+        }
+        match err {
+            ConnectionError::ApplicationClosed(c) => (
+                c.code().into_inner().min(u32::MAX as u64) as u32,
+                String::from_utf8_lossy(c.reason()).into_owned(),
+            ),
+            ConnectionError::TimedOut => (0, "idle timeout".into()),
+            other => (0, other.to_string()),
+        }
+    }
+
+    /// The receive loop (datagrams to the sink; the closed event at the end, then `on_closed`) and
+    /// the low-water watcher.
+    pub fn spawn_tasks(self: &Arc<Self>, sink: Arc<EventSink>, on_closed: impl FnOnce(u32) + Send + 'static) {
+        let s = self.clone();
+        let rx_sink = sink.clone();
+        napi::bindgen_prelude::spawn(async move {
+            let err = loop {
+                match s.conn.receive_datagram().await {
+                    Ok(d) => rx_sink.push_datagram(s.id, &d.payload()),
+                    Err(e) => break e,
+                }
+            };
+            s.closed.store(true, Ordering::Relaxed);
+            s.wake.notify_one();
+            let (code, reason) = s.describe(&err);
+            rx_sink.emit(Event::Closed { id: s.id, code, reason });
+            on_closed(s.id);
+        });
+        let s = self.clone();
+        napi::bindgen_prelude::spawn(async move {
+            loop {
+                s.wake.notified().await;
+                loop {
+                    if s.is_closed() {
+                        return;
+                    }
+                    if s.buffered() <= s.low_water.load(Ordering::Relaxed) {
+                        s.armed.store(false, Ordering::Release);
+                        sink.emit(Event::Low { id: s.id });
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            }
+        });
+    }
+}

@@ -1,0 +1,441 @@
+/**
+ * `@mutp/quic`: QUIC datagrams (RFC 9221) over WebTransport (HTTP/3) for Node, through a native
+ * addon (quic/native: napi-rs, wtransport on quinn) with MutpRate, a loss-blind rate controller that
+ * backs off on queueing delay (quic/README.md). A server for the proxy (browsers connect with
+ * `new WebTransport(url, { serverCertificateHashes })`) and a client for the Node client.
+ */
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+
+/** Where `bash quic/build.sh` puts the addon. */
+export const NATIVE_ADDON_PATH = join(__dirname, '..', 'dist', 'mutp_quic.node');
+
+/** Rate controller options, all in bytes per second. */
+export interface RateOptions {
+  /** Start at this rate instead of slow start (the proxy knows its upload limit). */
+  initialRateBps?: number;
+  /** Cap for every session of this server (or this client); 0 or absent: none. */
+  maxRateBps?: number;
+  /** The rate never falls below this (default 64 KiB/s). */
+  minRateBps?: number;
+}
+
+/** QUIC transport tuning, shared by the server and the client. */
+export interface TransportOptions {
+  /** Max idle timeout (default 30 s); keep-alives every third of it unless `keepAliveMs`. */
+  idleTimeoutMs?: number;
+  keepAliveMs?: number;
+  /** RTT assumed before the first sample (default 100 ms; quinn's own default is 333 ms). */
+  initialRttMs?: number;
+  /** Datagram send buffer (default 64 KiB): small, so that late binding picks what is sent late. */
+  datagramSendBufferBytes?: number;
+  /** Datagram receive buffer (default 1 MiB). */
+  datagramReceiveBufferBytes?: number;
+  rate?: RateOptions;
+}
+
+export interface SessionRequest {
+  sessionId: number;
+  /** The request's path with its query, e.g. `/mutp?token=...`. */
+  path: string;
+  remoteAddress: string;
+  remotePort: number;
+}
+
+export interface SessionInfo {
+  /** Largest payload `sendDatagram` takes now. */
+  maxDatagramSize: number;
+  /** Datagram send-buffer bytes not yet sent. */
+  bufferedBytes: number;
+  rttMs: number;
+  /** The rate controller's windowed (10 s) minimum RTT. */
+  minRttMs: number;
+  /** The rate controller's current rate, bytes/s. */
+  rateBps: number;
+  /** The session's cap (`setRateCap`), 0 = none. */
+  capBps: number;
+  /** Last delivery-rate sample, bytes/s. */
+  deliveryRateBps: number;
+  lostPackets: number;
+  sentPackets: number;
+  congestionWindow: number;
+}
+
+export interface GeneratedCertificate {
+  certificatePem: string;
+  privateKeyPem: string;
+  /** SHA-256 of the DER certificate, for `serverCertificateHashes`. */
+  sha256: Uint8Array;
+  /** Milliseconds since the epoch. */
+  notBefore: number;
+  notAfter: number;
+}
+
+interface NativeEvent {
+  kind: 'request' | 'open' | 'datagrams' | 'closed' | 'low';
+  sessionId: number;
+  path?: string;
+  remoteAddress?: string;
+  remotePort?: number;
+  code?: number;
+  reason?: string;
+  ids?: Uint32Array;
+  lens?: Uint32Array;
+  data?: Buffer;
+  dropped?: number;
+}
+
+interface NativeTransport {
+  idleTimeoutMs?: number;
+  keepAliveMs?: number;
+  initialRttMs?: number;
+  datagramSendBufferBytes?: number;
+  datagramReceiveBufferBytes?: number;
+}
+
+interface NativeServer {
+  readonly port: number;
+  readonly sessionCount: number;
+  acceptSession(sessionId: number): boolean;
+  rejectSession(sessionId: number, httpStatus: number): number;
+  sendDatagram(sessionId: number, data: Uint8Array): boolean;
+  sessionInfo(sessionId: number): SessionInfo | null;
+  setRateCap(sessionId: number, bytesPerSecond: number): boolean;
+  setLowWaterMark(sessionId: number, bytes: number): boolean;
+  closeSession(sessionId: number, code: number, reason: string): boolean;
+  reloadCertificate(certificatePem: string, privateKeyPem: string): void;
+  close(): Promise<void>;
+}
+
+interface NativeClient {
+  readonly closed: boolean;
+  sendDatagram(data: Uint8Array): boolean;
+  info(): SessionInfo;
+  setRateCap(bytesPerSecond: number): void;
+  setLowWaterMark(bytes: number): void;
+  close(code: number, reason: string): void;
+}
+
+interface NativeAddon {
+  generateCertificate(options: { names: string[]; validityDays: number }): GeneratedCertificate;
+  certificateHash(certificatePem: string): Uint8Array;
+  listen(
+    options: {
+      host: string;
+      port: number;
+      certificatePem: string;
+      privateKeyPem: string;
+      maxSessions: number;
+      maxPendingSessions: number;
+      handshakeTimeoutMs?: number;
+      requestTimeoutMs?: number;
+      transport: NativeTransport;
+      rate?: RateOptions;
+    },
+    onEvent: (event: NativeEvent) => void,
+  ): NativeServer;
+  connect(
+    options: {
+      url: string;
+      serverCertificateHashes: Uint8Array[];
+      connectTimeoutMs?: number;
+      transport: NativeTransport;
+      rate?: RateOptions;
+    },
+    onEvent: (event: NativeEvent) => void,
+  ): Promise<NativeClient>;
+}
+
+let addon: NativeAddon | undefined;
+
+/** The native addon, loaded on first use. */
+function native(): NativeAddon {
+  if (addon) return addon;
+  if (!existsSync(NATIVE_ADDON_PATH)) {
+    throw new Error(
+      `@mutp/quic: the native addon ${NATIVE_ADDON_PATH} is missing: build it with \`bash quic/build.sh\` (needs Rust; scripts/setup.sh runs it)`,
+    );
+  }
+  addon = createRequire(__filename)(NATIVE_ADDON_PATH) as NativeAddon;
+  return addon;
+}
+
+function nativeTransport(o: TransportOptions): NativeTransport {
+  return {
+    idleTimeoutMs: o.idleTimeoutMs,
+    keepAliveMs: o.keepAliveMs,
+    initialRttMs: o.initialRttMs,
+    datagramSendBufferBytes: o.datagramSendBufferBytes,
+    datagramReceiveBufferBytes: o.datagramReceiveBufferBytes,
+  };
+}
+
+/** Calls `each(sessionId, payload)` for every datagram of a batch (views into one buffer). */
+function forEachDatagram(event: NativeEvent, each: (sessionId: number, data: Buffer) => void): void {
+  const { ids, lens, data } = event;
+  if (!ids || !lens || !data) return;
+  let offset = 0;
+  for (let i = 0; i < ids.length; i++) {
+    const end = offset + lens[i];
+    each(ids[i], data.subarray(offset, end));
+    offset = end;
+  }
+}
+
+/**
+ * A self-signed ECDSA P-256 X.509v3 certificate for `serverCertificateHashes`. `validityDays`
+ * must be 1..14 (browsers refuse longer); `notBefore` is a minute in the past.
+ */
+export function generateCertificate(options: { names: string[]; validityDays: number }): GeneratedCertificate {
+  return native().generateCertificate(options);
+}
+
+/** SHA-256 of the DER of the first certificate of a PEM text (e.g. an operator's certificate). */
+export function certificateHash(certificatePem: string): Uint8Array {
+  return native().certificateHash(certificatePem);
+}
+
+export interface QuicServerOptions extends TransportOptions {
+  /** IP address to bind (`0.0.0.0`, `::`, `127.0.0.1`). */
+  host: string;
+  /** 0: an ephemeral port (see `QuicServer.port`). */
+  port: number;
+  certificatePem: string;
+  privateKeyPem: string;
+  /** Sessions at once; requests beyond are answered 429 without asking `onSessionRequest`. */
+  maxSessions: number;
+  /** Connections in handshake or awaiting `acceptSession`/`rejectSession` at once; more are refused. */
+  maxPendingSessions: number;
+  /** QUIC handshake plus the CONNECT request (default 10 s). */
+  handshakeTimeoutMs?: number;
+  /** Time `onSessionRequest` has to answer before the request is rejected with 429 (default 2 s). */
+  requestTimeoutMs?: number;
+  /** Answer with `server.acceptSession(id)` or `server.rejectSession(id, status)`. */
+  onSessionRequest: (request: SessionRequest) => void;
+  /**
+   * The session is open on the server (after `acceptSession`); `sendDatagram` and `sessionInfo`
+   * work from here. It may come a moment after the client's connect resolved.
+   */
+  onSessionOpen?: (sessionId: number) => void;
+  /** Each datagram is a view into a batch buffer: copy it to keep it past the next batch. */
+  onDatagram: (sessionId: number, data: Buffer) => void;
+  onSessionClosed?: (sessionId: number, code: number, reason: string) => void;
+  /** The session's send buffer drained to its low-water mark (after it was above it or full). */
+  onSendBufferLow?: (sessionId: number) => void;
+  /** Datagrams dropped because JavaScript fell behind (more than 16 MiB waiting). */
+  onDatagramsDropped?: (count: number) => void;
+}
+
+/** A WebTransport server for MUTP datagrams. Keeps the process alive until `close()`. */
+export class QuicServer {
+  private constructor(private readonly inner: NativeServer) {}
+
+  /** Binds and starts accepting. Rejects on a bad certificate/key or an address in use. */
+  static async listen(options: QuicServerOptions): Promise<QuicServer> {
+    const n = native();
+    const onEvent = (event: NativeEvent): void => {
+      switch (event.kind) {
+        case 'datagrams':
+          if (event.dropped) options.onDatagramsDropped?.(event.dropped);
+          forEachDatagram(event, options.onDatagram);
+          break;
+        case 'request':
+          options.onSessionRequest({
+            sessionId: event.sessionId,
+            path: event.path ?? '',
+            remoteAddress: event.remoteAddress ?? '',
+            remotePort: event.remotePort ?? 0,
+          });
+          break;
+        case 'open':
+          options.onSessionOpen?.(event.sessionId);
+          break;
+        case 'closed':
+          options.onSessionClosed?.(event.sessionId, event.code ?? 0, event.reason ?? '');
+          break;
+        case 'low':
+          options.onSendBufferLow?.(event.sessionId);
+          break;
+      }
+    };
+    const inner = n.listen(
+      {
+        host: options.host,
+        port: options.port,
+        certificatePem: options.certificatePem,
+        privateKeyPem: options.privateKeyPem,
+        maxSessions: options.maxSessions,
+        maxPendingSessions: options.maxPendingSessions,
+        handshakeTimeoutMs: options.handshakeTimeoutMs,
+        requestTimeoutMs: options.requestTimeoutMs,
+        transport: nativeTransport(options),
+        rate: options.rate,
+      },
+      onEvent,
+    );
+    return new QuicServer(inner);
+  }
+
+  /** The bound UDP port. */
+  get port(): number {
+    return this.inner.port;
+  }
+
+  /** Sessions accepted and not closed. */
+  get sessionCount(): number {
+    return this.inner.sessionCount;
+  }
+
+  /** False when the request is unknown, already answered or expired. */
+  acceptSession(sessionId: number): boolean {
+    return this.inner.acceptSession(sessionId);
+  }
+
+  /**
+   * Rejects a session request. wtransport 0.7 sends only 403, 404 and 429: 404 and 429 are sent
+   * as such, 503 as 429, anything else as 403. Returns the status sent, 0 when the request is
+   * unknown, already answered or expired.
+   */
+  rejectSession(sessionId: number, httpStatus: number): number {
+    return this.inner.rejectSession(sessionId, httpStatus);
+  }
+
+  /**
+   * Queues a datagram. False when the session is gone, the datagram is larger than the session's
+   * `maxDatagramSize`, or the send buffer is full (then `onSendBufferLow` follows).
+   */
+  sendDatagram(sessionId: number, data: Uint8Array): boolean {
+    return this.inner.sendDatagram(sessionId, data);
+  }
+
+  sessionInfo(sessionId: number): SessionInfo | undefined {
+    return this.inner.sessionInfo(sessionId) ?? undefined;
+  }
+
+  /** Per-session rate cap in bytes/s (e.g. the client's reported cap); 0 = none. */
+  setRateCap(sessionId: number, bytesPerSecond: number): boolean {
+    return this.inner.setRateCap(sessionId, bytesPerSecond);
+  }
+
+  /** `onSendBufferLow` fires when the send buffer drains to `bytes` (default: half the buffer). */
+  setLowWaterMark(sessionId: number, bytes: number): boolean {
+    return this.inner.setLowWaterMark(sessionId, bytes);
+  }
+
+  /** Closes the session's QUIC connection with an application error code and reason. */
+  closeSession(sessionId: number, code = 0, reason = ''): boolean {
+    return this.inner.closeSession(sessionId, code, reason);
+  }
+
+  /** New handshakes use this certificate; live sessions stay. Throws on a bad certificate/key. */
+  reloadCertificate(certificatePem: string, privateKeyPem: string): void {
+    this.inner.reloadCertificate(certificatePem, privateKeyPem);
+  }
+
+  /** Closes every session and the socket; `onSessionClosed` fires for each first. */
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+export interface QuicClientOptions extends TransportOptions {
+  /** `https://host:port/path?query`. */
+  url: string;
+  /** SHA-256 hashes of acceptable server certificates (as browsers' `serverCertificateHashes`). */
+  serverCertificateHashes: Uint8Array[];
+  /** Handshake plus session request (default 10 s). */
+  connectTimeoutMs?: number;
+  onDatagram: (data: Buffer) => void;
+  onClosed?: (code: number, reason: string) => void;
+  onSendBufferLow?: () => void;
+  onDatagramsDropped?: (count: number) => void;
+}
+
+export type QuicConnectErrorCode = 'refused' | 'timeout' | 'certificate' | 'url' | 'failed';
+
+/** Why `QuicClient.connect` failed. */
+export class QuicConnectError extends Error {
+  constructor(
+    readonly code: QuicConnectErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'QuicConnectError';
+  }
+}
+
+const CONNECT_ERROR_CODES: readonly QuicConnectErrorCode[] = ['refused', 'timeout', 'certificate', 'url', 'failed'];
+
+/** A client's WebTransport session. Keeps the process alive until it is closed. */
+export class QuicSession {
+  constructor(private readonly inner: NativeClient) {}
+
+  /** As `QuicServer.sendDatagram`. */
+  sendDatagram(data: Uint8Array): boolean {
+    return this.inner.sendDatagram(data);
+  }
+
+  info(): SessionInfo {
+    return this.inner.info();
+  }
+
+  setRateCap(bytesPerSecond: number): void {
+    this.inner.setRateCap(bytesPerSecond);
+  }
+
+  setLowWaterMark(bytes: number): void {
+    this.inner.setLowWaterMark(bytes);
+  }
+
+  get closed(): boolean {
+    return this.inner.closed;
+  }
+
+  /** Closes the connection; `onClosed` then fires with this code and reason. */
+  close(code = 0, reason = ''): void {
+    this.inner.close(code, reason);
+  }
+}
+
+export const QuicClient = {
+  /** Connects; rejects with a `QuicConnectError` (refusal, timeout, certificate mismatch...). */
+  async connect(options: QuicClientOptions): Promise<QuicSession> {
+    const n = native();
+    const onEvent = (event: NativeEvent): void => {
+      switch (event.kind) {
+        case 'datagrams':
+          if (event.dropped) options.onDatagramsDropped?.(event.dropped);
+          forEachDatagram(event, (_id, data) => options.onDatagram(data));
+          break;
+        case 'closed':
+          options.onClosed?.(event.code ?? 0, event.reason ?? '');
+          break;
+        case 'low':
+          options.onSendBufferLow?.();
+          break;
+      }
+    };
+    try {
+      const inner = await n.connect(
+        {
+          url: options.url,
+          serverCertificateHashes: options.serverCertificateHashes,
+          connectTimeoutMs: options.connectTimeoutMs,
+          transport: nativeTransport(options),
+          rate: options.rate,
+        },
+        onEvent,
+      );
+      return new QuicSession(inner);
+    } catch (e) {
+      // Not `instanceof Error`: the addon's errors come from the main realm (Jest runs tests in another).
+      const m = (e as { message?: unknown } | undefined)?.message;
+      const message = typeof m === 'string' ? m : String(e);
+      const colon = message.indexOf(': ');
+      const code = message.slice(0, colon) as QuicConnectErrorCode;
+      if (colon > 0 && CONNECT_ERROR_CODES.includes(code)) throw new QuicConnectError(code, message.slice(colon + 2));
+      throw new QuicConnectError('failed', message);
+    }
+  },
+};
