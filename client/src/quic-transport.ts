@@ -16,7 +16,7 @@ export async function openNodeQuicTransport(target: QuicTarget): Promise<LinkTra
     serverCertificateHashes: target.certificateHashes.map((h) => new Uint8Array(Buffer.from(h, 'base64'))),
     initialRttMs: INITIAL_RTT_MS,
     connectTimeoutMs: Math.max(1, Math.ceil(target.timeoutMs)),
-    onDatagram: (data) => link.received(data),
+    onDatagram: (data, receivedAt) => link.received(data, receivedAt),
     onClosed: (_code, reason) => link.ended(reason || 'session closed'),
   });
   link.session = session;
@@ -26,7 +26,7 @@ export async function openNodeQuicTransport(target: QuicTarget): Promise<LinkTra
 class NodeQuicLink implements LinkTransport {
   readonly kind = 'quic';
   session?: QuicSession;
-  onDatagram?: (bytes: Uint8Array) => void;
+  onDatagram?: (bytes: Uint8Array, receivedAt?: number) => void;
   onClose?: (reason: string) => void;
   private open = true;
 
@@ -44,8 +44,8 @@ class NodeQuicLink implements LinkTransport {
     this.session?.close(0, reason.slice(0, 100));
   }
 
-  received(data: Uint8Array): void {
-    if (this.open) this.onDatagram?.(data);
+  received(data: Uint8Array, receivedAt: number): void {
+    if (this.open) this.onDatagram?.(data, receivedAt);
   }
 
   ended(reason: string): void {

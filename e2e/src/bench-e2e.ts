@@ -17,9 +17,9 @@
  * object, give the median (one cold download per cell is a noisy figure).
  */
 import { readFileSync } from 'node:fs';
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { DEFAULT_SCHEDULER } from '@mutp/shared';
-import { ClientError, GetResult, MutpClient } from '@mutp/shared/client';
+import { ClientError, GetResult, MutpClient, TransportPreference } from '@mutp/shared/client';
 import type { ProxyInfo } from '@mutp/shared';
 import { releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
@@ -66,6 +66,15 @@ const program = new Command()
     (v) => Number(v),
     1000,
   )
+  .addOption(
+    new Option(
+      '--transport <kind>',
+      'proxy links: webrtc (data channels), quic (the proxies run their QUIC endpoint; WebTransport datagrams), auto (QUIC first, WebRTC beside it)',
+    )
+      .choices(['webrtc', 'quic', 'auto'])
+      .default('webrtc'),
+  )
+  .option('--modes <list>', 'modes to run, comma-separated (default http,uncoded,rlnc,fountain)')
   .option('--object-bytes <list>', 'object sizes, comma-separated (default 1 MiB and 2 MiB; --quick: 2 MiB)')
   .option(
     '--timeout-ms <ms>',
@@ -89,10 +98,17 @@ const opts = program.opts<{
   stage?: boolean;
   stageLeadMs: number;
   timeoutMs: number;
+  transport: TransportPreference;
+  modes?: string;
 }>();
 
-const MODES = ['http', 'uncoded', 'rlnc', 'fountain'] as const;
-type BenchMode = (typeof MODES)[number];
+const ALL_MODES = ['http', 'uncoded', 'rlnc', 'fountain'] as const;
+type BenchMode = (typeof ALL_MODES)[number];
+/** The modes asked for, in the usual order (http, the baseline of speedupVsHttp, only when asked). */
+const MODES: readonly BenchMode[] = opts.modes
+  ? ALL_MODES.filter((m) => opts.modes!.split(',').includes(m))
+  : ALL_MODES;
+if (MODES.length === 0) throw new Error(`--modes: some of ${ALL_MODES.join(', ')}; got ${opts.modes}`);
 if (!(opts.capScale > 0 && opts.capScale <= 4))
   throw new Error(`--cap-scale: above 0, at most 4; got ${opts.capScale}`);
 if (!(opts.stageLeadMs >= 0 && opts.stageLeadMs <= 60_000))
@@ -212,9 +228,15 @@ async function main(): Promise<void> {
       : {}),
     readyTimeoutMs: 60_000,
     placement: testbed ? { origo: testbed.origo, proxies: testbed.proxies } : undefined,
+    quic: opts.transport !== 'webrtc',
   });
   // The testbed's origo is plain ws:// on a private address (no TLS inside the testbed).
-  const client = new MutpClient(createNodeHost(), { origoUrl: cluster.clientUrl, codecs, insecureOrigo: !!testbed });
+  const client = new MutpClient(createNodeHost(), {
+    origoUrl: cluster.clientUrl,
+    codecs,
+    insecureOrigo: !!testbed,
+    transport: opts.transport,
+  });
   const rows: Record<string, unknown>[] = [];
   try {
     const fleet = await cluster.listProxies();
@@ -319,6 +341,7 @@ async function main(): Promise<void> {
             const row = {
               profile: opts.profile,
               mode,
+              transport: mode === 'http' ? 'tcp' : transportOf(results),
               scheduler: mode === 'http' ? '-' : DEFAULT_SCHEDULER[mode],
               sources: n,
               capsKBps: caps,
@@ -476,3 +499,11 @@ main().catch((e: unknown) => {
   console.error(e instanceof Error ? e.stack : e);
   process.exit(1);
 });
+
+/** What carried the cell's sources: one kind, or 'mixed' (auto fell back for some), or '-' (none completed). */
+function transportOf(results: GetResult[]): string {
+  const kinds = new Set(
+    results.flatMap((r) => r.sources.map((s) => ('transport' in s ? (s.transport ?? 'lost') : 'tcp'))),
+  );
+  return kinds.size === 0 ? '-' : kinds.size === 1 ? [...kinds][0] : 'mixed';
+}

@@ -22,8 +22,15 @@
  * against the median pause).
  */
 import { createHash } from 'node:crypto';
-import { Command } from 'commander';
-import { DEFAULT_STAGING_CONFIG, downloadSeries, MutpClient, SegmentRef, SeriesResult } from '@mutp/shared/client';
+import { Command, Option } from 'commander';
+import {
+  DEFAULT_STAGING_CONFIG,
+  downloadSeries,
+  MutpClient,
+  SegmentRef,
+  SeriesResult,
+  TransportPreference,
+} from '@mutp/shared/client';
 import { releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import { nextReconnectionMs } from '@mutp/sim';
@@ -74,6 +81,11 @@ const program = new Command()
     'MUTP series: once segment k (1-based) is under way, SIGTERM one proxy of the set (it drains); a spare proxy joins the fleet',
     (v) => Number(v),
   )
+  .addOption(
+    new Option('--transport <kind>', 'proxy links: webrtc, quic (the proxies run their QUIC endpoint), auto')
+      .choices(['webrtc', 'quic', 'auto'])
+      .default('webrtc'),
+  )
   .option('--timeout-ms <ms>', 'a whole series gives up after this long', (v) => Number(v), 900_000)
   .option(
     '--no-align',
@@ -93,6 +105,7 @@ const opts = program.opts<{
   seed: number;
   stallTimeoutMs: number;
   attempts: number;
+  transport: TransportPreference;
   attemptTimeoutMs: number;
   timeoutMs: number;
   drainAt?: number;
@@ -131,6 +144,8 @@ const FLEET = Array.from({ length: Math.max(...SOURCES) + (opts.drainAt !== unde
 interface Row {
   profile: string;
   mode: Way;
+  /** What the MUTP series asked for ('tcp' for Parallel HTTP). */
+  transport: string;
   coding: string;
   sources: number;
   segments: number;
@@ -204,6 +219,7 @@ async function main(): Promise<void> {
     allowPrivateOrigins: true,
     readyTimeoutMs: 60_000,
     placement: { origo: testbed.origo, proxies: testbed.proxies },
+    quic: opts.transport !== 'webrtc',
   });
   const host = createNodeHost();
   const benchStart = performance.now();
@@ -214,6 +230,7 @@ async function main(): Promise<void> {
       origoUrl: cluster.clientUrl,
       codecs,
       insecureOrigo: true,
+      transport: opts.transport,
       origoTimeoutMs: 30_000,
       // Short: an attempt begun in a disconnection is better abandoned and made again than waited for.
       connectTimeoutMs: 5_000,
@@ -319,6 +336,7 @@ async function main(): Promise<void> {
         rows.push({
           profile: opts.profile,
           mode: way,
+          transport: way === 'http' ? 'tcp' : opts.transport,
           coding: way === 'http' ? 'http' : opts.coding,
           sources: n,
           segments: opts.segments,

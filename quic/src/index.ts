@@ -83,6 +83,7 @@ interface NativeEvent {
   ids?: Uint32Array;
   lens?: Uint32Array;
   data?: Buffer;
+  ages?: Uint32Array;
   dropped?: number;
 }
 
@@ -172,13 +173,21 @@ function nativeTransport(o: TransportOptions): NativeTransport {
 }
 
 /** Calls `each(sessionId, payload)` for every datagram of a batch (views into one buffer). */
-function forEachDatagram(event: NativeEvent, each: (sessionId: number, data: Buffer) => void): void {
-  const { ids, lens, data } = event;
+/**
+ * Each datagram of a batch with when it arrived (performance.now() time): a batch is read at
+ * once, so the arrival spacing a rate estimate needs comes from the native side's timestamps.
+ */
+function forEachDatagram(
+  event: NativeEvent,
+  each: (sessionId: number, data: Buffer, receivedAt: number) => void,
+): void {
+  const { ids, lens, data, ages } = event;
   if (!ids || !lens || !data) return;
+  const now = performance.now();
   let offset = 0;
   for (let i = 0; i < ids.length; i++) {
     const end = offset + lens[i];
-    each(ids[i], data.subarray(offset, end));
+    each(ids[i], data.subarray(offset, end), ages ? now - ages[i] / 1000 : now);
     offset = end;
   }
 }
@@ -219,7 +228,8 @@ export interface QuicServerOptions extends TransportOptions {
    */
   onSessionOpen?: (sessionId: number) => void;
   /** Each datagram is a view into a batch buffer: copy it to keep it past the next batch. */
-  onDatagram: (sessionId: number, data: Buffer) => void;
+  /** `receivedAt`: when it arrived, on performance.now()'s clock (the batch may be read later). */
+  onDatagram: (sessionId: number, data: Buffer, receivedAt: number) => void;
   onSessionClosed?: (sessionId: number, code: number, reason: string) => void;
   /** The session's send buffer drained to its low-water mark (after it was above it or full). */
   onSendBufferLow?: (sessionId: number) => void;
@@ -346,7 +356,8 @@ export interface QuicClientOptions extends TransportOptions {
   serverCertificateHashes: Uint8Array[];
   /** Handshake plus session request (default 10 s). */
   connectTimeoutMs?: number;
-  onDatagram: (data: Buffer) => void;
+  /** `receivedAt`: when it arrived, on performance.now()'s clock (the batch may be read later). */
+  onDatagram: (data: Buffer, receivedAt: number) => void;
   onClosed?: (code: number, reason: string) => void;
   onSendBufferLow?: () => void;
   onDatagramsDropped?: (count: number) => void;
@@ -406,7 +417,7 @@ export const QuicClient = {
       switch (event.kind) {
         case 'datagrams':
           if (event.dropped) options.onDatagramsDropped?.(event.dropped);
-          forEachDatagram(event, (_id, data) => options.onDatagram(data));
+          forEachDatagram(event, (_id, data, receivedAt) => options.onDatagram(data, receivedAt));
           break;
         case 'closed':
           options.onClosed?.(event.code ?? 0, event.reason ?? '');

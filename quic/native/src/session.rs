@@ -9,7 +9,7 @@ use napi::Status;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use wtransport::error::ConnectionError;
 use wtransport::{Connection, VarInt};
@@ -73,6 +73,9 @@ pub struct NativeEvent {
     pub ids: Option<Uint32Array>,
     pub lens: Option<Uint32Array>,
     pub data: Option<Buffer>,
+    /// Microseconds each datagram of the batch waited between its arrival and the batch's dispatch
+    /// (a batch is read at once: without these, its arrival spacing would be lost).
+    pub ages: Option<Uint32Array>,
     /// Datagrams dropped since the last batch because JavaScript fell behind.
     pub dropped: Option<u32>,
 }
@@ -85,6 +88,7 @@ pub struct DatagramQueue {
     ids: Vec<u32>,
     lens: Vec<u32>,
     data: Vec<u8>,
+    arrived: Vec<Instant>,
     scheduled: bool,
     dropped: u64,
 }
@@ -97,6 +101,12 @@ impl DatagramQueue {
     pub fn take_event(&mut self) -> NativeEvent {
         self.scheduled = false;
         let dropped = std::mem::take(&mut self.dropped);
+        let now = Instant::now();
+        let ages: Vec<u32> = self
+            .arrived
+            .drain(..)
+            .map(|at| now.saturating_duration_since(at).as_micros().min(u32::MAX as u128) as u32)
+            .collect();
         NativeEvent {
             kind: "datagrams".into(),
             session_id: 0,
@@ -108,6 +118,7 @@ impl DatagramQueue {
             ids: Some(Uint32Array::new(std::mem::take(&mut self.ids))),
             lens: Some(Uint32Array::new(std::mem::take(&mut self.lens))),
             data: Some(Buffer::from(std::mem::take(&mut self.data))),
+            ages: Some(Uint32Array::new(ages)),
             dropped: Some(dropped.min(u32::MAX as u64) as u32),
         }
     }
@@ -125,6 +136,7 @@ pub fn event_to_js(ev: Event, queue: &Mutex<DatagramQueue>) -> NativeEvent {
         ids: None,
         lens: None,
         data: None,
+        ages: None,
         dropped: None,
     };
     match ev {
@@ -176,6 +188,7 @@ impl EventSink {
                 q.ids.push(id);
                 q.lens.push(payload.len() as u32);
                 q.data.extend_from_slice(payload);
+                q.arrived.push(Instant::now());
                 !std::mem::replace(&mut q.scheduled, true)
             }
         };

@@ -141,8 +141,8 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
     const attach = (index: number) => {
       const link = links[index];
       link.attach(o.transferId, {
-        handleMessage: (message, size, now) => {
-          receiver.handleMessage(index, message, size, now);
+        handleMessage: (message, size, now, arrivedAt) => {
+          receiver.handleMessage(index, message, size, now, arrivedAt);
           // Per datagram: the cheap getters, not stats() (a copy of every source's counters).
           if (o.onProgress && !settled) o.onProgress({ ...receiver.progress(), bytes: receiver.objectLength ?? 0 });
           flush();

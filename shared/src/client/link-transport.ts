@@ -16,7 +16,8 @@ export interface LinkTransport {
   send(bytes: Uint8Array): boolean;
   /** Closes it; onClose is not called for a close the link asked for. */
   close(reason?: string): void;
-  onDatagram?: (bytes: Uint8Array) => void;
+  /** `receivedAt`: when it arrived (performance.now() clock), where the transport reads in batches. */
+  onDatagram?: (bytes: Uint8Array, receivedAt?: number) => void;
   /** It closed or failed under the link. */
   onClose?: (reason: string) => void;
 }

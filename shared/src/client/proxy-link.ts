@@ -201,9 +201,10 @@ export class ProxyLink {
 
   private use(transport: LinkTransport): void {
     this.transport = transport;
-    transport.onDatagram = (bytes) => {
+    transport.onDatagram = (bytes, receivedAt) => {
       if (this.transport !== transport) return;
-      this.endpoint.handleDatagram(bytes, this.clock.now());
+      const now = this.clock.now();
+      this.endpoint.handleDatagram(bytes, now, receivedAt ?? now);
       this.pump();
     };
     transport.onClose = (reason) => {

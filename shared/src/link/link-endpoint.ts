@@ -20,8 +20,11 @@ import { DEFAULT_RECONNECTION_POLICY, ReconnectionPolicy, ReconnectionSchedule }
 
 /** One transfer's end of the link: a Receiver's source. */
 export interface LinkTransfer {
-  /** A message of this transfer from the proxy, decoded; `size` is its length on the wire. */
-  handleMessage(message: Message, size: number, now: number): void;
+  /**
+   * A message of this transfer from the proxy, decoded; `size` is its length on the wire,
+   * `arrivedAt` when it reached the host (≤ now; see handleDatagram).
+   */
+  handleMessage(message: Message, size: number, now: number, arrivedAt: number): void;
   /** Whether it still expects data from this proxy (only such transfers make a silent link dead). */
   awaiting(): boolean;
   /** A new transport replaced a lost one: the transfer asks again and resumes on it. */
@@ -192,8 +195,11 @@ export class LinkEndpoint {
 
   // ---------------------------------------------------------------- datagrams
 
-  /** A datagram from the proxy. */
-  handleDatagram(bytes: Uint8Array, now: number): void {
+  /**
+   * A datagram from the proxy. `arrivedAt`: when it reached the host, for a transport that hands
+   * datagrams over in batches (QUIC): the transfers' rate estimates need the arrival spacing.
+   */
+  handleDatagram(bytes: Uint8Array, now: number, arrivedAt = now): void {
     if (this.linkState !== 'open') return;
     this.counters.received++;
     this.lastHeardAt = now;
@@ -211,7 +217,7 @@ export class LinkEndpoint {
       return;
     }
     attached.heard = true;
-    attached.transfer.handleMessage(m, bytes.length, now);
+    attached.transfer.handleMessage(m, bytes.length, now, Math.min(arrivedAt, now));
   }
 
   /**

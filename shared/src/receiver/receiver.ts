@@ -165,9 +165,11 @@ export class Receiver {
 
   /**
    * A message from source `sourceIndex` that the caller already decoded (a link endpoint decodes
-   * each datagram once to route it); `size` is its length on the wire.
+   * each datagram once to route it); `size` is its length on the wire. `arrivedAt` (at most `now`)
+   * is when it reached the host, where the host reads datagrams in batches: the delivery-rate
+   * estimate needs their arrival spacing, which `now` (the batch's reading) has lost.
    */
-  handleMessage(sourceIndex: number, m: Message, size: number, now: number): void {
+  handleMessage(sourceIndex: number, m: Message, size: number, now: number, arrivedAt = now): void {
     const source = this.sources[sourceIndex];
     if (!source) return;
     if (m.transferId !== this.transferId) {
@@ -184,13 +186,13 @@ export class Receiver {
         this.onDigests(sourceIndex, m, now);
         break;
       case MessageType.DataUncoded:
-        this.onData(sourceIndex, m.seq, m.index, 0, m.payload, size, now, mode === 'uncoded');
+        this.onData(sourceIndex, m.seq, m.index, 0, m.payload, size, now, mode === 'uncoded', arrivedAt);
         break;
       case MessageType.DataRlnc:
-        this.onData(sourceIndex, m.seq, m.generation, m.seed, m.payload, size, now, mode === 'rlnc');
+        this.onData(sourceIndex, m.seq, m.generation, m.seed, m.payload, size, now, mode === 'rlnc', arrivedAt);
         break;
       case MessageType.DataFountain:
-        this.onData(sourceIndex, m.seq, m.block, m.blockId, m.payload, size, now, mode === 'fountain');
+        this.onData(sourceIndex, m.seq, m.block, m.blockId, m.payload, size, now, mode === 'fountain', arrivedAt);
         break;
       case MessageType.Error:
         this.endSource(source, 'failed', `source error, ${describeErrorCode(m.code)}: ${m.message}`);
@@ -336,10 +338,11 @@ export class Receiver {
     bytes: number,
     now: number,
     modeMatches: boolean,
+    arrivedAt: number,
   ): void {
     const source = this.sources[sourceIndex];
     this.steering.onData(now);
-    source.onData(seq, bytes, now);
+    source.onData(seq, bytes, now, Math.min(arrivedAt, now));
     const s = source.stats;
     if (this.status !== 'active') {
       s.afterComplete++;

@@ -125,8 +125,11 @@ export class Source {
     if (this.stats.state === 'connecting') this.stats.state = 'active';
   }
 
-  /** A data packet's bookkeeping, whatever becomes of its payload. */
-  onData(seq: number, bytes: number, now: number): void {
+  /**
+   * A data packet's bookkeeping, whatever becomes of its payload; `arrivedAt` (≤ now) times the
+   * delivery-rate estimate when the host read it later than it arrived.
+   */
+  onData(seq: number, bytes: number, now: number, arrivedAt = now): void {
     // Far behind the largest seq seen: a sender that lost the transfer started it again from
     // seq 0 (its META may have been lost); acks and rate must follow its numbering, not the old.
     if (this.acks.largestSeq - seq > RESTARTED_SEQ_GAP) this.restartTransport(now);
@@ -136,7 +139,7 @@ export class Source {
     s.received++;
     s.bytes += bytes;
     this.lastArrivalAt = now;
-    this.rate.onPacket(seq, bytes, now);
+    this.rate.onPacket(seq, bytes, arrivedAt);
     s.rateBps = this.rate.bytesPerSecond;
     this.acks.record(seq, now);
     if (++this.sinceFeedback >= this.config.ackEveryPackets) this.feedbackDue = true;
