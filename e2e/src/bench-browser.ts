@@ -41,7 +41,7 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { boxPlotSvg, BoxSeries, boxStats, quantile } from './box-plot';
 import { ChromiumSession, ensureExtensionBuilt, ExtensionSettings, launchChromium, SegmentRecord } from './browser';
 import { capsFor, playOnce, PlayResult, segmentUrlsOf, warmProxies } from './browser-play';
@@ -101,6 +101,14 @@ const program = new Command()
   .option('--seed <n>', "seed of the profile's schedules and losses", (v) => Number(v), 1)
   .option('--extension <dir>', 'an unpacked Chromium extension to use instead of extension/dist/chrome (A/B runs)')
   .option('--cold', "don't warm the proxies: each play starts with restarted proxies, their caches empty")
+  .addOption(
+    new Option(
+      '--transport <kind>',
+      'quic: the proxies also run their QUIC endpoint, which the extension prefers (WebTransport); webrtc: they do not',
+    )
+      .choices(['webrtc', 'quic'])
+      .default('webrtc'),
+  )
   .option('--settings <json>', "extension settings (a JSON object) merged into every play's", parseSettings, {})
   .option(
     '--seeks <list>',
@@ -111,6 +119,7 @@ const program = new Command()
   .parse();
 const opts = program.opts<{
   json?: boolean;
+  transport: 'webrtc' | 'quic';
   stream: string;
   repeats: number;
   sources: string;
@@ -392,6 +401,7 @@ async function main(): Promise<void> {
         allowPrivateOrigins: true,
         readyTimeoutMs: 60_000,
         placement: testbed ? { origo: testbed.origo, proxies: hosts.map((h) => testbed.proxies[h]) } : undefined,
+        quic: opts.transport === 'quic',
       });
       const origoUrl = new URL(cluster.clientUrl);
       const relay = testbed ? await loopbackRelay({ host: origoUrl.hostname, port: Number(origoUrl.port) }) : undefined;

@@ -77,6 +77,8 @@ export interface ProxyCounts {
   transfers: Record<string, number>;
   bytesSent: Record<string, number>;
   stageHints: Record<string, number>;
+  /** QUIC session requests by outcome (accepted, unauthorized, refused, not-found). */
+  quicSessions: Record<string, number>;
 }
 
 export async function proxyCounts(cluster: Cluster): Promise<ProxyCounts[]> {
@@ -89,12 +91,14 @@ export async function proxyCounts(cluster: Cluster): Promise<ProxyCounts[]> {
       const transfers: Record<string, number> = {};
       const bytesSent: Record<string, number> = {};
       const stageHints: Record<string, number> = {};
+      const quicSessions: Record<string, number> = {};
       for (const s of samples) {
         if (s.name === 'mutp_proxy_stage_hints_total') stageHints[s.labels.outcome] = s.value;
+        if (s.name === 'mutp_proxy_quic_sessions_total') quicSessions[s.labels.outcome] = s.value;
         if (s.name === 'mutp_proxy_transfers_total') transfers[`${s.labels.mode}/${s.labels.outcome}`] = s.value;
         if (s.name === 'mutp_proxy_bytes_sent_total') bytesSent[s.labels.kind] = s.value;
       }
-      return { name: p.name, transfers, bytesSent, stageHints };
+      return { name: p.name, transfers, bytesSent, stageHints, quicSessions };
     }),
   );
 }
@@ -113,6 +117,7 @@ export function countsDelta(before: ProxyCounts[], after: ProxyCounts[]): ProxyC
       transfers: diff(p.transfers, prev?.transfers),
       bytesSent: diff(p.bytesSent, prev?.bytesSent),
       stageHints: diff(p.stageHints, prev?.stageHints),
+      quicSessions: diff(p.quicSessions, prev?.quicSessions),
     };
   });
 }

@@ -20,6 +20,7 @@ export class ProxyMetrics {
   readonly peers: Gauge;
   readonly uploadWaits: Counter;
   readonly httpRequests: Counter<'route' | 'status'>;
+  readonly quicSessions: Counter<'outcome'>;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -87,6 +88,12 @@ export class ProxyMetrics {
       name: 'mutp_proxy_http_requests_total',
       help: 'HTTP requests by route and status',
       labelNames: ['route', 'status'],
+      registers,
+    });
+    this.quicSessions = new Counter({
+      name: 'mutp_proxy_quic_sessions_total',
+      help: 'QUIC (WebTransport) session requests by outcome: accepted, unauthorized, refused (peer limits, draining), not-found',
+      labelNames: ['outcome'],
       registers,
     });
     if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'mutp_proxy_' });

@@ -275,6 +275,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
           peers,
           tokens,
           logger,
+          metrics,
           listen: deps.quicListen ?? listenNative,
           // A rotation reaches origo at once, not at the next beat.
           onHashesChanged: () => link?.heartbeatNow(),

@@ -9,6 +9,7 @@
 import { DATA_CHANNEL_LABEL, type DatagramChannel } from '@mutp/shared';
 import type { Logger } from 'pino';
 import type { ClientTokenVerifier } from './client-tokens';
+import type { ProxyMetrics } from './metrics';
 import type { PeerManager } from './peer-manager';
 import { CertificateRotation, QuicCertificate } from './quic-certificates';
 
@@ -56,6 +57,7 @@ export interface QuicServiceOptions {
   peers: PeerManager;
   tokens: ClientTokenVerifier;
   logger: Logger;
+  metrics?: ProxyMetrics;
   listen: QuicListen;
   /** The certificates' hashes changed (a rotation): report them to origo. */
   onHashesChanged?: (hashes: string[]) => void;
@@ -72,7 +74,7 @@ export class QuicService {
   private readonly channels = new Map<number, QuicSessionChannel>();
   private readonly log: Logger;
   private closed = false;
-  private readonly counters = { sessionsRequested: 0, sessionsRefused: 0, unauthorized: 0 };
+  private readonly counters = { sessionsRequested: 0, sessionsAccepted: 0, sessionsRefused: 0, unauthorized: 0 };
 
   constructor(private readonly o: QuicServiceOptions) {
     this.log = o.logger.child({ component: 'quic' });
@@ -138,10 +140,12 @@ export class QuicService {
     try {
       url = new URL(path, 'https://proxy');
     } catch {
+      this.o.metrics?.quicSessions.inc({ outcome: 'not-found' });
       server.rejectSession(sessionId, STATUS.notFound);
       return;
     }
     if (url.pathname !== QUIC_PATH) {
+      this.o.metrics?.quicSessions.inc({ outcome: 'not-found' });
       server.rejectSession(sessionId, STATUS.notFound);
       return;
     }
@@ -150,6 +154,7 @@ export class QuicService {
         if (this.closed) return;
         if (!check.ok) {
           this.counters.unauthorized++;
+          this.o.metrics?.quicSessions.inc({ outcome: 'unauthorized' });
           this.log.info({ remoteAddress, reason: check.reason }, 'QUIC session refused: token');
           server.rejectSession(sessionId, STATUS.unauthorized);
           return;
@@ -162,7 +167,11 @@ export class QuicService {
         });
         if (refused !== undefined) {
           this.counters.sessionsRefused++;
+          this.o.metrics?.quicSessions.inc({ outcome: 'refused' });
           server.rejectSession(sessionId, STATUS.unavailable);
+        } else {
+          this.counters.sessionsAccepted++;
+          this.o.metrics?.quicSessions.inc({ outcome: 'accepted' });
         }
       },
       (err: unknown) => {

@@ -114,6 +114,8 @@ export interface ProxyShareRecord {
   share: number;
   /** Bytes (Parallel HTTP) or useful packets (MUTP) from this proxy. */
   useful: number;
+  /** What carried the link (MUTP): 'quic' (WebTransport) or 'webrtc'. */
+  transport?: string;
 }
 
 /** One download the downloader frame ran (or a request it failed), for the popup. */

@@ -602,6 +602,7 @@ export class Downloader {
       proxyId: s.proxyId,
       share: s.share,
       useful: Number('useful' in s ? s.useful : s.bytes) || 0,
+      ...('transport' in s && typeof s.transport === 'string' ? { transport: s.transport } : {}),
     }));
     const record: SegmentRecord = {
       at: Date.now(),
