@@ -142,6 +142,41 @@ describe('three proxies with QUIC endpoints', () => {
     }
   });
 
+  test('a flood of sessions with forged tokens is refused and costs the proxy nothing lasting', async () => {
+    const offered = await offeredProxies(cluster);
+    const endpoint = offered[0].quic!;
+    const hashes = endpoint.certificateHashes.map((h) => new Uint8Array(Buffer.from(h, 'base64')));
+    const token = await clientToken(cluster.clientUrl);
+    const [head, body] = token.split('.');
+    // 150 handshakes at once, beyond the 64 that may wait for their token check: each is refused
+    // (by the check, or by the native side's bound on pending requests), none is served.
+    const outcomes = await Promise.all(
+      Array.from({ length: 150 }, (_, i) =>
+        QuicClient.connect({
+          url: `${endpoint.url}?token=${head}.${body}.${Buffer.from(`forged-${i}`).toString('base64url')}`,
+          serverCertificateHashes: hashes,
+          connectTimeoutMs: 20_000,
+          onDatagram: () => undefined,
+        }).then(
+          (s) => {
+            s.close();
+            return 'admitted';
+          },
+          (e: unknown) => (e instanceof QuicConnectError ? e.code : String(e)),
+        ),
+      ),
+    );
+    expect(outcomes.filter((o) => o === 'admitted')).toEqual([]);
+    expect(new Set(outcomes)).toEqual(new Set(['refused']));
+    const client = newClient(cluster, 'quic');
+    try {
+      const result = (await client.get(`${origin.url}/object/400000/6`, { mode: 'fountain', proxies: 3 })) as GetResult;
+      expect(sha(result.object)).toBe(sha(syntheticObject(400_000, 6)));
+    } finally {
+      client.close();
+    }
+  });
+
   test('a certificate hash origo did not hand out is not accepted', async () => {
     const offered = await offeredProxies(cluster);
     const token = await clientToken(cluster.clientUrl);

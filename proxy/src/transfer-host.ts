@@ -89,7 +89,7 @@ export class TransferHost {
   private closed = false;
   private readonly timer: DeadlineTimer;
   private bucketTimer?: NodeJS.Timeout;
-  private readonly lowWater: number;
+  private lowWater: number;
   private readonly clock: () => number;
   private readonly log: Logger;
   private malformedSeen = 0;
@@ -139,6 +139,7 @@ export class TransferHost {
     channel.onMessage = (bytes) => this.onDatagram(bytes);
     if (channel.label === DATA_CHANNEL_LABEL) {
       this.data = channel;
+      if (channel.preferredLowWater !== undefined) this.lowWater = channel.preferredLowWater;
       // Wake up when the channel has drained to half the mark (a few datagrams left).
       channel.setLowWaterMark(this.lowWater / 2, () => this.pump());
       channel.onOpen = () => this.opened();

@@ -27,6 +27,11 @@ export interface DatagramChannel {
   send(bytes: Uint8Array): boolean;
   /** Calls `onLow` whenever bufferedAmount falls to `bytes` or below (late binding's wake-up). */
   setLowWaterMark(bytes: number, onLow: () => void): void;
+  /**
+   * Bytes this channel wants queued to keep the wire busy between two wake-ups, where it differs
+   * from the sender's default (a wake-up that comes from another thread takes longer to arrive).
+   */
+  readonly preferredLowWater?: number;
   onOpen?: () => void;
   onMessage?: (bytes: Uint8Array) => void;
   onClose?: (reason?: string) => void;
