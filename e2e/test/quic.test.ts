@@ -167,7 +167,10 @@ describe('three proxies with QUIC endpoints', () => {
       ),
     );
     expect(outcomes.filter((o) => o === 'admitted')).toEqual([]);
-    expect(new Set(outcomes)).toEqual(new Set(['refused']));
+    // Refused by the token check (HTTP 403), or past the pending bound by the QUIC stack (the
+    // connection closed: 'failed'); none waited out its timeout.
+    expect(outcomes.filter((o) => o !== 'refused' && o !== 'failed')).toEqual([]);
+    expect(outcomes.filter((o) => o === 'refused').length).toBeGreaterThan(0);
     const client = newClient(cluster, 'quic');
     try {
       const result = (await client.get(`${origin.url}/object/400000/6`, { mode: 'fountain', proxies: 3 })) as GetResult;
