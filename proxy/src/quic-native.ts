@@ -42,7 +42,7 @@ export async function listenNative(o: QuicListenOptions): Promise<QuicServerApi>
       server.rejectSession(id, status);
     },
     sendDatagram: (id, bytes) => server.sendDatagram(id, bytes),
-    bufferedBytes: (id) => server.sessionInfo(id)?.bufferedBytes ?? 0,
+    bufferedBytes: (id) => server.bufferedBytes(id),
     setLowWaterMark: (id, bytes) => {
       server.setLowWaterMark(id, bytes);
     },

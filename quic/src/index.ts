@@ -102,6 +102,7 @@ interface NativeServer {
   rejectSession(sessionId: number, httpStatus: number): number;
   sendDatagram(sessionId: number, data: Uint8Array): boolean;
   sessionInfo(sessionId: number): SessionInfo | null;
+  bufferedBytes(sessionId: number): number;
   setRateCap(sessionId: number, bytesPerSecond: number): boolean;
   setLowWaterMark(sessionId: number, bytes: number): boolean;
   closeSession(sessionId: number, code: number, reason: string): boolean;
@@ -321,6 +322,11 @@ export class QuicServer {
 
   sessionInfo(sessionId: number): SessionInfo | undefined {
     return this.inner.sessionInfo(sessionId) ?? undefined;
+  }
+
+  /** Bytes in the session's datagram send buffer, 0 when it is gone (cheaper than sessionInfo). */
+  bufferedBytes(sessionId: number): number {
+    return this.inner.bufferedBytes(sessionId);
   }
 
   /** Per-session rate cap in bytes/s (e.g. the client's reported cap); 0 = none. */

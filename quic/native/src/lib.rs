@@ -221,6 +221,13 @@ impl NativeServer {
         self.inner.session(session_id).map(|s| s.info())
     }
 
+    /// Bytes queued in the session's datagram send buffer (0 when it is gone): the cheap read a
+    /// sender's pump makes before every datagram (`session_info` builds a whole object).
+    #[napi]
+    pub fn buffered_bytes(&self, session_id: u32) -> u32 {
+        self.inner.session(session_id).map_or(0, |s| s.buffered() as u32)
+    }
+
     #[napi]
     pub fn set_rate_cap(&self, session_id: u32, bytes_per_second: f64) -> bool {
         self.inner

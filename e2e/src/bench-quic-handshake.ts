@@ -12,6 +12,7 @@
  */
 import { createSocket, RemoteInfo, Socket } from 'node:dgram';
 import { parseArgs } from 'node:util';
+import { seededRandom } from '@mutp/shared';
 import { generateCertificate, QuicClient, QuicServer } from '@mutp/quic';
 
 const { values } = parseArgs({
@@ -34,16 +35,10 @@ if (!(opts.loss >= 0 && opts.loss < 1)) throw new Error(`--loss: in [0, 1), got 
 if (!(Number.isInteger(opts.trials) && opts.trials >= 1 && opts.trials <= 1000))
   throw new Error(`--trials: 1 to 1000, got ${opts.trials}`);
 
-/** mulberry32: a small seeded generator, uniform in [0, 1). */
+/** Uniform in [0, 1) from the core's seeded generator. */
 function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = seededRandom(seed);
+  return () => next() / 4294967296;
 }
 
 /**
