@@ -84,6 +84,38 @@ function paper(name: string, loss: number, rttMs = 40): NetworkProfile {
   };
 }
 
+// ---- bottleneck: one path shared by MUTP and a TCP flow (fairness; bench:fairness)
+
+/** The shared bottleneck's rate: 20 Mbit/s in IP bytes. */
+export const BOTTLENECK_BYTES_PER_S = 20 * MBIT;
+
+/**
+ * One 20 Mbit/s, 40 ms path per proxy, drop-tail queue of PATH_QUEUE_BYTES (about 2 BDP), no
+ * proxy cap under it: the link, not a token bucket, is the bottleneck, so whatever else crosses
+ * it (bench:fairness runs one TCP flow beside MUTP) competes for the same queue.
+ */
+function bottleneck(name: string, loss: number): NetworkProfile {
+  const lossSpec = loss > 0 ? ({ kind: 'iid', p: loss } as const) : undefined;
+  const path: LinkSpec = {
+    down: {
+      rate: { kind: 'constant', bytesPerSecond: BOTTLENECK_BYTES_PER_S },
+      delayMs: 20,
+      loss: lossSpec,
+      queueBytes: PATH_QUEUE_BYTES,
+    },
+    up: unlimited(20, { loss: lossSpec }),
+  };
+  return {
+    name,
+    description:
+      'one shared bottleneck per proxy: 20 Mbit/s, RTT 40 ms, 192 KB drop-tail queue, proxies uncapped' +
+      (loss > 0 ? `, ${loss * 100} % i.i.d. loss each way` : ', no loss'),
+    defaultCapsKBps: [Math.round(BOTTLENECK_BYTES_PER_S / KB)],
+    rttMs: 40,
+    links: (caps) => ({ paths: caps.map(() => path) }),
+  };
+}
+
 // ---- lte-dublin: seed 001 ch. 9
 
 /** CSQ (signal quality, 10..31 in the data) moves by at most one step per second. */
@@ -261,6 +293,8 @@ export const PROFILES: Record<string, NetworkProfile> = Object.fromEntries(
     paper('paper', 0),
     paper('paper-loss2', 0.02),
     paper('paper-rtt2', 0, 2),
+    bottleneck('bottleneck', 0),
+    bottleneck('bottleneck-loss2', 0.02),
     lteDublin,
     vehicular('vehicular', '', { encounterMs: [12_000, 12_000], disconnectionMs: [8_000, 8_000], loss: [0.27, 0.27] }),
     vehicular('vehicular-short', ', short encounters', {

@@ -1,4 +1,4 @@
 export { up, destroy, describe, readDescription, readLinkStats, renumberClient, LINKEM } from './topology';
 export type { Host, LinkStats, LinkStatsDirection, Testbed, TestbedDescription, TestbedOptions } from './topology';
-export { netnsUnavailable, NETNS_PREFIX } from './netns';
+export { netnsUnavailable, NETNS_PREFIX, sysctl } from './netns';
 export { loadProfile } from './profile-loader';
