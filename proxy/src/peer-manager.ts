@@ -9,10 +9,18 @@ import {
   type IceCandidate,
   RtcFactory,
   RtcPeer,
+  type SenderConfig,
   type SessionDescription,
 } from '@mutp/shared';
 import type { Logger } from 'pino';
 import { TransferHost, TransferHostStats, TransferServices } from './transfer-host';
+
+/**
+ * A session's (QUIC) senders size their in-flight target by the smoothed RTT: the transport's
+ * controller (MutpRate) keeps the queue shallow, and beside a TCP flow it runs with that flow's
+ * standing queue, which a min-RTT target would cut to a fraction of the rate.
+ */
+const SESSION_SENDER_CONFIG: Partial<SenderConfig> = { inFlightRtt: 'smoothed' };
 
 /** Where the proxy's half of the signalling goes (origo). */
 export interface SignalSink {
@@ -155,7 +163,11 @@ export class PeerManager {
     const refused = this.refusal(connectionId, clientId);
     if (refused !== undefined) return refused;
     const transport = open();
-    const host = new TransferHost(clientId, this.options.services);
+    const services = this.options.services;
+    const host = new TransferHost(clientId, {
+      ...services,
+      senderConfig: { ...services.senderConfig, ...SESSION_SENDER_CONFIG },
+    });
     this.add({ connectionId, clientId, host, closeTransport: () => transport.close('closed by the proxy') });
     host.attach(transport.channel);
     this.log.info({ connectionId, clientId }, 'QUIC peer accepted');

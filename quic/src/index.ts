@@ -57,6 +57,10 @@ export interface SessionInfo {
   capBps: number;
   /** Last delivery-rate sample, bytes/s. */
   deliveryRateBps: number;
+  /** The controller competes TCP-like: a standing queue that is not its own (quic/README.md). */
+  competing: boolean;
+  /** How often it entered that mode. */
+  competingEntries: number;
   lostPackets: number;
   sentPackets: number;
   congestionWindow: number;

@@ -877,6 +877,29 @@ describe('in-flight limits', () => {
     expect(sender.inFlightLimit).toBe(10);
   });
 
+  test("inFlightRtt 'smoothed' (QUIC sessions) sizes the limit by the smoothed RTT, a standing queue included", () => {
+    const symbolSize = 100;
+    const setup = { window: 500, symbolSize, objectLength: symbolSize * 1000, config: { initialWindowPackets: 1 } };
+    const limits: Record<string, number> = {};
+    for (const inFlightRtt of ['min', 'smoothed'] as const) {
+      const sender = makeSender({ ...setup, config: { ...setup.config, inFlightRtt } });
+      const first = drain(sender, 0).data;
+      // A 50 ms path, then another flow's queue holds every later sample at 150 ms.
+      sender.handleDatagram(feedback('uncoded', { seqs: [first[0].seq], rateBps: 100_000 }), 50);
+      const sent = drain(sender, 50).data;
+      for (const [i, at] of [200, 200.5, 201, 201.5, 202, 202.5, 203, 203.5].entries())
+        sender.handleDatagram(
+          feedback('uncoded', { seqs: [first[0].seq, ...sent.slice(0, i + 1).map((d) => d.seq)], rateBps: 100_000 }),
+          at,
+        );
+      limits[inFlightRtt] = sender.inFlightLimit;
+    }
+    // min: 1.5 x 100 000 B/s x 50 ms over 118-byte datagrams + 16 = 80, whatever the queue.
+    expect(limits.min).toBe(80);
+    // smoothed: the smoothed RTT (most of the way to 150 ms) over the gain, above the 50 ms minimum.
+    expect(limits.smoothed).toBeGreaterThan(100);
+  });
+
   test('a warm start sizes the first window from the previous transfer, and hands its own estimate on', () => {
     const symbolSize = 100;
     const setup = { window: 500, symbolSize, objectLength: symbolSize * 1000, config: { initialWindowPackets: 1 } };

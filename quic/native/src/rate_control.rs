@@ -22,6 +22,18 @@
 //!   window per smoothed RTT (its pacer spreads it, at 1.25x), so the window sends ~ rate; the
 //!   window never exceeds cap * (min_rtt + target) (or min_window). Where cap * RTT < min_window
 //!   (e.g. loopback) the floor window, not the cap, bounds the sending.
+//! - Competing with a loss-based flow: a queue that is not ours does not drain when we slow
+//!   down. Back-offs in a row compound (x0.9 each), so a queue we built drains; when the round's
+//!   smallest RTT sample has stayed above min_rtt + target/2 for `COMPETE_AFTER` (at least 16 min
+//!   RTTs) while our rate fell to half of what it was (or to the floor), another flow holds the queue (a TCP flow
+//!   fills any drop-tail buffer). Yielding further would starve us (a delay-based flow against
+//!   CUBIC gets ~5 %), so the controller turns TCP-like until the queue drains: from half the rate
+//!   it held when the queue stood up, +2 packets per
+//!   round (x1.25 per round until the first loss), x0.7 on a loss event (once per RTT), window =
+//!   rate * srtt. Every `PROBE_INTERVAL` it halves its rate for `PROBE_ROUNDS` rounds; if the queue
+//!   then drains (two rounds' smallest samples within target/2 of the base RTT), the competitor is gone
+//!   and the delay mode resumes at the current rate. Only this mode reads loss, and only with the
+//!   evidence of a standing queue; random loss on an empty queue still changes nothing.
 //! - Cap: per connection, an `Arc<RateHandle>` shared between this controller and the application
 //!   (`setRateCap`), plus a server-wide cap (`RateOptions.maxRateBps`); 0 means none. With
 //!   `initialRateBps` the controller starts at that rate (no slow start).
@@ -77,6 +89,26 @@ const GROWTH_GAIN: f64 = 1.25;
 const BACKOFF: f64 = 0.9;
 /// Rounds without a decision after a back-off (the queue drains, srtt follows).
 const HOLD_ROUNDS: u32 = 2;
+/// A standing queue this long (and at least `COMPETE_AFTER_RTTS` min RTTs) is someone else's...
+pub const COMPETE_AFTER: Duration = Duration::from_secs(1);
+const COMPETE_AFTER_RTTS: u32 = 16;
+/// ...when our rate fell to this fraction of what it was when the queue stood up.
+const COMPETE_RATE_FRACTION: f64 = 0.5;
+/// TCP-like mode: multiplicative decrease on a loss event (CUBIC's beta).
+const COMPETE_DECREASE: f64 = 0.7;
+/// TCP-like mode: how often the controller halves its rate to see whether the queue drains.
+pub const PROBE_INTERVAL: Duration = Duration::from_secs(4);
+const PROBE_ROUNDS: u32 = 3;
+/// Drained rounds in a row that end the TCP-like mode (one can be the other flow's own back-off).
+const EXIT_DRAINED_ROUNDS: u32 = 2;
+/// How long the base RTT and the rate of a TCP-like episode are remembered after it ended: a
+/// competitor that is still there is met again at that rate, against that base.
+const COMPETE_MEMORY: Duration = Duration::from_secs(30);
+const PROBE_GAIN: f64 = 0.5;
+/// TCP-like mode: additive increase per round, bytes. CUBIC grows faster than Reno's one packet
+/// per round at tens of Mbit/s and tens of ms; beside CUBIC in bench:fairness (20 Mbit/s, 40 ms,
+/// ~2 BDP of queue), MUTP kept ~0.3 of the bottleneck with one and two packets, ~0.4 with three.
+const COMPETE_INCREASE: f64 = 3.0 * 1200.0;
 
 /// What the application shares with a connection's controller: the cap it sets, the state it reads.
 #[derive(Debug, Default)]
@@ -97,6 +129,10 @@ pub struct RateHandle {
     pub loss_events: AtomicU64,
     /// Bytes quinn declared lost.
     pub lost_bytes: AtomicU64,
+    /// 1 while the controller competes TCP-like (a standing queue that is not ours), else 0.
+    pub competing: AtomicU64,
+    /// How often it entered that mode.
+    pub competing_entries: AtomicU64,
 }
 
 impl RateHandle {
@@ -174,6 +210,32 @@ pub struct RateCore {
     round_app_limited: bool,
     hold: u32,
     delivery_rate: f64,
+    /// Smallest raw RTT sample (ack time - send time) of the current round.
+    round_min_sample: Option<Duration>,
+    /// Since when every round's smallest sample stood above the drain threshold, and our rate then.
+    undrained: Option<(Instant, f64)>,
+    /// Back-offs since the queue last drained (each after the first compounds).
+    backoffs_in_row: u32,
+    compete: Option<Compete>,
+    /// After a TCP-like episode: its base RTT, its last rate and until when they count.
+    after_compete: Option<(Duration, f64, Instant)>,
+    /// The largest delivery rate of a round in the last `MIN_RTT_WINDOW`, and when.
+    peak_delivery: Option<(f64, Instant)>,
+}
+
+/// State of the TCP-like mode (a standing queue that is not ours).
+#[derive(Clone, Debug)]
+struct Compete {
+    /// The min RTT when the mode began: the drain test's base (the windowed filter would forget it).
+    base_rtt: Duration,
+    /// Growing x1.25 per round until the first loss event.
+    slow_start: bool,
+    last_decrease: Option<Instant>,
+    next_probe: Instant,
+    /// Rounds left in a drain probe (rate halved).
+    probe_rounds: u32,
+    /// Drained rounds in a row.
+    drained_rounds: u32,
 }
 
 impl RateCore {
@@ -196,6 +258,12 @@ impl RateCore {
             round_app_limited: false,
             hold: 0,
             delivery_rate: 0.0,
+            round_min_sample: None,
+            undrained: None,
+            backoffs_in_row: 0,
+            compete: None,
+            after_compete: None,
+            peak_delivery: None,
         };
         core.rate = core.clamp_rate(core.rate);
         core.publish(None);
@@ -224,16 +292,31 @@ impl RateCore {
         }
     }
 
-    /// Current rate, bytes/s (the cap applied).
+    /// Current rate, bytes/s (the cap applied; halved during a drain probe).
     pub fn rate(&self) -> f64 {
-        self.clamp_rate(self.rate)
+        match &self.compete {
+            Some(c) if c.probe_rounds > 0 => self.clamp_rate(self.rate * PROBE_GAIN),
+            _ => self.clamp_rate(self.rate),
+        }
+    }
+
+    /// Whether the controller competes TCP-like (a standing queue that is not ours).
+    pub fn competing(&self) -> bool {
+        self.compete.is_some()
     }
 
     /// Windowed minimum RTT (the initial RTT before any sample).
+    /// After a TCP-like episode its base counts too (for `COMPETE_MEMORY`): the windowed filter
+    /// forgot it under the other flow's standing queue.
     pub fn min_rtt(&self, now: Instant) -> Duration {
-        self.min_rtt
+        let windowed = self
+            .min_rtt
             .get(now)
-            .unwrap_or_else(|| self.srtt.unwrap_or(self.cfg.initial_rtt))
+            .unwrap_or_else(|| self.srtt.unwrap_or(self.cfg.initial_rtt));
+        match self.after_compete {
+            Some((base, _, until)) if now < until => windowed.min(base),
+            _ => windowed,
+        }
     }
 
     pub fn srtt(&self) -> Duration {
@@ -248,7 +331,13 @@ impl RateCore {
     /// Congestion window, bytes.
     pub fn window_at(&self, now: Instant) -> u64 {
         let min_rtt = self.min_rtt(now);
-        let rtt = self.srtt().min(min_rtt + Self::target(min_rtt));
+        // Competing, the queue is part of the path: a window of rate * min RTT would send a
+        // fraction of the rate.
+        let rtt = if self.compete.is_some() {
+            self.srtt()
+        } else {
+            self.srtt().min(min_rtt + Self::target(min_rtt))
+        };
         let w = self.rate() * rtt.as_secs_f64();
         (w as u64).max(self.cfg.min_window)
     }
@@ -257,10 +346,12 @@ impl RateCore {
         self.round_sent = self.round_sent.saturating_add(bytes);
     }
 
-    /// Acknowledged bytes with the RTT estimate after them (quinn's smoothed RTT).
-    pub fn on_ack(&mut self, now: Instant, bytes: u64, app_limited: bool, srtt: Duration) {
+    /// Acknowledged bytes with the RTT estimate after them (quinn's smoothed RTT) and the packet's
+    /// own RTT sample (ack time - send time).
+    pub fn on_ack(&mut self, now: Instant, bytes: u64, app_limited: bool, srtt: Duration, sample: Duration) {
         self.srtt = Some(srtt);
         self.min_rtt.update(now, srtt);
+        self.round_min_sample = Some(self.round_min_sample.map_or(sample, |m| m.min(sample)));
         self.round_acked = self.round_acked.saturating_add(bytes);
         self.round_app_limited |= app_limited;
         let start = *self.round_start.get_or_insert(now);
@@ -277,10 +368,22 @@ impl RateCore {
         let sent = self.round_sent as f64 / secs;
         self.delivery_rate = delivered;
         let app_limited = self.round_app_limited || sent < 0.5 * self.rate();
+        let round_min = self.round_min_sample.take();
+        if self
+            .peak_delivery
+            .is_none_or(|(peak, at)| delivered >= peak || now.saturating_duration_since(at) > MIN_RTT_WINDOW)
+        {
+            self.peak_delivery = Some((delivered, now));
+        }
         self.round_start = Some(now);
         self.round_acked = 0;
         self.round_sent = 0;
         self.round_app_limited = false;
+        self.track_drain(now, round_min);
+        if self.compete.is_some() {
+            self.compete_round(now, app_limited);
+            return;
+        }
         if self.hold > 0 {
             self.hold -= 1;
             return;
@@ -289,10 +392,14 @@ impl RateCore {
         let queueing = self.srtt().saturating_sub(min_rtt);
         let current = self.rate();
         if queueing > Self::target(min_rtt) {
-            // Back off to what the path delivers (never up, never below the floor).
-            self.rate = self.clamp_rate(current.min(BACKOFF * delivered));
+            // Back off to what the path delivers (never up, never below the floor); in a row, the
+            // back-offs compound, so that a queue of our own drains.
+            let compound = if self.backoffs_in_row > 0 { BACKOFF } else { 1.0 };
+            self.rate = self.clamp_rate((current * compound).min(BACKOFF * delivered));
             self.slow_start = false;
             self.hold = HOLD_ROUNDS;
+            self.backoffs_in_row += 1;
+            self.maybe_compete(now, min_rtt);
         } else if !app_limited {
             let gain = if self.slow_start { SLOW_START_GAIN } else { GROWTH_GAIN };
             self.rate = self.clamp_rate(current * gain);
@@ -301,11 +408,111 @@ impl RateCore {
         }
     }
 
-    /// Loss: counted, never acted on; persistent congestion clamps the rate to the delivery rate.
+    /// Whether the queue drained this round: its smallest RTT sample within half the target of the base.
+    fn track_drain(&mut self, now: Instant, round_min: Option<Duration>) {
+        let Some(sample) = round_min else { return };
+        if self.after_compete.is_some_and(|(_, _, until)| now >= until) {
+            self.after_compete = None;
+        }
+        let base = match &self.compete {
+            Some(c) => c.base_rtt,
+            None => self.min_rtt(now),
+        };
+        // Half the target: a flow that holds the queue near the target (CUBIC on its plateau)
+        // would otherwise flicker between drained and not while we back off on the smoothed RTT.
+        let drained = sample <= base + Self::target(base) / 2;
+        if let Some(c) = self.compete.as_mut() {
+            c.drained_rounds = if drained { c.drained_rounds + 1 } else { 0 };
+            if c.drained_rounds < EXIT_DRAINED_ROUNDS {
+                return;
+            }
+            // The competitor left: back to the delay mode at the rate before the probe.
+            self.after_compete = Some((c.base_rtt, self.rate, now + COMPETE_MEMORY));
+            self.compete = None;
+            self.handle.competing.store(0, Ordering::Relaxed);
+            self.hold = HOLD_ROUNDS;
+        }
+        if drained {
+            self.undrained = None;
+            self.backoffs_in_row = 0;
+        } else if self.undrained.is_none() {
+            self.undrained = Some((now, self.rate()));
+        }
+    }
+
+    /// After a back-off: a queue standing for long while our rate halved is not ours.
+    fn maybe_compete(&mut self, now: Instant, min_rtt: Duration) {
+        let Some((since, rate_then)) = self.undrained else {
+            return;
+        };
+        let long = COMPETE_AFTER.max(min_rtt * COMPETE_AFTER_RTTS);
+        // At the floor the rate cannot halve any more: that is as far as yielding goes.
+        let yielded =
+            self.rate() <= COMPETE_RATE_FRACTION * rate_then || self.rate() <= self.cfg.min_rate as f64 * 1.01;
+        if now.saturating_duration_since(since) < long || !yielded {
+            return;
+        }
+        // A fair share's guess instead of a climb from the floor (the x0.7 on loss and the
+        // additive increase correct it): half of what we held when the queue stood up or of the
+        // path's recent peak delivery, or most of what a recent episode ended at.
+        let peak = self.peak_delivery.map_or(0.0, |(p, _)| p);
+        let mut guess = COMPETE_RATE_FRACTION * rate_then.max(peak);
+        if let Some((_, rate, _)) = self.after_compete.take() {
+            guess = guess.max(COMPETE_DECREASE * rate);
+        }
+        let base_rtt = min_rtt;
+        self.rate = self.clamp_rate(self.rate.max(guess));
+        self.compete = Some(Compete {
+            base_rtt,
+            slow_start: true,
+            last_decrease: None,
+            next_probe: now + PROBE_INTERVAL,
+            probe_rounds: 0,
+            drained_rounds: 0,
+        });
+        self.hold = 0;
+        self.handle.competing.store(1, Ordering::Relaxed);
+        self.handle.competing_entries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A round in the TCP-like mode: probe, or grow (x1.25 until the first loss, then +2 packets).
+    fn compete_round(&mut self, now: Instant, app_limited: bool) {
+        let srtt = self.srtt().as_secs_f64().max(1e-3);
+        let Some(c) = self.compete.as_mut() else { return };
+        if c.probe_rounds > 0 {
+            c.probe_rounds -= 1;
+            return;
+        }
+        if now >= c.next_probe {
+            c.probe_rounds = PROBE_ROUNDS;
+            c.next_probe = now + PROBE_INTERVAL;
+            return;
+        }
+        if app_limited {
+            return;
+        }
+        let grown = if c.slow_start {
+            self.rate * GROWTH_GAIN
+        } else {
+            self.rate + COMPETE_INCREASE / srtt
+        };
+        self.rate = self.clamp_rate(grown);
+    }
+
+    /// Loss: counted, never acted on in the delay mode (persistent congestion clamps the rate to
+    /// the delivery rate); in the TCP-like mode a loss event is a decrease.
     pub fn on_congestion_event(&mut self, now: Instant, persistent: bool, lost_bytes: u64) {
         self.handle.loss_events.fetch_add(1, Ordering::Relaxed);
         self.handle.lost_bytes.fetch_add(lost_bytes, Ordering::Relaxed);
-        if persistent && self.delivery_rate > 0.0 {
+        let srtt = self.srtt();
+        if let Some(c) = self.compete.as_mut() {
+            // TCP-like: a loss event (at most one per RTT) cuts the rate; a probe's own rounds do not.
+            if c.probe_rounds == 0 && c.last_decrease.is_none_or(|t| now.saturating_duration_since(t) >= srtt) {
+                c.slow_start = false;
+                c.last_decrease = Some(now);
+                self.rate = self.clamp_rate(self.rate * COMPETE_DECREASE);
+            }
+        } else if persistent && self.delivery_rate > 0.0 {
             self.rate = self.clamp_rate(self.rate().min(self.delivery_rate));
         }
         self.publish(Some(now));
@@ -339,8 +546,9 @@ impl Controller for MutpRate {
         self.core.on_sent(now, bytes);
     }
 
-    fn on_ack(&mut self, now: Instant, _sent: Instant, bytes: u64, app_limited: bool, rtt: &RttEstimator) {
-        self.core.on_ack(now, bytes, app_limited, rtt.get());
+    fn on_ack(&mut self, now: Instant, sent: Instant, bytes: u64, app_limited: bool, rtt: &RttEstimator) {
+        self.core
+            .on_ack(now, bytes, app_limited, rtt.get(), now.saturating_duration_since(sent));
     }
 
     fn on_congestion_event(&mut self, now: Instant, _sent: Instant, is_persistent_congestion: bool, lost_bytes: u64) {
@@ -420,7 +628,7 @@ mod tests {
             if rng.gen::<f64>() < loss {
                 c.on_congestion_event(t, false, size);
             } else {
-                c.on_ack(t, size, false, rtt);
+                c.on_ack(t, size, false, rtt, rtt);
             }
             t += step;
         }
@@ -513,8 +721,9 @@ mod tests {
         }
         let high = c.rate();
         let high_window = c.window_at(now);
-        for step in 0..20 {
-            let rtt = Duration::from_millis(40 + 4 * step);
+        // Shorter than COMPETE_AFTER: a queue that lasts is another flow's (tests below).
+        for step in 0..12 {
+            let rtt = Duration::from_millis(40 + 6 * step);
             now = round(&mut c, now, rtt, 0.0, &mut rng);
         }
         // Delivery at the bottleneck: the window over the inflated RTT is below the rate sent.
@@ -528,7 +737,8 @@ mod tests {
 
     #[test]
     fn window_bounded_by_cap_and_floor() {
-        // (c) Never above max(min_window, cap * (min_rtt + target)), never below min_window.
+        // (c) Never above max(min_window, cap * (min_rtt + target)) (cap * srtt when competing),
+        // never below min_window.
         let mut rng = Pcg64::seed_from_u64(3);
         for case in 0..100 {
             let cap = rng.gen_range(50_000..10_000_000);
@@ -546,7 +756,13 @@ mod tests {
                 let loss = rng.gen_range(0.0..0.3);
                 now = round(&mut c, now, rtt, loss, &mut rng);
                 let min_rtt = c.min_rtt(now);
-                let bound = (cap as f64 * (min_rtt + RateCore::target(min_rtt)).as_secs_f64()) as u64;
+                // Competing TCP-like, the window spans the smoothed RTT (the other flow's queue).
+                let rtt = if c.competing() {
+                    c.srtt()
+                } else {
+                    min_rtt + RateCore::target(min_rtt)
+                };
+                let bound = (cap as f64 * rtt.as_secs_f64()) as u64;
                 let w = c.window_at(now);
                 assert!(w >= MIN_WINDOW, "case {case}: window {w} below the floor");
                 assert!(
@@ -606,6 +822,160 @@ mod tests {
             "slow start: {} after 3 rounds from {r0}",
             c.rate()
         );
+    }
+
+    /// A drop-tail bottleneck of `capacity` bytes/s, `base` RTT and `queue_max` bytes, shared with
+    /// a flow that keeps `other_queue` bytes standing in it: one round of this controller.
+    struct Bottleneck {
+        capacity: f64,
+        base: Duration,
+        queue_max: f64,
+        queue: f64,
+        other_queue: f64,
+    }
+
+    impl Bottleneck {
+        fn rtt(&self) -> Duration {
+            self.base + Duration::from_secs_f64((self.queue + self.other_queue) / self.capacity)
+        }
+
+        /// Sends a round's worth (window or rate x RTT), delivers what the link serves, drops the
+        /// overflow; returns the time after the round.
+        fn round(&mut self, c: &mut RateCore, now: Instant) -> Instant {
+            let rtt = self.rtt();
+            let sent = (c.window_at(now) as f64)
+                .min(c.rate() * rtt.as_secs_f64())
+                .max(PKT as f64);
+            let served = self.capacity * rtt.as_secs_f64();
+            // Our share of the service: the link serves the queue in arrival order; the other
+            // flow's standing queue only adds delay (it is refilled as fast as it drains).
+            let share = if self.other_queue > 0.0 { 0.5 } else { 1.0 };
+            self.queue = (self.queue + sent - share * served).max(0.0);
+            let lost = (self.queue + self.other_queue - self.queue_max)
+                .max(0.0)
+                .min(self.queue);
+            self.queue -= lost;
+            let delivered = sent - lost;
+            let packets = (sent / PKT as f64).ceil().clamp(1.0, 200.0) as u32;
+            let size = (sent / packets as f64) as u64;
+            let step = rtt / packets;
+            let mut t = now;
+            for _ in 0..packets {
+                c.on_sent(t, size);
+                t += step;
+            }
+            let mut t = now + rtt;
+            let mut to_ack = delivered;
+            for _ in 0..packets {
+                if to_ack >= size as f64 / 2.0 {
+                    c.on_ack(t, size, false, rtt, rtt);
+                    to_ack -= size as f64;
+                } else {
+                    c.on_congestion_event(t, false, size);
+                }
+                t += step;
+            }
+            now + rtt
+        }
+    }
+
+    fn twenty_mbit(other_queue: f64) -> Bottleneck {
+        Bottleneck {
+            capacity: 2_500_000.0,
+            base: Duration::from_millis(40),
+            queue_max: 192.0 * 1024.0,
+            queue: 0.0,
+            other_queue,
+        }
+    }
+
+    #[test]
+    fn own_queue_drains_and_never_competes() {
+        // Alone on a drop-tail bottleneck from slow start: the queue it builds is its own, the
+        // back-offs drain it, the TCP-like mode never starts, and it runs near the capacity.
+        let mut c = core(RateConfig::default());
+        let mut link = twenty_mbit(0.0);
+        let mut now = Instant::now();
+        let start = now;
+        let mut late_rates = vec![];
+        while now.saturating_duration_since(start) < Duration::from_secs(30) {
+            now = link.round(&mut c, now);
+            assert!(
+                !c.competing(),
+                "competing at {:?}",
+                now.saturating_duration_since(start)
+            );
+            if now.saturating_duration_since(start) > Duration::from_secs(10) {
+                late_rates.push(c.rate());
+            }
+        }
+        let mean = late_rates.iter().sum::<f64>() / late_rates.len() as f64;
+        assert!(mean > 0.7 * link.capacity, "mean rate {mean} alone");
+        assert_eq!(c.handle().competing_entries.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn standing_queue_of_another_flow_turns_tcp_like_then_back() {
+        let mut c = core(RateConfig::default());
+        let mut link = twenty_mbit(0.0);
+        let mut now = Instant::now();
+        for _ in 0..100 {
+            now = link.round(&mut c, now);
+        }
+        let alone = c.rate();
+        assert!(!c.competing());
+        // A loss-based flow arrives and keeps 150 KB standing (60 ms): no back-off drains that.
+        link.other_queue = 150.0 * 1024.0;
+        let arrived = now;
+        while !c.competing() {
+            now = link.round(&mut c, now);
+            assert!(
+                now.saturating_duration_since(arrived) < Duration::from_secs(5),
+                "not competing 5 s after the standing queue came; rate {}",
+                c.rate()
+            );
+        }
+        assert!(now.saturating_duration_since(arrived) >= COMPETE_AFTER);
+        // It does not starve: it holds a share near half of what it had alone.
+        for _ in 0..50 {
+            now = link.round(&mut c, now);
+            assert!(c.competing());
+        }
+        assert!(
+            c.rate() >= 0.25 * alone,
+            "rate {} beside the other flow, {alone} alone",
+            c.rate()
+        );
+        // A loss event is a decrease now, once per RTT.
+        let before = c.rate();
+        c.on_congestion_event(now, false, PKT);
+        c.on_congestion_event(now, false, PKT);
+        assert!(
+            (c.rate() - COMPETE_DECREASE * before).abs() < 1.0,
+            "{before} -> {}",
+            c.rate()
+        );
+        // The other flow leaves: the next drain probe sees the queue empty and the delay mode resumes.
+        link.other_queue = 0.0;
+        let left = now;
+        while c.competing() {
+            now = link.round(&mut c, now);
+            assert!(
+                now.saturating_duration_since(left) < PROBE_INTERVAL + Duration::from_secs(2),
+                "still competing {:?} after the other flow left",
+                now.saturating_duration_since(left)
+            );
+        }
+        // Back in the delay mode, random loss on an empty queue changes nothing again.
+        let mut rng = Pcg64::seed_from_u64(11);
+        for _ in 0..20 {
+            now = round(&mut c, now, Duration::from_millis(40), 0.0, &mut rng);
+        }
+        let rate = c.rate();
+        for _ in 0..20 {
+            now = round(&mut c, now, Duration::from_millis(40), 0.2, &mut rng);
+            assert!(!c.competing() && c.rate() >= rate);
+        }
     }
 
     #[test]

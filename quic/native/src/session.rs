@@ -217,6 +217,10 @@ pub struct SessionInfo {
     pub cap_bps: f64,
     /// Last delivery-rate sample, bytes/s.
     pub delivery_rate_bps: f64,
+    /// Whether the rate controller competes TCP-like (a standing queue that is not ours).
+    pub competing: bool,
+    /// How often it entered that mode.
+    pub competing_entries: f64,
     pub lost_packets: f64,
     pub sent_packets: f64,
     pub congestion_window: f64,
@@ -324,6 +328,8 @@ impl Session {
             rate_bps: h.as_ref().map_or(0, |h| h.current_rate()) as f64,
             cap_bps: self.cap.load(Ordering::Relaxed) as f64,
             delivery_rate_bps: load(|h| &h.delivery_rate),
+            competing: load(|h| &h.competing) > 0.0,
+            competing_entries: load(|h| &h.competing_entries),
             lost_packets: stats.path.lost_packets as f64,
             sent_packets: stats.path.sent_packets as f64,
             congestion_window: stats.path.cwnd as f64,

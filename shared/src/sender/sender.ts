@@ -39,8 +39,18 @@ export interface SenderConfig {
   initialRttMs: number;
   /** Packets in flight before the client reports a rate. */
   initialWindowPackets: number;
-  /** In-flight target = gain x reported rate x min RTT (plus headroom): the queue stays shallow. */
+  /** In-flight target = gain x reported rate x RTT (plus headroom): the queue stays shallow. */
   inFlightGain: number;
+  /**
+   * The RTT of that target. `min` where the transport's own controller is loss-based and fills
+   * queues (SCTP under WebRTC): the target then keeps the queue shallow itself. `smoothed` where
+   * the transport paces by delay (MutpRate under QUIC), which bounds the queue and, beside a TCP
+   * flow, must be able to run with the standing queue the other flow keeps: a min-RTT target
+   * there caps the transfer at a fraction of its rate (bench:fairness, 0.1 of the bottleneck).
+   * With `smoothed` the RTT is max(min RTT, smoothed RTT / inFlightGain): the min RTT until a
+   * standing queue outgrows the gain, then one BDP at the current RTT.
+   */
+  inFlightRtt: 'min' | 'smoothed';
   /**
    * Above the receiver's ackEveryPackets (8): on a short path (a nearby edge, a LAN, loopback)
    * rate x RTT is a few packets, and with fewer in flight than trigger an ack, feedback comes
@@ -89,6 +99,7 @@ export const DEFAULT_SENDER_CONFIG: SenderConfig = {
   initialRttMs: 100,
   initialWindowPackets: 16,
   inFlightGain: 1.5,
+  inFlightRtt: 'min',
   inFlightHeadroomPackets: 16,
   maxInFlightPackets: 4096,
   reorderThreshold: 3,
@@ -388,7 +399,12 @@ export class Sender implements ScheduleView {
     let limit = c.initialWindowPackets;
     if (this.rateBps > 0) {
       // The client measures whole datagrams, so divide by the datagram size, not the symbol size.
-      const bdpPackets = (this.rateBps * this.rtt.base) / 1000 / (this.layout.symbolSize + DATA_RLNC_HEADER_BYTES);
+      // 'smoothed' takes over only where the gain no longer covers the queue (smoothed RTT above
+      // gain x min): below that it is the min RTT, as on WebRTC (more in flight costs late
+      // binding under loss: rlnc on paper-loss2 0.76-0.89 with the smoothed RTT always, 0.87 without).
+      const smoothed = c.inFlightRtt === 'smoothed' && this.rtt.sampled ? this.rtt.smoothed / c.inFlightGain : 0;
+      const rttMs = Math.max(this.rtt.base, smoothed);
+      const bdpPackets = (this.rateBps * rttMs) / 1000 / (this.layout.symbolSize + DATA_RLNC_HEADER_BYTES);
       limit = Math.min(c.maxInFlightPackets, Math.ceil(c.inFlightGain * bdpPackets) + c.inFlightHeadroomPackets);
     }
     return this.inFlightCap === UNLIMITED_IN_FLIGHT ? limit : Math.min(limit, this.inFlightCap);
