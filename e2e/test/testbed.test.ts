@@ -181,6 +181,30 @@ describeTestbed('namespace testbed', () => {
     expect(rows[0].hints).toBeGreaterThanOrEqual(23);
   });
 
+  test('bench:fairness: MUTP over QUIC and a CUBIC flow both cross the one bottleneck', async () => {
+    if (unavailable) return;
+    const args = ['--import', 'tsx', join(ROOT, 'e2e/src/bench-fairness.ts'), '--phases', 'shared'];
+    args.push('--seconds', '6', '--settle-seconds', '2', '--object-mib', '1', '--json');
+    const { stdout } = await run(process.execPath, args, { cwd: ROOT, timeout: 300_000, maxBuffer: 8 << 20 }).catch(
+      (e: unknown) => {
+        const err = e as { stderr?: string; message: string };
+        throw new Error(`bench:fairness failed: ${err.message}\n${(err.stderr ?? '').slice(-4000)}`);
+      },
+    );
+    type Flow = { goodputBps: number; share: number; perSecondKBps: number[] };
+    const result = JSON.parse(stdout.trim().split('\n').pop() ?? '') as {
+      tcpCongestionControl: string;
+      shared: { tcp: Flow; mutp: Flow & { downloads: number; failed: number } };
+    };
+    expect(result.tcpCongestionControl).toBe('cubic');
+    const { tcp, mutp } = result.shared;
+    // Both flows moved data through the one link, and together no more than the link carries.
+    expect(tcp.goodputBps).toBeGreaterThan(0);
+    expect(mutp.downloads).toBeGreaterThan(0);
+    expect(mutp.failed).toBe(0);
+    expect(tcp.share + mutp.share).toBeLessThanOrEqual(1);
+  });
+
   test('paper-loss2, lte-dublin, vehicular and a mahimahi trace: each mode completes or fails with a reason', async () => {
     if (unavailable) return;
     const dir = mkdtempSync(join(tmpdir(), 'mutp-trace-'));
