@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import {
   ClientToOrigo,
+  MAX_RENEWED_PROXY_TOKENS,
   OrigoToClient,
   OrigoToProxy,
   ProxyInfo,
@@ -574,9 +575,16 @@ export class Broker {
   /** Sends a renewed token a third into the lifetime of the current one (time to spare for a slow socket). */
   private scheduleRenewal(entry: ClientEntry): void {
     entry.renewTimer = setTimeout(() => {
-      void this.deps.tokens.issue(entry.clientId).then((issued) => {
+      // The most recently offered proxies' tokens too: a link to one of them may reconnect later.
+      const recent = [...entry.offered].slice(-MAX_RENEWED_PROXY_TOKENS);
+      const now = Date.now();
+      void Promise.all([
+        this.deps.tokens.issue(entry.clientId, now),
+        ...recent.map((proxyId) => this.deps.tokens.issue(entry.clientId, now, proxyId)),
+      ]).then(([issued, ...perProxy]) => {
         if (this.clients.get(entry.clientId) !== entry) return;
-        entry.peer.send({ type: 'token', ...issued });
+        const proxyTokens = perProxy.map((t, i) => ({ proxyId: recent[i], token: t.token }));
+        entry.peer.send({ type: 'token', ...issued, ...(proxyTokens.length > 0 ? { proxyTokens } : {}) });
         this.scheduleRenewal(entry);
       });
     }, this.config.tokenTtlMs / 3);
@@ -592,7 +600,9 @@ export class Broker {
         client.peer.send({ type: 'error', code: 'unexpected-message', message: 'hello already received' });
         return;
       case 'request-proxies':
-        return this.requestProxies(client, m);
+        return void this.requestProxies(client, m).catch((err: unknown) =>
+          this.deps.log.error({ err, clientId }, 'offering proxies failed'),
+        );
       case 'signal':
         return this.clientSignal(client, m);
       case 'connection-closed': {
@@ -631,7 +641,7 @@ export class Broker {
     this.deps.log.info({ clientId }, 'client disconnected');
   }
 
-  private requestProxies(client: ClientEntry, m: RequestProxies): void {
+  private async requestProxies(client: ClientEntry, m: RequestProxies): Promise<void> {
     const now = Date.now();
     const cluster = this.deps.cluster;
     const offerable: Candidate[] = [];
@@ -647,12 +657,17 @@ export class Broker {
     }
     const chosen = selectProxies(offerable, { count: m.count, mode: m.mode, exclude: m.exclude }, this.deps.random);
     for (const p of chosen) cluster.notePick(p.proxyId, this.config.heartbeatTimeoutMs);
-    const proxies: ProxyInfo[] = chosen.map((p) => ({
+    // Each offered proxy gets a token valid at it alone: the session token never reaches a proxy.
+    const issuedAt = Date.now();
+    const tokens = await Promise.all(chosen.map((p) => this.deps.tokens.issue(client.clientId, issuedAt, p.proxyId)));
+    if (this.clients.get(client.clientId) !== client) return; // gone while signing
+    const proxies: ProxyInfo[] = chosen.map((p, i) => ({
       proxyId: p.proxyId,
       name: p.name,
       httpUrl: p.httpUrl,
       capacityBps: p.capacityBps,
       ...(p.quic !== undefined ? { quic: p.quic } : {}),
+      token: tokens[i].token,
     }));
     this.reports.noteOffered(
       client.clientId,

@@ -7,7 +7,7 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { errors, jwtVerify, SignJWT } from 'jose';
-import { TokenPublicKey, tokenPublicKey } from '@mutp/shared';
+import { proxyTokenAudience, TokenPublicKey, tokenPublicKey } from '@mutp/shared';
 
 export const TOKEN_ISSUER = 'mutp-origo';
 export const TOKEN_AUDIENCE = 'mutp-proxy';
@@ -41,12 +41,16 @@ export class TokenIssuer {
     this.publicJwk = tokenPublicKey.parse({ kty: jwk.kty, crv: jwk.crv, x: jwk.x, alg: 'EdDSA', kid: jwk.x });
   }
 
-  async issue(clientId: string, now = Date.now()): Promise<IssuedToken> {
+  /**
+   * The client's session token (audience TOKEN_AUDIENCE: what `hello` keeps the identity with) or,
+   * with `proxyId`, its token for that proxy only (`proxyTokenAudience`), which `subject` refuses.
+   */
+  async issue(clientId: string, now = Date.now(), proxyId?: string): Promise<IssuedToken> {
     const expiresAt = now + this.ttlMs;
     const token = await new SignJWT({})
       .setProtectedHeader({ alg: 'EdDSA', kid: this.publicJwk.kid })
       .setIssuer(TOKEN_ISSUER)
-      .setAudience(TOKEN_AUDIENCE)
+      .setAudience(proxyId === undefined ? TOKEN_AUDIENCE : proxyTokenAudience(proxyId))
       .setSubject(clientId)
       .setIssuedAt(Math.floor(now / 1000))
       .setExpirationTime(Math.floor(expiresAt / 1000))

@@ -123,7 +123,9 @@ describe('selection over sockets', () => {
 
     client.send({ type: 'request-proxies', requestId: 'info', count: 1 });
     const { proxies } = await client.next('proxies', (m) => m.requestId === 'info');
-    expect(proxies).toEqual([{ proxyId: 'b', name: 'b', httpUrl: 'http://b.test:8800/', capacityBps: 4_000_000 }]);
+    expect(proxies).toEqual([
+      { proxyId: 'b', name: 'b', httpUrl: 'http://b.test:8800/', capacityBps: 4_000_000, token: expect.any(String) },
+    ]);
   });
 
   test('no eligible proxy is an empty list, not an error', async () => {

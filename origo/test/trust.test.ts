@@ -93,6 +93,38 @@ describe('client tokens', () => {
     }
   });
 
+  test("each offered proxy gets a token for it alone, which hello refuses as an identity, renewed with the client's", async () => {
+    const { port, http } = await startOrigo({ tokenTtlMs: 10_000 });
+    const proxy = await connectProxy(port, { proxyId: 'edge-1', name: 'edge-1', capacityBps: 1000 });
+    const client = await TestPeer.open(port, '/v1/client');
+    client.send({ type: 'hello', version: SIGNALLING_VERSION });
+    const welcome = await client.next('welcome');
+    client.send({ type: 'request-proxies', requestId: 'r1', count: 1 });
+    const [offered] = (await client.next('proxies')).proxies as { proxyId: string; token?: string }[];
+    expect(offered.proxyId).toBe(proxy.id);
+    expect(offered.token).toBeDefined();
+    expect(offered.token).not.toBe(welcome.token);
+    const keys = createLocalJWKSet((await (await fetch(`${http}/v1/keys`)).json()) as never);
+    const { payload } = await jwtVerify(offered.token!, keys, {
+      issuer: 'mutp-origo',
+      audience: `mutp-proxy:${proxy.id}`,
+    });
+    expect(payload.sub).toBe(welcome.clientId);
+    // Not a general proxy token, and not this client's identity: a proxy that replays it to
+    // origo gets a new client id, and the client's own session stays.
+    await expect(jwtVerify(offered.token!, keys, { issuer: 'mutp-origo', audience: 'mutp-proxy' })).rejects.toThrow();
+    const replay = await TestPeer.open(port, '/v1/client', 'replaying proxy');
+    replay.send({ type: 'hello', version: SIGNALLING_VERSION, token: offered.token });
+    expect((await replay.next('welcome')).clientId).not.toBe(welcome.clientId);
+    client.send({ type: 'ping', nonce: 'still-here' });
+    expect((await client.next('pong')).nonce).toBe('still-here');
+    // The renewal renews the offered proxy's token too.
+    const renewed = await within(client.next('token'), 'a renewed token', 9000);
+    const proxyTokens = renewed.proxyTokens as { proxyId: string; token: string }[];
+    expect(proxyTokens.map((p) => p.proxyId)).toEqual([proxy.id]);
+    expect(decodeJwt(proxyTokens[0].token).aud).toBe(`mutp-proxy:${proxy.id}`);
+  }, 15_000);
+
   test('tokens are renewed before they expire', async () => {
     const { port } = await startOrigo({ tokenTtlMs: 10_000 });
     const client = await TestPeer.open(port, '/v1/client');

@@ -1,12 +1,15 @@
 /**
- * Verifies origo's client tokens offline: EdDSA JWTs (issuer mutp-origo, audience mutp-proxy)
- * signed with the key origo sends in `registered` (the registration link is already trusted).
+ * Verifies origo's client tokens offline: EdDSA JWTs (issuer mutp-origo) signed with the key
+ * origo sends in `registered` (the registration link is already trusted). The audience is this
+ * proxy's own (`proxyTokenAudience(proxyId)`, what origo hands clients with each offer) or, from
+ * clients of an older origo, the general mutp-proxy; another proxy's token is refused, so a
+ * proxy cannot spend at others the tokens its clients gave it.
  * The subject is the client id: per-client limits key on it, so a client keeps its budget across
  * sockets and cannot multiply it by reconnecting. Until origo has given a key, every token is
  * refused (fail closed).
  */
 import { errors, importJWK, jwtVerify, KeyLike } from 'jose';
-import type { TokenPublicKey } from '@mutp/shared';
+import { proxyTokenAudience, type TokenPublicKey } from '@mutp/shared';
 
 export const TOKEN_ISSUER = 'mutp-origo';
 export const TOKEN_AUDIENCE = 'mutp-proxy';
@@ -16,6 +19,12 @@ export type TokenCheck = { ok: true; clientId: string } | { ok: false; reason: '
 export class ClientTokenVerifier {
   private key?: KeyLike | Uint8Array;
   private jwkX?: string;
+  private audiences: string[] = [TOKEN_AUDIENCE];
+
+  /** This proxy's id (from `registered`): tokens for it alone are accepted from then on. */
+  setProxyId(proxyId: string): void {
+    this.audiences = [TOKEN_AUDIENCE, proxyTokenAudience(proxyId)];
+  }
 
   get hasKey(): boolean {
     return this.key !== undefined;
@@ -34,7 +43,7 @@ export class ClientTokenVerifier {
     try {
       const { payload } = await jwtVerify(token, this.key, {
         issuer: TOKEN_ISSUER,
-        audience: TOKEN_AUDIENCE,
+        audience: this.audiences,
         algorithms: ['EdDSA'],
       });
       if (typeof payload.sub !== 'string' || payload.sub === '') return { ok: false, reason: 'invalid' };

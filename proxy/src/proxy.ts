@@ -312,7 +312,8 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
           onConnectionClosed: (id, reason) => peers.handleClosed(id, reason),
           onStage: (hint) => stager.handle(hint),
           onFatal: (error) => deps.onFatal?.(error),
-          onRegistered: (_proxyId, tokenKey) => {
+          onRegistered: (proxyId, tokenKey) => {
+            tokens.setProxyId(proxyId);
             tokens.setKey(tokenKey).catch((err: unknown) => logger.error({ err }, 'origo sent an unusable token key'));
           },
         });

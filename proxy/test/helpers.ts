@@ -294,11 +294,11 @@ export async function testTokens() {
   const jwk = pair.publicKey.export({ format: 'jwk' });
   const verifier = new ClientTokenVerifier();
   await verifier.setKey({ kty: 'OKP', crv: 'Ed25519', x: jwk.x! });
-  const sign = (sub: string, expiresInSeconds = 300, key = pair.privateKey) =>
+  const sign = (sub: string, expiresInSeconds = 300, key = pair.privateKey, audience = 'mutp-proxy') =>
     new SignJWT({})
       .setProtectedHeader({ alg: 'EdDSA' })
       .setIssuer('mutp-origo')
-      .setAudience('mutp-proxy')
+      .setAudience(audience)
       .setSubject(sub)
       .setIssuedAt()
       .setExpirationTime(Math.floor(Date.now() / 1000) + expiresInSeconds)

@@ -31,6 +31,15 @@ const token = z
   .min(1)
   .max(2048)
   .regex(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
+/**
+ * The audience of a client token for one proxy only. A client presents that token, never its
+ * session token, to a proxy (QUIC admission, the Parallel HTTP endpoint): the session token is
+ * also what the client's next `hello` keeps its identity with, and a proxy holding it could
+ * replace the client's session at origo. Origo's `hello` refuses per-proxy tokens; a proxy
+ * refuses the per-proxy tokens of every other proxy.
+ */
+export const proxyTokenAudience = (proxyId: string): string => `mutp-proxy:${proxyId}`;
+
 /** An Ed25519 public key as a JWK (RFC 8037): what proxies verify client tokens with. */
 export const tokenPublicKey = z.object({
   kty: z.literal('OKP'),
@@ -206,7 +215,14 @@ export const proxyInfo = z.object({
   capacityBps: rate,
   /** The proxy's QUIC endpoint, when it runs one: clients prefer it to WebRTC. */
   quic: quicEndpoint.optional(),
+  /** A client token for this proxy only (`proxyTokenAudience`): what the client presents to it. */
+  token: token.optional(),
 });
+
+/** A renewed per-proxy token (`token` message). */
+const proxyToken = z.object({ proxyId: id, token });
+/** How many per-proxy tokens a renewal carries: those of the most recently offered proxies. */
+export const MAX_RENEWED_PROXY_TOKENS = 16;
 
 export const downloadRecord = z.object({
   url: z.string().min(1).max(4096),
@@ -294,8 +310,13 @@ export const origoToClient = z.discriminatedUnion('type', [
     /** When the token expires, ms since the epoch. */
     expiresAt: z.number().int().min(0),
   }),
-  /** A renewed token, sent before the previous one expires. */
-  z.object({ type: z.literal('token'), token, expiresAt: z.number().int().min(0) }),
+  /** A renewed token, sent before the previous one expires, with the recent proxies' tokens renewed too. */
+  z.object({
+    type: z.literal('token'),
+    token,
+    expiresAt: z.number().int().min(0),
+    proxyTokens: z.array(proxyToken).max(MAX_RENEWED_PROXY_TOKENS).optional(),
+  }),
   z.object({ type: z.literal('proxies'), requestId: id, proxies: z.array(proxyInfo).max(32) }),
   z.object(signalFields).refine(...exactlyOne),
   z.object({ type: z.literal('connection-closed'), connectionId: id, reason: z.string().max(256) }),

@@ -52,6 +52,30 @@ describe('the client prefers QUIC', () => {
     client.close();
   });
 
+  test("a proxy's own token from the offer goes in its QUIC URL, never the session token; renewals replace it across sessions", async () => {
+    const a = proxy('a', 'ok', 'ok');
+    a.info.token = 'eyJhIjoxfQ.eyJwIjoiYSJ9.c2lnLWE';
+    const { host, client } = setup([a]);
+    await settle(host.clock, client.get(URL_, { mode: 'rlnc', proxies: 1 }));
+    expect(host.quicAttempts.get('a')).toEqual([`https://a.example:4433/mutp?token=${a.info.token}`]);
+    // origo renews the client's tokens, the proxy's with them; the next QUIC session presents it.
+    const renewed = 'eyJhIjoyfQ.eyJwIjoiYSJ9.c2lnLWEy';
+    host.sockets[0].push({
+      type: 'token',
+      token: 'eyJ0.eyJ1.bmV3',
+      expiresAt: 600_000,
+      proxyTokens: [{ proxyId: 'a', token: renewed }],
+    });
+    // A new origo session (the network changed) whose offer carries no token for the proxy: the
+    // renewed one is kept across sessions.
+    delete a.info.token;
+    client.networkChanged();
+    await settle(host.clock, client.get(URL_, { mode: 'rlnc', proxies: 1 }));
+    expect(host.quicAttempts.get('a')?.at(-1)).toBe(`https://a.example:4433/mutp?token=${renewed}`);
+    expect(host.quicAttempts.get('a')!.some((u) => u.includes('eyJ0.eyJ1'))).toBe(false);
+    client.close();
+  });
+
   test('one download mixes QUIC and WebRTC sources', async () => {
     const { host, client, object } = setup([proxy('a', 'ok', 'ok'), proxy('b')]);
     const result = await settle(host.clock, client.get(URL_, { mode: 'rlnc', proxies: 2 }));

@@ -189,6 +189,8 @@ export class MutpClient {
   private nextOrigo: number;
   /** The token of the last session that had one: presented to whichever instance comes next. */
   private token?: string;
+  /** Per-proxy tokens (OrigoSession.tokenFor), kept across sessions. */
+  private readonly proxyTokens = new Map<string, string>();
   private readonly pendingLinks = new Map<string, Promise<ProxyLink>>();
   private nextLink = 0;
   /** Proxies whose QUIC endpoint failed, by when: WebRTC alone for a while. */
@@ -314,6 +316,7 @@ export class MutpClient {
         timeoutMs,
         this.token,
         this.config.insecureOrigo,
+        this.proxyTokens,
       );
       session.onWithdrawn = (proxyId, reason) => this.withdrawn(proxyId, reason);
       try {
@@ -387,7 +390,7 @@ export class MutpClient {
         signal: o.signal,
         maxBytes: this.config.maxObjectBytes,
         sha256: this.host.sha256 ?? sha256,
-        token: session.token,
+        tokenFor: (proxy) => session.tokenFor(proxy),
       });
       this.report(session, url, 'http', result, undefined, proxies.length);
       return result;
@@ -509,7 +512,7 @@ export class MutpClient {
     const preference = this.config.transport ?? 'auto';
     const webrtc = () => openWebRtcTransport(session, this.host.rtc, proxy, this.connectionId(), clock, timeoutMs);
     const quicOpener = this.host.quic;
-    const token = session.token;
+    const token = session.tokenFor(proxy);
     if (preference === 'webrtc') return webrtc();
     if (proxy.quic === undefined || quicOpener === undefined || token === undefined) {
       if (preference === 'auto') return webrtc();

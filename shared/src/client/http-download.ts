@@ -86,8 +86,11 @@ export async function runHttpDownload(
     sha256: (data: Uint8Array) => Uint8Array;
     /** Proxies that must state the same digest before a body is used (default min(2, proxies)). */
     quorum?: number;
-    /** Origo's client token, sent as `Authorization: Bearer` (the proxies require it). */
-    token?: string;
+    /**
+     * The client token for each proxy (origo's per-proxy token), sent as `Authorization: Bearer`
+     * (the proxies require one).
+     */
+    tokenFor?: (proxy: ProxyInfo) => string | undefined;
     /** Only these bytes of `url`. */
     range?: ByteRange;
   },
@@ -129,7 +132,8 @@ export async function runHttpDownload(
   };
 
   const fetchOne = async (proxy: ProxyInfo, i: number) => {
-    const headers: Record<string, string> = options.token ? { authorization: `Bearer ${options.token}` } : {};
+    const token = options.tokenFor?.(proxy);
+    const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
     let response: Awaited<ReturnType<FetchLike>>;
     try {
       response = await fetch(baselineUrl(proxy, url, options.range), { signal: controllers[i].signal, headers });

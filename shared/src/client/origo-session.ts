@@ -45,11 +45,15 @@ export function origoUrlProblem(url: string, insecure = false): string | undefin
   return `plain ws:// to ${host} is refused: use wss:// (or the insecure option)`;
 }
 
+/** Per-proxy tokens kept (the newest offers' proxies). */
+const MAX_PROXY_TOKENS = 64;
+
 export class OrigoSession {
   clientId?: string;
-  /** origo's signed client token: presented to proxies (HTTP baseline) and in the next hello. */
+  /** origo's signed client token: presented in the next hello (and, from an older origo, to proxies). */
   token?: string;
   tokenExpiresAt?: number;
+
   private socket?: WebSocketLike;
   private nextRequest = 0;
   private readonly pending = new Map<string, { resolve: (p: ProxyInfo[]) => void; reject: (e: Error) => void }>();
@@ -72,8 +76,30 @@ export class OrigoSession {
     /** The token of the previous session: origo keeps our client id (and its limits) when still good. */
     previousToken?: string,
     private readonly insecure = false,
+    /**
+     * The newest token origo gave for each proxy (offers, renewals), valid at that proxy alone;
+     * the client passes the same map to every session, so a link reconnecting after the session
+     * changed still has its proxy's renewed token.
+     */
+    private readonly proxyTokens = new Map<string, string>(),
   ) {
     this.token = previousToken;
+  }
+
+  /**
+   * What to present to `proxy` (QUIC admission, the Parallel HTTP endpoint): its own token, never
+   * the session token (a proxy holding that could replace this client's session at origo). Only
+   * an older origo that gives no per-proxy tokens leaves the session token to present.
+   */
+  tokenFor(proxy: ProxyInfo): string | undefined {
+    return this.proxyTokens.get(proxy.proxyId) ?? proxy.token ?? this.token;
+  }
+
+  private rememberProxyToken(proxyId: string, token: string): void {
+    // Newest last; the map holds the proxies of the recent offers, not every proxy ever offered.
+    this.proxyTokens.delete(proxyId);
+    this.proxyTokens.set(proxyId, token);
+    if (this.proxyTokens.size > MAX_PROXY_TOKENS) this.proxyTokens.delete(this.proxyTokens.keys().next().value!);
   }
 
   get isOpen(): boolean {
@@ -259,6 +285,7 @@ export class OrigoSession {
       case 'proxies': {
         const waiter = this.pending.get(m.requestId);
         this.pending.delete(m.requestId);
+        for (const p of m.proxies) if (p.token !== undefined) this.rememberProxyToken(p.proxyId, p.token);
         waiter?.resolve(m.proxies);
         break;
       }
@@ -278,6 +305,7 @@ export class OrigoSession {
       case 'token':
         this.token = m.token;
         this.tokenExpiresAt = m.expiresAt;
+        for (const p of m.proxyTokens ?? []) this.rememberProxyToken(p.proxyId, p.token);
         break;
       case 'signal': {
         const connection = this.connections.get(m.connectionId);
