@@ -304,13 +304,16 @@ test('requests refused before any download', async () => {
   expect(t.clients).toHaveLength(0);
 });
 
-test('a new origo URL makes a new client and closes the old one', async () => {
+test.each([
+  ['origo URL', { origoUrl: 'wss://10.0.0.1:8700/v1/client' }],
+  ['transport', { transport: 'webrtc' }],
+] as const)('a new %s makes a new client and closes the old one', async (_, patch) => {
   const t = setup();
   const a = t.d.handle(req('https://x/1.ts'));
   await flush();
   t.client().calls[0].resolve(object(1));
   await a;
-  t.setSettings({ origoUrl: 'wss://10.0.0.1:8700/v1/client' });
+  t.setSettings(patch);
   const b = t.d.handle(req('https://x/2.ts'));
   await flush();
   expect(t.clients).toHaveLength(2);

@@ -20,6 +20,7 @@ describe('settings', () => {
       enabled: 'yes',
       origoUrl: 'http://origo.example/v1/client',
       mode: 'quantum',
+      transport: 'carrier-pigeon',
       proxies: 1000,
       deadlineMs: '2500',
       concurrency: 0,
@@ -30,12 +31,18 @@ describe('settings', () => {
       enabled: true,
       origoUrl: DEFAULT_SETTINGS.origoUrl,
       mode: 'rlnc',
+      transport: 'auto',
       proxies: 32,
       deadlineMs: 2500,
       concurrency: 1,
       disabledSites: ['example.com'],
       urlPatterns: DEFAULT_SETTINGS.urlPatterns,
     });
+    expect(['auto', 'quic', 'webrtc'].map((transport) => normalizeSettings({ transport }).transport)).toEqual([
+      'auto',
+      'quic',
+      'webrtc',
+    ]);
     expect(normalizeSettings({ origoUrl: 'wss://origo.example:443/v1/client' }).origoUrl).toBe(
       'wss://origo.example/v1/client',
     );

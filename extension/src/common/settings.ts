@@ -9,6 +9,14 @@ export type ExtensionMode = (typeof DOWNLOAD_MODES)[number];
 
 export const SETTINGS_KEY = 'settings';
 
+/**
+ * How the extension reaches a proxy: `auto` prefers QUIC (WebTransport) where a proxy offers it
+ * and starts WebRTC beside it after 1 s or a failure; `quic` never falls back; `webrtc` never
+ * tries QUIC (a network that mangles UDP to the QUIC port, or to compare).
+ */
+export const TRANSPORTS = ['auto', 'quic', 'webrtc'] as const;
+export type ExtensionTransport = (typeof TRANSPORTS)[number];
+
 export interface Settings {
   /** Global switch: off = every request goes to the network untouched. */
   enabled: boolean;
@@ -18,6 +26,7 @@ export interface Settings {
    */
   origoUrl: string;
   mode: ExtensionMode;
+  transport: ExtensionTransport;
   /** Proxies per download (N). */
   proxies: number;
   /** Host names (the top-level page's) where the extension stays out of the way. */
@@ -52,6 +61,7 @@ export const DEFAULT_SETTINGS: Readonly<Settings> = Object.freeze({
   enabled: true,
   origoUrl: 'ws://127.0.0.1:8700/v1/client',
   mode: 'rlnc',
+  transport: 'auto',
   proxies: 4,
   disabledSites: [],
   urlPatterns: ['*://*/videoplayback?*range=*'],
@@ -155,6 +165,9 @@ export function normalizeSettings(raw: unknown): Settings {
     enabled: typeof r.enabled === 'boolean' ? r.enabled : d.enabled,
     origoUrl: validOrigoUrl(r.origoUrl) ?? d.origoUrl,
     mode: DOWNLOAD_MODES.includes(r.mode as ExtensionMode) ? (r.mode as ExtensionMode) : d.mode,
+    transport: TRANSPORTS.includes(r.transport as ExtensionTransport)
+      ? (r.transport as ExtensionTransport)
+      : d.transport,
     proxies: clampInt(r.proxies, 1, 32, d.proxies),
     disabledSites: stringList(r.disabledSites, d.disabledSites, siteKey),
     urlPatterns: stringList(r.urlPatterns, d.urlPatterns),

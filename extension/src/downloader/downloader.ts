@@ -62,7 +62,7 @@ export interface ClientLike {
 
 export interface DownloaderDeps {
   settings(): Settings;
-  /** A client for these settings (called again when origoUrl or maxObjectBytes change). */
+  /** A client for these settings (called again when origoUrl, maxObjectBytes or transport change). */
   createClient(settings: Settings): Promise<ClientLike>;
   /** False when the mode's codec could not be loaded. */
   modeAvailable?(mode: ExtensionMode): boolean;
@@ -658,5 +658,5 @@ const MAX_RANGE_END = 2 ** 48 - 1;
 
 /** A new client is made when these settings change. */
 function clientKey(settings: Settings): string {
-  return `${settings.origoUrl} ${settings.maxObjectBytes}`;
+  return `${settings.origoUrl} ${settings.maxObjectBytes} ${settings.transport}`;
 }

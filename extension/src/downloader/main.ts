@@ -71,6 +71,7 @@ const downloader = new Downloader({
       origoUrls: origoUrlList(s.origoUrl),
       codecs: c.codecs,
       maxObjectBytes: s.maxObjectBytes,
+      transport: s.transport,
       // A failed origo attempt leaves origo alone 2 s, then 4 s, ... 60 s: segments go to the network at once meanwhile.
       origoBackoff: DEFAULT_ORIGO_BACKOFF,
       // origo's records get origin + path: query strings often carry signed tokens.

@@ -14,6 +14,7 @@ function fill(s: Settings): void {
   field<HTMLInputElement>('enabled').checked = s.enabled;
   field<HTMLInputElement>('origoUrl').value = s.origoUrl;
   field<HTMLSelectElement>('mode').value = s.mode;
+  field<HTMLSelectElement>('transport').value = s.transport;
   field<HTMLInputElement>('proxies').value = String(s.proxies);
   field<HTMLInputElement>('deadlineMs').value = String(s.deadlineMs);
   field<HTMLInputElement>('maxObjectMiB').value = String(Math.round(s.maxObjectBytes / MIB));
@@ -35,6 +36,7 @@ function read(): { settings: Settings; problems: string[] } {
     enabled: field<HTMLInputElement>('enabled').checked,
     origoUrl: field<HTMLInputElement>('origoUrl').value.trim(),
     mode: field<HTMLSelectElement>('mode').value,
+    transport: field<HTMLSelectElement>('transport').value,
     proxies: Number(field<HTMLInputElement>('proxies').value),
     deadlineMs: Number(field<HTMLInputElement>('deadlineMs').value),
     maxObjectBytes: Number(field<HTMLInputElement>('maxObjectMiB').value) * MIB,
