@@ -2,7 +2,8 @@
  * MUTP over QUIC datagrams end to end: proxies run their WebTransport endpoint (@mutp/quic), origo
  * hands clients its URL and certificate hashes, the Node client connects to it directly with its
  * origo token, and downloads are byte-exact in every mode; a proxy whose QUIC endpoint cannot be
- * reached is served over WebRTC instead; the QUIC port refuses what has no valid token.
+ * reached is served over WebRTC instead; the QUIC port refuses what has no valid token, and the
+ * token origo gave for another proxy.
  */
 import { createHash } from 'node:crypto';
 import { createSocket } from 'node:dgram';
@@ -64,6 +65,8 @@ function connectOutcome(url: string, hashes: Uint8Array[], connectTimeoutMs?: nu
 interface OfferedProxy {
   proxyId: string;
   quic?: { url: string; certificateHashes: string[] };
+  /** The client's token for this proxy alone. */
+  token?: string;
 }
 
 describe('three proxies with QUIC endpoints', () => {
@@ -144,6 +147,18 @@ describe('three proxies with QUIC endpoints', () => {
     } finally {
       client.close();
     }
+  });
+
+  test("a proxy's token from the offer is admitted there and refused at every other proxy", async () => {
+    const offered = await offeredProxies(cluster);
+    expect(offered).toHaveLength(3);
+    const [a, b] = offered;
+    const hashesOf = (p: OfferedProxy) =>
+      p.quic!.certificateHashes.map((h) => new Uint8Array(Buffer.from(h, 'base64')));
+    expect(await connectOutcome(`${a.quic!.url}?token=${a.token}`, hashesOf(a))).toBe('admitted');
+    // What a hostile proxy could do with the token its client presented to it: nothing elsewhere.
+    expect(await connectOutcome(`${b.quic!.url}?token=${a.token}`, hashesOf(b))).toBe('refused');
+    expect(await connectOutcome(`${b.quic!.url}?token=${b.token}`, hashesOf(b))).toBe('admitted');
   });
 
   test('a flood of sessions with forged tokens is refused and costs the proxy nothing lasting', async () => {
