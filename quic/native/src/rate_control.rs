@@ -23,17 +23,18 @@
 //!   window never exceeds cap * (min_rtt + target) (or min_window). Where cap * RTT < min_window
 //!   (e.g. loopback) the floor window, not the cap, bounds the sending.
 //! - Competing with a loss-based flow: a queue that is not ours does not drain when we slow
-//!   down. Back-offs in a row compound (x0.9 each), so a queue we built drains; when the round's
+//!   down. Back-offs in a row compound (x0.9 each), so a queue we built drains; when each round's
 //!   smallest RTT sample has stayed above min_rtt + target/2 for `COMPETE_AFTER` (at least 16 min
-//!   RTTs) while our rate fell to half of what it was (or to the floor), another flow holds the queue (a TCP flow
-//!   fills any drop-tail buffer). Yielding further would starve us (a delay-based flow against
-//!   CUBIC gets ~5 %), so the controller turns TCP-like until the queue drains: from half the rate
-//!   it held when the queue stood up, +2 packets per
-//!   round (x1.25 per round until the first loss), x0.7 on a loss event (once per RTT), window =
-//!   rate * srtt. Every `PROBE_INTERVAL` it halves its rate for `PROBE_ROUNDS` rounds; if the queue
-//!   then drains (two rounds' smallest samples within target/2 of the base RTT), the competitor is gone
-//!   and the delay mode resumes at the current rate. Only this mode reads loss, and only with the
-//!   evidence of a standing queue; random loss on an empty queue still changes nothing.
+//!   RTTs) while our rate fell to half of what it was (or to the floor), another flow holds the
+//!   queue (a TCP flow fills any drop-tail buffer). Yielding further would starve us (beside CUBIC
+//!   a delay-based flow kept 5-7 %), so the controller turns TCP-like until the queue drains: from
+//!   half the rate it held when the queue stood up (or of the last 10 s's peak delivery), x1.25
+//!   per round until the first loss event, then +3 packets per round, x0.7 on a loss event (once
+//!   per RTT), window = rate * srtt. Every `PROBE_INTERVAL` it halves its rate for `PROBE_ROUNDS`
+//!   rounds; two rounds in a row whose smallest samples are within target/2 of the base RTT mean
+//!   the competitor is gone, and the delay mode resumes at the current rate. Only this mode reads
+//!   loss, and only with the evidence of a standing queue: random loss on an empty queue still
+//!   changes nothing.
 //! - Cap: per connection, an `Arc<RateHandle>` shared between this controller and the application
 //!   (`setRateCap`), plus a server-wide cap (`RateOptions.maxRateBps`); 0 means none. With
 //!   `initialRateBps` the controller starts at that rate (no slow start).
@@ -460,10 +461,9 @@ impl RateCore {
         if let Some((_, rate, _)) = self.after_compete.take() {
             guess = guess.max(COMPETE_DECREASE * rate);
         }
-        let base_rtt = min_rtt;
         self.rate = self.clamp_rate(self.rate.max(guess));
         self.compete = Some(Compete {
-            base_rtt,
+            base_rtt: min_rtt,
             slow_start: true,
             last_decrease: None,
             next_probe: now + PROBE_INTERVAL,
@@ -475,7 +475,7 @@ impl RateCore {
         self.handle.competing_entries.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A round in the TCP-like mode: probe, or grow (x1.25 until the first loss, then +2 packets).
+    /// A round in the TCP-like mode: probe, or grow (x1.25 until the first loss, then +3 packets).
     fn compete_round(&mut self, now: Instant, app_limited: bool) {
         let srtt = self.srtt().as_secs_f64().max(1e-3);
         let Some(c) = self.compete.as_mut() else { return };
