@@ -29,7 +29,7 @@ import { Cluster, ConnectionRef, InstanceMessage, SharedProxy } from './cluster/
 import { authenticateProxy, httpUrlProblem, ProxyKeys, quicUrlProblem } from './proxy-auth';
 import { RecordWriter } from './record-writer';
 import { ThroughputBook } from './throughput';
-import { TokenIssuer } from './tokens';
+import { IssuedToken, TokenIssuer } from './tokens';
 import { ProxyLoad, selectProxies, SelectableMode } from './selection';
 import { DepartedOffers } from './departed-offers';
 import { ProxyReports } from './reports';
@@ -95,6 +95,12 @@ interface ClientEntry {
   connections: Set<string>;
   /** Proxies origo offered this client (insertion order: the oldest is forgotten first). */
   offered: Set<string>;
+  /**
+   * The tokens signed for it per offered proxy (only proxies in `offered`): an offer reuses one
+   * signed in the last third of its lifetime, so asking for proxies again and again (200
+   * messages/s per socket) costs no signature per proxy each time.
+   */
+  proxyTokens: Map<string, IssuedToken>;
   renewTimer?: NodeJS.Timeout;
 }
 
@@ -560,6 +566,7 @@ export class Broker {
       connectedAt: Date.now(),
       connections: new Set(),
       offered: new Set(inherited),
+      proxyTokens: new Map(),
     };
     this.clients.set(clientId, entry);
     if (inherited.length > 0) this.reports.noteOffered(clientId, inherited);
@@ -572,6 +579,18 @@ export class Broker {
     return clientId;
   }
 
+  /**
+   * The client's token for `proxyId` alone: the one it holds while that is at most a third into
+   * its lifetime (the renewal period, so a renewal hands out nothing older), else a new one.
+   */
+  private async proxyToken(client: ClientEntry, proxyId: string, now: number): Promise<string> {
+    const held = client.proxyTokens.get(proxyId);
+    if (held !== undefined && held.expiresAt - now > (2 / 3) * this.config.tokenTtlMs) return held.token;
+    const issued = await this.deps.tokens.issue(client.clientId, now, proxyId);
+    client.proxyTokens.set(proxyId, issued);
+    return issued.token;
+  }
+
   /** Sends a renewed token a third into the lifetime of the current one (time to spare for a slow socket). */
   private scheduleRenewal(entry: ClientEntry): void {
     entry.renewTimer = setTimeout(() => {
@@ -580,10 +599,10 @@ export class Broker {
       const now = Date.now();
       void Promise.all([
         this.deps.tokens.issue(entry.clientId, now),
-        ...recent.map((proxyId) => this.deps.tokens.issue(entry.clientId, now, proxyId)),
+        ...recent.map((proxyId) => this.proxyToken(entry, proxyId, now)),
       ]).then(([issued, ...perProxy]) => {
         if (this.clients.get(entry.clientId) !== entry) return;
-        const proxyTokens = perProxy.map((t, i) => ({ proxyId: recent[i], token: t.token }));
+        const proxyTokens = perProxy.map((token, i) => ({ proxyId: recent[i], token }));
         entry.peer.send({ type: 'token', ...issued, ...(proxyTokens.length > 0 ? { proxyTokens } : {}) });
         this.scheduleRenewal(entry);
       });
@@ -658,8 +677,7 @@ export class Broker {
     const chosen = selectProxies(offerable, { count: m.count, mode: m.mode, exclude: m.exclude }, this.deps.random);
     for (const p of chosen) cluster.notePick(p.proxyId, this.config.heartbeatTimeoutMs);
     // Each offered proxy gets a token valid at it alone: the session token never reaches a proxy.
-    const issuedAt = Date.now();
-    const tokens = await Promise.all(chosen.map((p) => this.deps.tokens.issue(client.clientId, issuedAt, p.proxyId)));
+    const tokens = await Promise.all(chosen.map((p) => this.proxyToken(client, p.proxyId, now)));
     if (this.clients.get(client.clientId) !== client) return; // gone while signing
     const proxies: ProxyInfo[] = chosen.map((p, i) => ({
       proxyId: p.proxyId,
@@ -667,7 +685,7 @@ export class Broker {
       httpUrl: p.httpUrl,
       capacityBps: p.capacityBps,
       ...(p.quic !== undefined ? { quic: p.quic } : {}),
-      token: tokens[i].token,
+      token: tokens[i],
     }));
     this.reports.noteOffered(
       client.clientId,
@@ -676,7 +694,11 @@ export class Broker {
     for (const p of proxies) {
       client.offered.delete(p.proxyId);
       client.offered.add(p.proxyId);
-      if (client.offered.size > MAX_OFFERED_PER_CLIENT) client.offered.delete(client.offered.values().next().value!);
+      if (client.offered.size > MAX_OFFERED_PER_CLIENT) {
+        const forgotten = client.offered.values().next().value!;
+        client.offered.delete(forgotten);
+        client.proxyTokens.delete(forgotten);
+      }
     }
     client.peer.send({ type: 'proxies', requestId: m.requestId, proxies });
     this.deps.log.debug(

@@ -104,6 +104,11 @@ describe('client tokens', () => {
     expect(offered.proxyId).toBe(proxy.id);
     expect(offered.token).toBeDefined();
     expect(offered.token).not.toBe(welcome.token);
+    // Asked again a second later (a new signature would carry a new iat): the same token, so
+    // offers asked for again and again cost no signing.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    client.send({ type: 'request-proxies', requestId: 'r2', count: 1 });
+    expect(((await client.next('proxies')).proxies as { token?: string }[])[0].token).toBe(offered.token);
     const keys = createLocalJWKSet((await (await fetch(`${http}/v1/keys`)).json()) as never);
     const { payload } = await jwtVerify(offered.token!, keys, {
       issuer: 'mutp-origo',
