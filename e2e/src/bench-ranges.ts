@@ -41,7 +41,7 @@ import {
   totalFallbacks,
   waitFor,
 } from './browser';
-import { Cluster, startCluster } from './cluster';
+import { Cluster, mixedFleetOfFour, startCluster } from './cluster';
 import { MEDIA_DIR, Origin, startOrigin } from './origin';
 import { PageKind, PlayerPages, startPlayerPages } from './player-pages';
 import {
@@ -71,12 +71,7 @@ const opts = program.opts<{
   largeSeconds: number;
 }>();
 
-const PROXIES = [
-  { name: 'p896-a', uploadKBps: 896 },
-  { name: 'p896-b', uploadKBps: 896 },
-  { name: 'p1792-a', uploadKBps: 1792 },
-  { name: 'p1792-b', uploadKBps: 1792 },
-];
+const PROXIES = mixedFleetOfFour('p');
 
 interface Subject {
   key: 'perSegment' | 'mse' | 'shakaSegmentBase';

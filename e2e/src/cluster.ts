@@ -37,6 +37,16 @@ export interface ProxySpec {
   extraArgs?: string[];
 }
 
+/**
+ * The paper's mixed fleet of four: two proxies at 896 KB/s and two at 1792 KB/s, named
+ * `<prefix>896-a`, `<prefix>896-b`, `<prefix>1792-a`, `<prefix>1792-b`.
+ */
+export function mixedFleetOfFour(prefix: string): ProxySpec[] {
+  return [896, 1792].flatMap((uploadKBps) =>
+    ['a', 'b'].map((x) => ({ name: `${prefix}${uploadKBps}-${x}`, uploadKBps })),
+  );
+}
+
 export interface RunningProxy extends ProxySpec {
   process: ChildProcess;
   log: string[];

@@ -11,16 +11,11 @@ import { GetResult, MutpClient } from '@mutp/shared/client';
 import { releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import { createNodeHost, formatResult } from '@mutp/client';
-import { startCluster } from './cluster';
+import { mixedFleetOfFour, startCluster } from './cluster';
 import { MEDIA_DIR, startOrigin } from './origin';
 
 const MODES = ['http', 'uncoded', 'rlnc', 'fountain'] as const;
-const PROXIES = [
-  { name: 'edge-896-a', uploadKBps: 896 },
-  { name: 'edge-896-b', uploadKBps: 896 },
-  { name: 'edge-1792-a', uploadKBps: 1792 },
-  { name: 'edge-1792-b', uploadKBps: 1792 },
-];
+const PROXIES = mixedFleetOfFour('edge-');
 const STREAM = 'high/hls-ts';
 
 const program = new Command()

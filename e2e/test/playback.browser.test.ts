@@ -36,19 +36,14 @@ import {
   totalFallbacks,
   waitFor,
 } from '../src/browser';
-import { Cluster, startCluster } from '../src/cluster';
+import { Cluster, mixedFleetOfFour, startCluster } from '../src/cluster';
 import { MEDIA_DIR, Origin, startOrigin } from '../src/origin';
 import { PlayerPages, startPlayerPages } from '../src/player-pages';
 import { countsDelta, hashTree, origoRecords, ProxyCounts, proxyCounts, transfersIn } from '../src/proxy-metrics';
 
 jest.setTimeout(120_000);
 
-const PROXIES = [
-  { name: 'p896-a', uploadKBps: 896 },
-  { name: 'p896-b', uploadKBps: 896 },
-  { name: 'p1792-a', uploadKBps: 1792 },
-  { name: 'p1792-b', uploadKBps: 1792 },
-];
+const PROXIES = mixedFleetOfFour('p');
 /** Seconds of playback the MUTP plays must reach (the streams are 40 s long). */
 const PLAY_SECONDS = 20;
 /** Seconds the network-only plays (extension off, origo down) must reach. */

@@ -19,19 +19,14 @@ import {
   waitFor,
 } from '../src/browser';
 import { playOnce, segmentUrlsOf, warmProxies } from '../src/browser-play';
-import { Cluster, startCluster } from '../src/cluster';
+import { Cluster, mixedFleetOfFour, startCluster } from '../src/cluster';
 import { MEDIA_DIR, Origin, startOrigin } from '../src/origin';
 import { PlayerPages, startPlayerPages } from '../src/player-pages';
 import { countsDelta, proxyCounts, transfersIn } from '../src/proxy-metrics';
 
 jest.setTimeout(180_000);
 
-const PROXIES = [
-  { name: 'q896-a', uploadKBps: 896 },
-  { name: 'q896-b', uploadKBps: 896 },
-  { name: 'q1792-a', uploadKBps: 1792 },
-  { name: 'q1792-b', uploadKBps: 1792 },
-];
+const PROXIES = mixedFleetOfFour('q');
 const MANIFEST = 'low/hls-fmp4/index.m3u8';
 const PLAY_TIMEOUT_MS = 120_000;
 

@@ -29,7 +29,7 @@ import {
   playerState,
   waitFor,
 } from '../src/browser';
-import { Cluster, startCluster } from '../src/cluster';
+import { Cluster, mixedFleetOfFour, startCluster } from '../src/cluster';
 import { MEDIA_DIR, Origin, startOrigin } from '../src/origin';
 import { PageKind, PlayerPages, startPlayerPages } from '../src/player-pages';
 import {
@@ -42,12 +42,7 @@ import {
 
 jest.setTimeout(180_000);
 
-const PROXIES = [
-  { name: 'p896-a', uploadKBps: 896 },
-  { name: 'p896-b', uploadKBps: 896 },
-  { name: 'p1792-a', uploadKBps: 1792 },
-  { name: 'p1792-b', uploadKBps: 1792 },
-];
+const PROXIES = mixedFleetOfFour('p');
 const PLAY_SECONDS = 15;
 
 interface RangePage {
