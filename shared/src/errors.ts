@@ -19,6 +19,7 @@ export type TransferErrorCode =
   | 'digest-mismatch'
   | 'length-mismatch'
   | 'metadata-conflict'
+  | 'metadata-unconfirmed'
   | 'object-too-large'
   | 'cancelled'
   | 'source-error'

@@ -51,16 +51,26 @@ const get = (proxies: ProxyInfo[], quorum?: number) =>
     quorum,
   });
 
-test('a fast proxy serving another object with its own digest loses to the honest majority', async () => {
+test('a fast proxy serving another object with its own digest is a conflict no majority settles (issue 31)', async () => {
   const proxies = [
     await proxy('rogue', { body: FAKE, delayMs: 0 }),
     await proxy('honest-1', { body: OBJECT, delayMs: 60 }),
     await proxy('honest-2', { body: OBJECT, delayMs: 80 }),
   ];
-  const r = await get(proxies);
-  expect(hexOf(r.object)).toBe(hexOf(OBJECT));
-  expect(r.polluters.map((p) => p.name)).toEqual(['rogue']);
-  expect(r.sources.find((s) => s.name === 'rogue')!.share).toBe(0);
+  const error = await get(proxies).catch((e: unknown) => e);
+  expect(error).toBeInstanceOf(ClientError);
+  expect((error as ClientError).message).toMatch(/the proxies disagree on the object's digest/);
+});
+
+test('two agreeing rogues do not outvote an honest proxy: its statement fails the download', async () => {
+  const proxies = [
+    await proxy('rogue-1', { body: FAKE, delayMs: 40 }),
+    await proxy('rogue-2', { body: FAKE, delayMs: 40 }),
+    await proxy('honest', { body: OBJECT, delayMs: 0 }),
+  ];
+  const error = await get(proxies).catch((e: unknown) => e);
+  expect(error).toBeInstanceOf(ClientError);
+  expect((error as ClientError).message).toMatch(/disagree/);
 });
 
 test('a proxy stating the right digest over wrong bytes is caught by its own body', async () => {
@@ -80,7 +90,7 @@ test('two proxies that disagree give no quorum: the download fails rather than g
   const error = await get(proxies).catch((e: unknown) => e);
   expect(error).toBeInstanceOf(ClientError);
   expect((error as ClientError).code).toBe('http-failed');
-  expect((error as ClientError).message).toMatch(/fewer than 2 proxies stated its digest/);
+  expect((error as ClientError).message).toMatch(/the proxies disagree on the object's digest/);
 });
 
 test('one proxy alone is trusted (quorum of one), as documented', async () => {

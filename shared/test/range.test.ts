@@ -308,17 +308,18 @@ describe('ranged transfers through SourceEndpoint and Receiver', () => {
     expect(rx.polluters()[0].reason).toMatch(/asked from 1000/);
   });
 
-  test('a source relabelling the bytes (another Content-Type) is outvoted and excluded', () => {
+  test('a source relabelling the bytes (another Content-Type) is a conflict the others cannot outvote', () => {
     const relabel: Origin = { ...honest, contentType: 'text/html' };
     const rx = rangedDownload([honest, relabel, honest], { start: 0, length: 50_000 }, 3, 'rlnc');
-    expect(rx.status).toBe('complete');
-    expect(rx.attributes?.contentType).toBe('video/mp4');
-    expect(rx.polluters().map((p) => p.source)).toEqual([1]);
+    expect(rx.status).toBe('failed');
+    expect(rx.error?.code).toBe('metadata-conflict');
+    expect(rx.attributes).toBeUndefined();
+    expect(rx.polluters()).toEqual([]);
   });
 
   test('a whole-object answer to a ranged request, or a ranged one to a whole request, is not used', () => {
     const whole: Origin = { ...honest, tamper: (o) => ({ ...o, range: undefined }) };
-    const rx = rangedDownload([whole, honest], { start: 0, length: 10_000 }, 4, 'rlnc');
+    const rx = rangedDownload([whole, honest, honest], { start: 0, length: 10_000 }, 4, 'rlnc');
     // The endpoint itself refuses to serve a ranged REQUEST with an object without its range.
     expect(rx.status).toBe('complete');
     expect(rx.stats().sources[0].state).toBe('failed');

@@ -288,34 +288,48 @@ describe('IdentityQuorum', () => {
       return s;
     });
 
-  test('agrees once the quorum reports the same identity, not provisional', () => {
+  test('agrees once the quorum reports the same identity', () => {
     const q = quorumOf(3);
     const sources = heardSources(3);
     q.onMeta(0, identity(100), 0);
     expect(q.evaluate(sources, 0)).toBe('waiting');
     q.onMeta(1, identity(100), 5);
     expect(q.evaluate(sources, 5)).toBe('agreed');
-    expect([q.identity()?.objectLength, q.provisional, q.agrees(1), q.agrees(2)]).toEqual([100, false, true, false]);
+    expect([q.identity()?.objectLength, q.agrees(1), q.agrees(2)]).toEqual([100, true, false]);
     expect(q.digests()).toEqual(new Uint8Array(0));
   });
 
-  test('impossible when the sources that can still vote cannot reach the quorum', () => {
-    const q = quorumOf(2);
-    const sources = heardSources(2);
+  test('two sources that disagree are a conflict, whoever else may still vote', () => {
+    const q = quorumOf(4);
+    const sources = heardSources(4);
     q.onMeta(0, identity(100), 0);
     q.onMeta(1, identity(200), 0);
-    expect(q.evaluate(sources, 0)).toBe('impossible');
+    expect(q.evaluate(sources, 0)).toBe('conflict');
   });
 
-  test('a source that failed after its META still votes', () => {
+  test('a majority does not outvote a disagreeing source: agreeing rogues cannot drop an honest one', () => {
+    const q = quorumOf(4);
+    const sources = heardSources(4);
+    q.onMeta(0, identity(666), 0);
+    q.onMeta(1, identity(666), 0);
+    q.onMeta(2, identity(666), 0);
+    q.onMeta(3, identity(100), 0);
+    expect(q.evaluate(sources, 0)).toBe('conflict');
+  });
+
+  test('a source that failed after its META still votes, against the others too', () => {
     const sources = heardSources(3);
     const q = quorumOf(3, 2);
     q.onMeta(0, identity(100), 0);
     q.onMeta(1, identity(100), 0);
-    q.onMeta(2, identity(200), 0);
     sources[1].end('failed', 'closed');
     expect(q.evaluate(sources, 0)).toBe('agreed');
-    expect([q.identity()?.objectLength, q.provisional]).toEqual([100, false]);
+    expect(q.identity()?.objectLength).toBe(100);
+    const other = quorumOf(3, 2);
+    other.onMeta(0, identity(100), 0);
+    other.onMeta(1, identity(200), 0);
+    sources[1].end('failed', 'closed');
+    expect(other.evaluate(sources, 0)).toBe('conflict');
   });
 
   test("a dropped source's META does not count", () => {
@@ -324,34 +338,45 @@ describe('IdentityQuorum', () => {
     q.onMeta(0, identity(100), 0);
     q.onMeta(1, identity(200), 0);
     q.onMeta(2, identity(200), 0);
-    sources[1].end('dropped', 'polluter');
-    expect(q.evaluate(sources, 0)).toBe('impossible');
-  });
-
-  test('fewer sources than the quorum can answer: agreement among them is provisional', () => {
-    const sources = heardSources(3);
-    const q = quorumOf(3, 3);
-    q.onMeta(0, identity(100), 0);
-    q.onMeta(1, identity(100), 0);
-    sources[2].end('failed', 'closed before META');
+    sources[0].end('dropped', 'polluter');
     expect(q.evaluate(sources, 0)).toBe('agreed');
-    // a later META that disagrees must then fail the transfer, not be dropped
-    expect(q.provisional).toBe(true);
+    expect(q.identity()?.objectLength).toBe(200);
   });
 
-  test('silent sources are written off after the wait: provisional agreement with those who answered', () => {
+  test('sources failing before their META never lower the bar: one left is unconfirmed', () => {
+    const sources = heardSources(3);
+    const q = quorumOf(3, 2);
+    q.onMeta(0, identity(666), 0);
+    sources[1].end('failed', 'Overloaded');
+    expect(q.evaluate(sources, 0)).toBe('waiting');
+    sources[2].end('failed', 'Overloaded');
+    expect(q.evaluate(sources, 0)).toBe('unconfirmed');
+    expect(q.identity()).toBeUndefined();
+  });
+
+  test('silent sources are written off after the wait: agreed when the others meet the quorum', () => {
     const q = quorumOf(3, 2, 1000);
     const sources = Array.from({ length: 3 }, () => new Source(0, config));
     sources[0].hear(0);
+    sources[1].hear(0);
     q.onMeta(0, identity(100), 50);
     expect(q.waiting).toBe(true);
     expect(q.nextDeadline()).toBe(1050);
     expect(q.evaluate(sources, 1049)).toBe('waiting');
+    q.onMeta(1, identity(100), 1049);
+    expect(q.evaluate(sources, 1049)).toBe('agreed');
+    expect(q.waiting).toBe(false);
+  });
+
+  test('one answering source and the others silent past the wait is unconfirmed, not trusted', () => {
+    const q = quorumOf(3, 2, 1000);
+    const sources = Array.from({ length: 3 }, () => new Source(0, config));
+    sources[0].hear(0);
+    q.onMeta(0, identity(100), 50);
+    expect(q.evaluate(sources, 1049)).toBe('waiting');
     q.noteTimedCheck(1050);
     expect(q.nextDeadline()).toBe(null);
-    expect(q.evaluate(sources, 1050)).toBe('agreed');
-    expect(q.provisional).toBe(true);
-    expect(q.waiting).toBe(false);
+    expect(q.evaluate(sources, 1050)).toBe('unconfirmed');
   });
 
   test('no deadline before the first META', () => {

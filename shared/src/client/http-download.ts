@@ -5,9 +5,10 @@
  *
  * Integrity: every proxy states the object's SHA-256 in `x-mutp-sha256` before the body. A body
  * is used only when it hashes to the digest that `quorum` proxies (by default two, or one when
- * only one proxy serves) stated independently. A proxy whose body does not hash to the agreed
- * digest, or whose stated digest disagrees with it, is identified as polluting and listed in
- * the result; the download goes on with the others.
+ * only one proxy serves) stated independently and no proxy stated another: however many agree,
+ * one that disagrees may be the honest one, and only the origin can tell (the download fails and
+ * the caller falls back). A proxy whose body does not hash to the digest it stated itself is
+ * identified as polluting and listed in the result; the download goes on with the others.
  */
 import { ByteRange, MAX_RANGE_OFFSET, ObjectAttributes, ProxyInfo, servedRangeProblem, validContentType } from '..';
 import { ClientError } from './errors';
@@ -120,9 +121,10 @@ export async function runHttpDownload(
     return new Error(`${proxies[i].name}: ${reason}`);
   };
 
-  /** Waits until `digest` has a quorum of statements or can no longer get one. */
+  /** Waits until `digest` has a quorum of statements and none against, or can no longer get one. */
   const agreed = async (digest: string): Promise<boolean> => {
     for (;;) {
+      if (stated.some((d) => d !== undefined && d !== digest)) return false;
       const count = stated.filter((d) => d === digest).length;
       if (count >= quorum) return true;
       const pending = votes.filter((_, j) => stated[j] === undefined && !settledVotes.has(j));
@@ -168,10 +170,10 @@ export async function runHttpDownload(
     const actual = hex(options.sha256(object));
     if (actual !== stated[i]) throw polluted(i, `body does not match the digest it stated`);
     if (!(await agreed(actual))) {
-      // Either this proxy is alone against the others, or there is no quorum at all.
-      const others = stated.filter((d, j) => j !== i && d !== undefined);
-      if (others.length >= quorum && others.every((d) => d !== actual))
-        throw polluted(i, 'its digest disagrees with the other proxies');
+      if (stated.some((d) => d !== undefined && d !== actual)) {
+        controllers.forEach((c) => c.abort());
+        throw new Error(`${proxy.name}: the proxies disagree on the object's digest`);
+      }
       throw new Error(`${proxy.name}: fewer than ${quorum} proxies stated its digest`);
     }
     const attributes = attributesOf(response.headers, options.range, object.length);
@@ -205,20 +207,7 @@ export async function runHttpDownload(
       })),
       contentType: winner.contentType,
       attributes: winner.attributes,
-      polluters: polluters.concat(
-        // Proxies that stated another digest than the one verified are polluters too.
-        stated.flatMap((d, j) =>
-          d !== undefined && d !== stated[winner.index] && !polluters.some((p) => p.proxyId === proxies[j].proxyId)
-            ? [
-                {
-                  proxyId: proxies[j].proxyId,
-                  name: proxies[j].name,
-                  reason: 'its digest disagrees with the verified object',
-                },
-              ]
-            : [],
-        ),
-      ),
+      polluters,
     };
   } catch {
     if (options.signal?.aborted) throw new ClientError('cancelled', 'aborted');

@@ -1,8 +1,9 @@
 /**
- * Which object the sources serve, decided by a quorum: the client uses nothing until `required`
- * sources reported the same identity (length, SHA-256, unit root) in META, so no single source
- * decides what the page plays by answering first. Also assembles each source's DIGESTS list and
- * accepts it only when it hashes to that source's own unit root.
+ * Which object the sources serve, decided by agreement: the client uses nothing until `required`
+ * sources reported the same identity (length, SHA-256, unit root) in META and no counted source
+ * reported another, so no source decides what the page plays by answering first and no number of
+ * agreeing sources outvotes one that disagrees (only the origin can settle that). Also assembles
+ * each source's DIGESTS list and accepts it only when it hashes to that source's own unit root.
  */
 import { bytesEqual } from '../bytes';
 import { Sha256, unitRoot } from '../integrity';
@@ -64,6 +65,18 @@ export class Agreement {
   agrees(source: number): boolean {
     const p = this.proposals[source];
     return this.agreed !== undefined && p !== undefined && sameIdentity(p, this.agreed);
+  }
+
+  /** Two counted sources reported different identities: counting votes cannot settle it. */
+  disagreement(counted: (source: number) => boolean): boolean {
+    let first: Identity | undefined;
+    for (let i = 0; i < this.proposals.length; i++) {
+      const p = this.proposals[i];
+      if (!p || !counted(i)) continue;
+      if (!first) first = p;
+      else if (!sameIdentity(first, p)) return true;
+    }
+    return false;
   }
 
   /**

@@ -47,12 +47,13 @@ export interface ReceiverConfig {
   capHeadroom: number;
   /**
    * Sources that must report the same object identity (length, SHA-256, unit root) before any of
-   * their data is used; min(quorum, sources that can still answer). 1 trusts the first META.
+   * their data is used: min(quorum, sources asked), however many of them fail or stay silent, and
+   * none may report another identity. 1 trusts the first META.
    */
   quorum: number;
   /**
-   * A source that has sent nothing at all this long after the first META stops counting toward
-   * the quorum (it may be dead): the download then goes on with the sources that answered.
+   * A source that has sent nothing at all this long after the first META is no longer waited for
+   * (it may be dead): the download goes on when the others meet the quorum, else fails.
    */
   agreementWaitMs: number;
   /** Packets of unverified check units kept to identify a polluter (bytes, all units together). */

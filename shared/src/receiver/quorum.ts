@@ -1,9 +1,11 @@
 /**
- * When the sources' META votes settle the object's identity. Agreement counts votes; this decides
- * who may still vote: a source that failed before its META does not count, one that sent META and
- * then failed still votes, and one that stayed silent `agreementWaitMs` after the first META is
- * written off, so the download goes on with the sources that answered. An identity agreed by
- * fewer sources than the quorum that way is provisional (see `provisional`).
+ * When the sources' META votes settle the object's identity. The bar is fixed when the download
+ * starts: `min(quorum, sources)` agreeing sources and none disagreeing. Sources that fail before
+ * their META, or stay silent `agreementWaitMs` after the first one, stop being waited for, but
+ * they never lower the bar: a source that gets the honest ones refused (an overloaded proxy) or
+ * that answers while they are slow must still find a second source to agree with it. When the
+ * bar cannot be met ('unconfirmed') or two sources disagree ('conflict'), the client does not
+ * pick a side: it fails, and the caller falls back to the origin.
  */
 import { Sha256 } from '../integrity';
 import { Agreement, Identity } from './agreement';
@@ -14,12 +16,9 @@ export class IdentityQuorum {
   /** When the first META from any source arrived (-1: none yet). */
   private firstMetaAt = -1;
   private lastTimedCheckAt = -Infinity;
-  /**
-   * The identity was agreed by fewer sources than the quorum (the others failed or stayed silent
-   * for agreementWaitMs): a later META that disagrees then fails the transfer instead of being
-   * dropped, so a rogue source cannot win just by answering while the honest ones are slow.
-   */
-  provisional = false;
+
+  /** Agreeing sources needed: the quorum, or every source when fewer were asked. */
+  private readonly required: number;
 
   constructor(
     sourceCount: number,
@@ -29,6 +28,7 @@ export class IdentityQuorum {
     private readonly waitMs: number,
   ) {
     this.agreement = new Agreement(sourceCount, checkCountOf, sha256);
+    this.required = Math.max(1, Math.min(quorum, sourceCount));
   }
 
   /** The agreed identity (a method, so a caller's narrowing does not stick across calls). */
@@ -60,22 +60,23 @@ export class IdentityQuorum {
   }
 
   /**
-   * Agreement needs `quorum` sources, or all that can still answer when fewer can. 'agreed' only
-   * when this call agreed (the caller then checks every source against the identity).
+   * 'agreed' only when this call agreed (the caller then checks every source against the
+   * identity); 'conflict' when two counted sources disagree; 'unconfirmed' when the sources that
+   * voted or may still vote are too few to meet the bar.
    */
-  evaluate(sources: readonly Source[], now: number): 'agreed' | 'waiting' | 'impossible' {
-    if (this.agreement.agreed) return 'waiting';
+  evaluate(sources: readonly Source[], now: number): 'agreed' | 'waiting' | 'conflict' | 'unconfirmed' {
+    // Before any META there is nothing to confirm: sources failing then fail the download as such.
+    if (this.agreement.agreed || this.firstMetaAt < 0) return 'waiting';
+    // A dropped source proved itself wrong (a range it was not asked for, a digest list that
+    // does not hash to its own root): its META is no vote.
     const counted = (i: number) => sources[i].stats.state !== 'dropped';
+    if (this.agreement.disagreement(counted)) return 'conflict';
     const waited = this.firstMetaAt >= 0 && now - this.firstMetaAt >= this.waitMs;
     // Live and not (yet) written off as silent: it may still cast its vote.
     const mayVote = (s: Source, i: number) => s.live && !this.agreement.proposalOf(i) && !(waited && !s.heard);
-    const voted = (i: number) => counted(i) && this.agreement.proposalOf(i) !== undefined;
-    const able = sources.filter((s, i) => mayVote(s, i) || voted(i)).length;
     const undecided = sources.filter(mayVote).length;
-    const required = Math.max(1, Math.min(this.quorum, able));
-    const verdict = this.agreement.evaluate(required, counted, undecided);
-    if (verdict === 'agreed') this.provisional = required < Math.min(this.quorum, sources.length);
-    return verdict;
+    const verdict = this.agreement.evaluate(this.required, counted, undecided);
+    return verdict === 'impossible' ? 'unconfirmed' : verdict;
   }
 
   /** Votes are outstanding: the wait for silent sources runs. */

@@ -250,8 +250,15 @@ export class Receiver {
   private evaluateAgreement(now: number): void {
     if (this.quorum.identity() || this.status !== 'active') return;
     const verdict = this.quorum.evaluate(this.sources, now);
-    if (verdict === 'impossible') {
+    if (verdict === 'conflict') {
       this.fail('metadata-conflict', 'the sources disagree on the object (length, digest or unit root)');
+      return;
+    }
+    if (verdict === 'unconfirmed') {
+      this.fail(
+        'metadata-unconfirmed',
+        `fewer than ${this.config.quorum} sources could confirm the object (the others failed or stayed silent)`,
+      );
       return;
     }
     if (verdict !== 'agreed') return;
@@ -271,16 +278,9 @@ export class Receiver {
       return;
     }
     if (!this.quorum.agrees(sourceIndex)) {
-      if (this.quorum.provisional) {
-        // Accepted from fewer sources than the quorum (the others were silent or failed): a late
-        // answer that disagrees may well be the honest one, so nobody can be believed.
-        this.fail(
-          'metadata-conflict',
-          'a source that answered late disagrees with the identity accepted from fewer sources than the quorum',
-        );
-        return;
-      }
-      this.dropPolluter(sourceIndex, 'meta', 'reported a different length, digest or unit root than the agreed one');
+      // However many agreed, a source that disagrees may be the honest one: only the origin can
+      // tell, so the download fails (and falls back) instead of dropping and blaming it.
+      this.fail('metadata-conflict', 'a source disagrees with the identity the others agreed on');
       return;
     }
     if (!source.metaOk) {
