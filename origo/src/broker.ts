@@ -12,6 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import {
+  addressPrefix,
   ClientToOrigo,
   MAX_RENEWED_PROXY_TOKENS,
   OrigoToClient,
@@ -765,7 +766,8 @@ export class Broker {
   }
 
   private report(client: ClientEntry, m: ClientReport): void {
-    const reporter = client.peer.address;
+    // Reporters count per network: the addresses of one /24 (or /48) are one reporter.
+    const reporter = addressPrefix(client.peer.address);
     const outcome = this.reports.report(client.clientId, reporter, m.proxyId, Date.now());
     const log = outcome === 'banned' ? this.deps.log.warn.bind(this.deps.log) : this.deps.log.info.bind(this.deps.log);
     log({ clientId: client.clientId, proxyId: m.proxyId, kind: m.kind, outcome }, 'pollution report');
@@ -783,6 +785,8 @@ export class Broker {
       this.deps.metrics.recordsRefused.inc({ reason: code });
       client.peer.send({ type: 'error', code, message });
     };
+    // A record about no proxy says nothing anyone can check, only that something failed somewhere.
+    if (m.record.proxies.length === 0) return refuse('empty-record', 'record dropped: it names no proxy');
     const foreign = m.record.proxies.find((p) => !client.offered.has(p.proxyId));
     if (foreign !== undefined) {
       return refuse('forged-record', `record dropped: proxy ${foreign.proxyId} was not offered to this client`);
@@ -801,7 +805,7 @@ export class Broker {
       this.deps.log.debug({ clientId: client.clientId }, 'record shed');
       return;
     }
-    this.throughput.observe(client.clientId, m.record);
+    this.throughput.observe(addressPrefix(client.peer.address), m.record);
   }
 
   // ------------------------------------------------------------------------------ shared

@@ -3,9 +3,10 @@
  * sent a wrong META, wrong DIGESTS or corrupt data) reports it; origo stops offering the proxy
  * once `threshold` distinct reporters did so within `windowMs`, for `banMs`.
  *
- * A reporter is the client's address (until clients carry credentials): one client, however many
- * sockets it opens, counts once per proxy and window, so no single client can get an honest proxy
- * banned alone. A client may only report a proxy origo offered to it, so nobody can report
+ * A reporter is the client's network (IPv4 /24, IPv6 /48: addressPrefix), not its id or address,
+ * which are free inside a block: one network, however many sockets, ids and addresses it uses,
+ * counts once per proxy and window, so no single network can get an honest proxy banned alone.
+ * This still counts; it does not check (issue 31: bans should need a proof origo can verify). A client may only report a proxy origo offered to it, so nobody can report
  * proxies it never used. Memory: at most `threshold` reporters per proxy and
  * `maxOfferedPerClient` offered ids per client.
  */

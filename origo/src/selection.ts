@@ -16,6 +16,11 @@
  *    every proxy scoring within 10 % of it. Each group is shuffled, then the first `count` are
  *    returned. Near-equals are thus picked at random (clients spread over them between
  *    heartbeats) while a clearly better proxy always comes first.
+ * 5. One pick is independent of the scores: when two or more proxies are asked for and more are
+ *    eligible, the last place goes to a proxy drawn uniformly from those not already chosen.
+ *    Whatever moves the scores (forged records, inflated claims, a burst of heartbeats), it
+ *    cannot pick every source of a download: a download's sources must all agree on the object
+ *    (the client's quorum), so a rogue pair ranked first still meets a source nobody chose.
  */
 import { Random, randomBelow } from '@mutp/shared';
 
@@ -79,7 +84,7 @@ export function selectProxies<P extends ProxyLoad>(
 
   const ordered: P[] = [];
   let start = 0;
-  while (start < scored.length && ordered.length < request.count) {
+  while (start < scored.length) {
     const floor = scored[start].score * (1 - NEAR_EQUAL_FRACTION);
     let end = start + 1;
     while (end < scored.length && scored[end].score >= floor) end++;
@@ -88,7 +93,10 @@ export function selectProxies<P extends ProxyLoad>(
     ordered.push(...group);
     start = end;
   }
-  return ordered.slice(0, request.count);
+  if (request.count < 2 || ordered.length <= request.count) return ordered.slice(0, request.count);
+  const ranked = ordered.slice(0, request.count - 1);
+  const rest = ordered.slice(request.count - 1);
+  return [...ranked, rest[randomBelow(random, rest.length)]];
 }
 
 function freeCapacity(p: ProxyLoad): number {

@@ -1,7 +1,8 @@
 /**
- * Pollution reports (issue 9, finding 5): origo stops offering a proxy that enough distinct
- * clients reported, and not one that a single client reported, however often. Real origo, real
- * sockets; the distinct clients connect from distinct loopback addresses (127.0.0.x).
+ * Pollution reports (issue 9, finding 5; issue 31, attack 3): origo stops offering a proxy that
+ * clients of enough distinct networks (IPv4 /24) reported, and not one that a single network
+ * reported, however often and from however many of its addresses. Real origo, real sockets; the
+ * networks are loopback /24s (127.0.N.x).
  */
 import { ProxyReports } from '../src/reports';
 import { closeAll, connectClient, connectProxy, startOrigo } from './helpers';
@@ -30,12 +31,12 @@ describe('pollution reports', () => {
     const { port, logs } = await startOrigo();
     const rogue = await connectProxy(port, { proxyId: 'rogue', name: 'rogue' });
     const honest = await connectProxy(port, { proxyId: 'honest', name: 'honest' });
-    expect(await offered(port, '127.0.0.9', 'r0')).toEqual(['honest', 'rogue']);
+    expect(await offered(port, '127.0.9.9', 'r0')).toEqual(['honest', 'rogue']);
 
-    // One client (one address, several sockets) reports the honest proxy again and again.
-    for (let i = 0; i < 4; i++) await reportFrom(port, '127.0.0.2', honest.id, `h${i}`);
-    // Three distinct clients report the rogue one.
-    for (const [i, from] of ['127.0.0.3', '127.0.0.4', '127.0.0.5'].entries())
+    // One network (16 clients on 3 of its addresses) reports the honest proxy again and again.
+    for (let i = 0; i < 16; i++) await reportFrom(port, `127.0.2.${1 + (i % 3)}`, honest.id, `h${i}`);
+    // Clients of three distinct networks report the rogue one.
+    for (const [i, from] of ['127.0.3.1', '127.0.4.1', '127.0.5.1'].entries())
       await reportFrom(port, from, rogue.id, `p${i}`);
 
     const waitForLog = async (match: (l: (typeof logs)[number]) => boolean) => {
@@ -43,17 +44,17 @@ describe('pollution reports', () => {
       if (!logs.some(match)) throw new Error('origo did not log the expected report outcome');
     };
     await waitForLog((l) => l.msg === 'pollution report' && l.outcome === 'banned' && l.proxyId === 'rogue');
-    expect(await offered(port, '127.0.0.9', 'r1')).toEqual(['honest']);
+    expect(await offered(port, '127.0.9.9', 'r1')).toEqual(['honest']);
     const honestOutcomes = logs
       .filter((l) => l.msg === 'pollution report' && l.proxyId === 'honest')
       .map((l) => l.outcome);
-    expect(honestOutcomes).toEqual(['counted', 'duplicate', 'duplicate', 'duplicate']);
+    expect(honestOutcomes).toEqual(['counted', ...new Array<string>(15).fill('duplicate')]);
   });
 
   test('a client cannot report a proxy it was never offered', async () => {
     const { port, logs } = await startOrigo();
     await connectProxy(port, { proxyId: 'edge', name: 'edge' });
-    const client = await connectClient(port, 'client', '127.0.0.6');
+    const client = await connectClient(port, 'client', '127.0.6.1');
     client.send({ type: 'report', proxyId: 'edge', kind: 'meta' });
     for (let i = 0; i < 100 && !logs.some((l) => l.msg === 'pollution report'); i++)
       await new Promise((r) => setTimeout(r, 20));

@@ -136,29 +136,89 @@ describe('selection over sockets', () => {
 });
 
 describe('selection from download records', () => {
-  test('records of three clients rank a proxy by what they measured, not by its claim', async () => {
+  /** A complete download in which `proxyId` delivered `bytesPerSecond`. */
+  const record = (proxyId: string, bytesPerSecond: number) => ({
+    url: 'https://media.test/seg.m4s',
+    mode: 'rlnc',
+    sources: 1,
+    bytes: bytesPerSecond,
+    durationMs: 1000,
+    goodputBps: bytesPerSecond,
+    normalizedGoodput: 1,
+    status: 'complete',
+    proxies: [{ proxyId, received: 1, useful: 1, share: 1 }],
+  });
+
+  test('records of three client networks rank a proxy by what they measured, not by its claim', async () => {
     const { port } = await startOrigo();
     await connectProxy(port, { proxyId: 'claims-a-lot', name: 'claims-a-lot', capacityBps: 1e11 });
     await connectProxy(port, { proxyId: 'delivers', name: 'delivers', capacityBps: 1_000_000 });
-    const report = (proxyId: string, bytesPerSecond: number) => ({
-      url: 'https://media.test/seg.m4s',
-      mode: 'rlnc',
-      sources: 1,
-      bytes: bytesPerSecond,
-      durationMs: 1000,
-      goodputBps: bytesPerSecond,
-      normalizedGoodput: 1,
-      status: 'complete',
-      proxies: [{ proxyId, received: 1, useful: 1, share: 1 }],
-    });
     for (let i = 0; i < 3; i++) {
-      const client = await connectClient(port, `reporter ${i}`);
+      // Three /24 networks: samples count per network, not per client id or address.
+      const client = await connectClient(port, `reporter ${i}`, `127.0.${i + 1}.1`);
       expect((await requestProxies(client, 2)).sort()).toEqual(['claims-a-lot', 'delivers']);
-      client.send({ type: 'record', record: report('claims-a-lot', 10_000) });
-      client.send({ type: 'record', record: report('delivers', 5_000_000) });
+      client.send({ type: 'record', record: record('claims-a-lot', 10_000) });
+      client.send({ type: 'record', record: record('delivers', 5_000_000) });
       await requestProxies(client, 1);
     }
     const asker = await connectClient(port, 'asker');
     for (let i = 0; i < 10; i++) expect(await requestProxies(asker, 2)).toEqual(['delivers', 'claims-a-lot']);
+  });
+
+  test('32 clients of one /24 forging records cannot make two rogue proxies the top pick (issue 31, attack 1)', async () => {
+    const { port } = await startOrigo({ random: seededRandom(31) });
+    const honest = ['h1', 'h2', 'h3', 'h4'];
+    for (const id of honest) await connectProxy(port, { proxyId: id, name: id, capacityBps: 1_000_000 });
+    for (const id of ['rogue-1', 'rogue-2'])
+      await connectProxy(port, { proxyId: id, name: id, capacityBps: 1_000_000 });
+    // The attacker: 32 client ids on 32 addresses of one /24, each asked for every proxy (so its
+    // records may name them) and each "measured" the rogues at 100x the honest proxies' rate.
+    for (let i = 0; i < 32; i++) {
+      const fake = await connectClient(port, `forger ${i}`, `127.0.9.${i + 1}`);
+      await requestProxies(fake, 6);
+      fake.send({ type: 'record', record: record('rogue-1', 100_000_000) });
+      fake.send({ type: 'record', record: record('rogue-2', 100_000_000) });
+      for (const id of honest) fake.send({ type: 'record', record: record(id, 10_000) });
+      await requestProxies(fake, 1);
+    }
+    // Victims ask for two proxies each: the forged rates moved nothing (one network is one vote,
+    // and a measurement needs three), and the second place is drawn outside the ranking anyway.
+    let bothRogues = 0;
+    let rogueFirst = 0;
+    for (let v = 0; v < 40; v++) {
+      const victim = await connectClient(port, `victim ${v}`, `127.0.${20 + v}.1`);
+      const picked = await requestProxies(victim, 2);
+      if (picked.every((id) => id.startsWith('rogue'))) bothRogues++;
+      if (picked[0].startsWith('rogue')) rogueFirst++;
+    }
+    // Fair share: the first place is a uniform pick among six equal proxies (two of them rogue),
+    // 40 x 2/6 = 13.3 expected; the pair both rogue 40 x (2/6 x 1/5) = 2.7 expected.
+    expect(rogueFirst).toBeLessThanOrEqual(24);
+    expect(bothRogues).toBeLessThanOrEqual(10);
+  });
+});
+
+describe('selection draws one place outside the ranking', () => {
+  test('the last of several places goes to any eligible proxy, so a clearly best pair is not always the pair', () => {
+    const random = seededRandom(7);
+    const proxies = [
+      proxy('best-1', { capacityBps: 100_000_000 }),
+      proxy('best-2', { capacityBps: 50_000_000 }),
+      proxy('slow-1', { capacityBps: 1_000_000 }),
+      proxy('slow-2', { capacityBps: 1_000_000 }),
+    ];
+    const seconds = new Map<string, number>();
+    for (let i = 0; i < 300; i++) {
+      const picked = selectProxies(proxies, { count: 2 }, random).map((p) => p.proxyId);
+      expect(picked[0]).toBe('best-1');
+      seconds.set(picked[1], (seconds.get(picked[1]) ?? 0) + 1);
+    }
+    // Uniform over the three not ranked first: 100 each expected.
+    for (const id of ['best-2', 'slow-1', 'slow-2']) expect(seconds.get(id)).toBeGreaterThan(60);
+    // One place asked for, or no more eligible than asked: the ranking alone decides.
+    expect(selectProxies(proxies, { count: 1 }, random).map((p) => p.proxyId)).toEqual(['best-1']);
+    const four = ids(selectProxies(proxies, { count: 4 }, random));
+    expect(four.slice(0, 2)).toEqual(['best-1', 'best-2']);
+    expect(four.slice(2).sort()).toEqual(['slow-1', 'slow-2']);
   });
 });

@@ -161,6 +161,15 @@ describe('download records', () => {
     expect(metrics).toContain('mutp_origo_records_stored_total 1');
   });
 
+  test('a record naming no proxy is refused: there is nothing in it to check (issue 31)', async () => {
+    const { port, origo } = await startOrigo();
+    const client = await connectClient(port);
+    client.send({ type: 'record', record: { ...record([]), sources: 2 } });
+    expect((await client.next('error')).code).toBe('empty-record');
+    const metrics = await origo.metrics.registry.metrics();
+    expect(metrics).toContain('mutp_origo_records_refused_total{reason="empty-record"} 1');
+  });
+
   test('records are budgeted per address across clients', async () => {
     const { port } = await startOrigo({ recordRatePerAddress: 1, recordBurstPerAddress: 3 });
     await connectProxy(port, { proxyId: 'edge-1', name: 'edge-1' });

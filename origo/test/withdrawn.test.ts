@@ -54,7 +54,7 @@ test('a proxy stopped by pollution reports is withdrawn from the clients it was 
   const rogue = await connectProxy(port, { proxyId: 'rogue', name: 'rogue' });
   const bystander = await connectClient(port, 'bystander', '127.0.0.9');
   expect(await requestProxies(bystander, 1)).toEqual(['rogue']);
-  for (const from of ['127.0.0.3', '127.0.0.4', '127.0.0.5']) {
+  for (const from of ['127.0.3.1', '127.0.4.1', '127.0.5.1']) {
     const reporter = await connectClient(port, `reporter@${from}`, from);
     expect(await requestProxies(reporter, 1)).toEqual(['rogue']);
     reporter.send({ type: 'report', proxyId: rogue.id, kind: 'data' });

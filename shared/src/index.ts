@@ -2,6 +2,7 @@
 // datagrams and the time, and pull datagrams and the next deadline. The client orchestration built
 // on it is the separate entry `@mutp/shared/client`.
 export * from './limits';
+export * from './address-prefix';
 export * from './range';
 export * from './errors';
 export * from './wire';
