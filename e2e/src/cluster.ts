@@ -306,6 +306,9 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
         ports.map((port) => `ws://${origoHost}:${port}/v1/proxy`).join(','),
         // In a namespace: plain ws:// to origo's private address, HTTP on the proxy's own address.
         ...(host ? ['--insecure', '--http-host', host.address, '--http-port', String(PLACED_PROXY_HTTP_PORT)] : []),
+        // On loopback every client is one network (127.0.0.0/24): the per-network shares would
+        // make all test clients one client. Placed in namespaces, clients have their own networks.
+        ...(host ? [] : ['--min-networks', '1']),
         '--name',
         spec.name,
         '--upload-limit',

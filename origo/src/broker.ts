@@ -572,7 +572,7 @@ export class Broker {
     this.clients.set(clientId, entry);
     if (inherited.length > 0) this.reports.noteOffered(clientId, inherited);
     this.deps.metrics.clients.set(this.clients.size);
-    const issued = await this.deps.tokens.issue(clientId);
+    const issued = await this.deps.tokens.issue(clientId, Date.now(), undefined, addressPrefix(peer.address));
     if (this.clients.get(clientId) !== entry) return undefined; // gone while signing
     peer.send({ type: 'welcome', clientId, ...issued });
     this.scheduleRenewal(entry);
@@ -587,7 +587,7 @@ export class Broker {
   private async proxyToken(client: ClientEntry, proxyId: string, now: number): Promise<string> {
     const held = client.proxyTokens.get(proxyId);
     if (held !== undefined && held.expiresAt - now > (2 / 3) * this.config.tokenTtlMs) return held.token;
-    const issued = await this.deps.tokens.issue(client.clientId, now, proxyId);
+    const issued = await this.deps.tokens.issue(client.clientId, now, proxyId, addressPrefix(client.peer.address));
     client.proxyTokens.set(proxyId, issued);
     return issued.token;
   }
@@ -599,7 +599,7 @@ export class Broker {
       const recent = [...entry.offered].slice(-MAX_RENEWED_PROXY_TOKENS);
       const now = Date.now();
       void Promise.all([
-        this.deps.tokens.issue(entry.clientId, now),
+        this.deps.tokens.issue(entry.clientId, now, undefined, addressPrefix(entry.peer.address)),
         ...recent.map((proxyId) => this.proxyToken(entry, proxyId, now)),
       ]).then(([issued, ...perProxy]) => {
         if (this.clients.get(entry.clientId) !== entry) return;
@@ -758,6 +758,7 @@ export class Broker {
       type: 'signal',
       connectionId: m.connectionId,
       clientId: client.clientId,
+      clientNetwork: addressPrefix(client.peer.address),
       description: m.description,
       candidate: m.candidate,
     });

@@ -11,7 +11,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
-import { ClientToOrigo, failedStage, StagedAnswer, StagedByProxy, StageHint } from '@mutp/shared';
+import { addressPrefix, ClientToOrigo, failedStage, StagedAnswer, StagedByProxy, StageHint } from '@mutp/shared';
 import type { ClientPeer, ProxyPeer } from './broker';
 import type { Cluster } from './cluster/cluster';
 import type { OrigoConfig } from './config';
@@ -72,6 +72,7 @@ export class StageRelay {
     const hint: StageHint = {
       type: 'stage',
       clientId: client.clientId,
+      clientNetwork: addressPrefix(client.peer.address),
       requestId: m.requestId,
       url: m.url,
       ...(m.range ? { range: m.range } : {}),

@@ -7,7 +7,7 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { errors, jwtVerify, SignJWT } from 'jose';
-import { proxyTokenAudience, TokenPublicKey, tokenPublicKey } from '@mutp/shared';
+import { NETWORK_CLAIM, proxyTokenAudience, TokenPublicKey, tokenPublicKey } from '@mutp/shared';
 
 export const TOKEN_ISSUER = 'mutp-origo';
 export const TOKEN_AUDIENCE = 'mutp-proxy';
@@ -44,10 +44,12 @@ export class TokenIssuer {
   /**
    * The client's session token (audience TOKEN_AUDIENCE: what `hello` keeps the identity with) or,
    * with `proxyId`, its token for that proxy only (`proxyTokenAudience`), which `subject` refuses.
+   * `network` (claim `net`) is the network origo saw the client in (addressPrefix): proxies share
+   * their resources per network, and only origo can vouch for it on a QUIC or HTTP request.
    */
-  async issue(clientId: string, now = Date.now(), proxyId?: string): Promise<IssuedToken> {
+  async issue(clientId: string, now = Date.now(), proxyId?: string, network?: string): Promise<IssuedToken> {
     const expiresAt = now + this.ttlMs;
-    const token = await new SignJWT({})
+    const token = await new SignJWT(network === undefined ? {} : { [NETWORK_CLAIM]: network })
       .setProtectedHeader({ alg: 'EdDSA', kid: this.publicJwk.kid })
       .setIssuer(TOKEN_ISSUER)
       .setAudience(proxyId === undefined ? TOKEN_AUDIENCE : proxyTokenAudience(proxyId))

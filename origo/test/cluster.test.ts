@@ -124,7 +124,13 @@ test("a staging hint crosses instances to the proxy, and the proxy's answer come
 
   const url = 'https://media.example/seg-7.m4s';
   client.send({ type: 'stage', requestId: 'h1', url, proxyIds: ['edge-1'] });
-  expect(await proxy.next('stage')).toEqual({ type: 'stage', clientId: client.id, requestId: 'h1', url });
+  expect(await proxy.next('stage')).toEqual({
+    type: 'stage',
+    clientId: client.id,
+    clientNetwork: '127.0.0.0/24',
+    requestId: 'h1',
+    url,
+  });
   proxy.send({
     type: 'staged',
     clientId: client.id,

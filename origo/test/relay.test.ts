@@ -16,13 +16,15 @@ describe('signalling relay', () => {
   test('offer, answer and candidates travel between a client and a proxy', async () => {
     const { port, http } = await startOrigo();
     const proxy = await connectProxy(port, { proxyId: 'edge-1', name: 'edge-1' });
-    const client = await connectClient(port);
+    const client = await connectClient(port, 'client', '127.0.7.9');
 
     client.send({ type: 'signal', proxyId: 'edge-1', connectionId: 'conn-1', description: OFFER });
+    // With the client's network as origo sees it: the proxy shares its resources per network.
     expect(await proxy.next('signal')).toEqual({
       type: 'signal',
       connectionId: 'conn-1',
       clientId: client.id,
+      clientNetwork: '127.0.7.0/24',
       description: OFFER,
     });
 
@@ -34,6 +36,7 @@ describe('signalling relay', () => {
       type: 'signal',
       connectionId: 'conn-1',
       clientId: client.id,
+      clientNetwork: '127.0.7.0/24',
       candidate: CANDIDATE,
     });
     proxy.send({ type: 'signal', connectionId: 'conn-1', candidate: CANDIDATE });

@@ -44,6 +44,7 @@ describe('staging hints through origo', () => {
     expect(await proxy.next('stage')).toEqual({
       type: 'stage',
       clientId: client.id,
+      clientNetwork: '127.0.0.0/24',
       requestId: 's1',
       url: URL_A,
       range: { start: 0, length: 1000 },
@@ -73,6 +74,7 @@ describe('staging hints through origo', () => {
     expect(await proxy.next('stage')).toEqual({
       type: 'stage',
       clientId: client.id,
+      clientNetwork: '127.0.0.0/24',
       requestId: 's1',
       url: URL_A,
       layout,

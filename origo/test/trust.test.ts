@@ -115,6 +115,8 @@ describe('client tokens', () => {
       audience: `mutp-proxy:${proxy.id}`,
     });
     expect(payload.sub).toBe(welcome.clientId);
+    // The network origo saw the client in: the proxy's per-network shares key on it (issue 31).
+    expect(payload.net).toBe('127.0.0.0/24');
     // Not a general proxy token, and not this client's identity: a proxy that replays it to
     // origo gets a new client id, and the client's own session stays.
     await expect(jwtVerify(offered.token!, keys, { issuer: 'mutp-origo', audience: 'mutp-proxy' })).rejects.toThrow();

@@ -5,16 +5,19 @@
  * clients of an older origo, the general mutp-proxy; another proxy's token is refused, so a
  * proxy cannot spend at others the tokens its clients gave it.
  * The subject is the client id: per-client limits key on it, so a client keeps its budget across
- * sockets and cannot multiply it by reconnecting. Until origo has given a key, every token is
- * refused (fail closed).
+ * sockets and cannot multiply it by reconnecting. The `net` claim is the network origo saw the
+ * client in: per-network shares key on it, as client ids are free. Until origo has given a key,
+ * every token is refused (fail closed).
  */
 import { errors, importJWK, jwtVerify, KeyLike } from 'jose';
-import { proxyTokenAudience, type TokenPublicKey } from '@mutp/shared';
+import { NETWORK_CLAIM, proxyTokenAudience, type TokenPublicKey } from '@mutp/shared';
 
 export const TOKEN_ISSUER = 'mutp-origo';
 export const TOKEN_AUDIENCE = 'mutp-proxy';
 
-export type TokenCheck = { ok: true; clientId: string } | { ok: false; reason: 'missing' | 'invalid' | 'no-key' };
+export type TokenCheck =
+  | { ok: true; clientId: string; /** Absent in tokens of an older origo. */ network?: string }
+  | { ok: false; reason: 'missing' | 'invalid' | 'no-key' };
 
 export class ClientTokenVerifier {
   private key?: KeyLike | Uint8Array;
@@ -47,7 +50,10 @@ export class ClientTokenVerifier {
         algorithms: ['EdDSA'],
       });
       if (typeof payload.sub !== 'string' || payload.sub === '') return { ok: false, reason: 'invalid' };
-      return { ok: true, clientId: payload.sub };
+      const network = payload[NETWORK_CLAIM];
+      if (network !== undefined && (typeof network !== 'string' || network === '' || network.length > 64))
+        return { ok: false, reason: 'invalid' };
+      return { ok: true, clientId: payload.sub, ...(network !== undefined ? { network } : {}) };
     } catch (e) {
       if (e instanceof errors.JOSEError) return { ok: false, reason: 'invalid' };
       throw e;

@@ -70,6 +70,11 @@ export interface ProxyConfig {
   maxTransfersPerClient: number;
   maxPeers: number;
   maxPeersPerClient: number;
+  /**
+   * The fewest client networks (IPv4 /24, IPv6 /48, as origo names them) that can fill the proxy:
+   * each holds at most 1/n of the peer slots, transfers, transfer memory and origin fetches.
+   */
+  minNetworks: number;
   /** Connect + response headers from the origin. */
   originTimeoutMs: number;
   /** The whole origin fetch, body included. */
@@ -106,6 +111,7 @@ export const DEFAULT_CONFIG: Omit<ProxyConfig, 'secret'> = {
   maxTransfersPerClient: 16,
   maxPeers: 256,
   maxPeersPerClient: 8,
+  minNetworks: 8,
   originTimeoutMs: 15_000,
   originTotalTimeoutMs: 60_000,
   logLevel: 'info',
@@ -463,6 +469,15 @@ export function buildCommand(): Command {
         .default(d.maxPeersPerClient),
     )
     .addOption(
+      new Option(
+        '--min-networks <n>',
+        'the fewest client networks (IPv4 /24, IPv6 /48) that can fill the proxy: each holds at most 1/n of its peers, transfers, transfer memory and origin fetches',
+      )
+        .env('MUTP_PROXY_MIN_NETWORKS')
+        .argParser(integer(1, 1000))
+        .default(d.minNetworks),
+    )
+    .addOption(
       new Option('--origin-timeout-ms <ms>', 'origin connect + response headers timeout')
         .env('MUTP_PROXY_ORIGIN_TIMEOUT_MS')
         .argParser(integer(1, 600_000))
@@ -533,6 +548,7 @@ export function parseConfig(argv: string[], command: Command = buildCommand()): 
     maxTransfersPerClient: o.maxTransfersPerClient,
     maxPeers: o.maxPeers,
     maxPeersPerClient: o.maxPeersPerClient,
+    minNetworks: o.minNetworks,
     originTimeoutMs: o.originTimeoutMs,
     originTotalTimeoutMs: o.originTotalTimeoutMs,
     logLevel: o.logLevel,

@@ -23,9 +23,9 @@ export class DrainableAdmission extends Admission {
     this.closedToNew = true;
   }
 
-  override tryAcquire(clientKey: string, bytes = 0): AdmissionResult {
+  override tryAcquire(clientKey: string, bytes = 0, networkKey = clientKey): AdmissionResult {
     if (this.closedToNew) return { ok: false, reason: DRAINING_REASON };
-    return super.tryAcquire(clientKey, bytes);
+    return super.tryAcquire(clientKey, bytes, networkKey);
   }
 }
 

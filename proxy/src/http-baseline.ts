@@ -17,7 +17,7 @@
  * `x-mutp-complete-length`; 416 when the range starts past the end.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Admission } from '@mutp/shared';
+import { addressPrefix, Admission } from '@mutp/shared';
 import { bearerToken, ClientTokenVerifier } from './client-tokens';
 import { asServeError, httpStatus, ServeErrorKind } from './errors';
 import { ProxyMetrics } from './metrics';
@@ -137,8 +137,10 @@ export async function serveHttpBaseline(
   if (inFlight === undefined) inFlightByAddress.set(deps, (inFlight = new Map()));
   const fromAddress = inFlight.get(address) ?? 0;
   if (fromAddress >= deps.maxPerAddress) return fail(503, 'overloaded', PUBLIC_MESSAGES.overloaded);
-  // The same per-client key as the client's WebRTC transfers: one budget per token subject.
-  const slot = deps.admission.tryAcquire(check.clientId);
+  // The same per-client key as the client's WebRTC transfers: one budget per token subject, and
+  // one share per network (origo's word in the token, else the address's own network).
+  const network = check.network ?? addressPrefix(address);
+  const slot = deps.admission.tryAcquire(check.clientId, 0, network);
   if (!slot.ok) return fail(503, 'overloaded', PUBLIC_MESSAGES.overloaded);
   inFlight.set(address, fromAddress + 1);
   deps.metrics.transfersActive.inc({ mode: 'http' });
@@ -152,7 +154,7 @@ export async function serveHttpBaseline(
       const onGone = () => withdraw.abort();
       res.once('close', onGone);
       try {
-        object = await deps.objects.get(target, withdraw.signal, ranged.range);
+        object = await deps.objects.get(target, withdraw.signal, ranged.range, network);
       } finally {
         res.off('close', onGone);
       }

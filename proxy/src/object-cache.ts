@@ -20,7 +20,15 @@
  */
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { ByteRange, IdleEncoders, LayoutDigests, MemoryBudget, servedRangeProblem, SharedEncoders } from '@mutp/shared';
+import {
+  ByteRange,
+  IdleEncoders,
+  LayoutDigests,
+  MemoryBudget,
+  networkShare,
+  servedRangeProblem,
+  SharedEncoders,
+} from '@mutp/shared';
 import { cachePolicy } from './cache-policy';
 import { ServeError } from './errors';
 import { locateRange, rangeKey, ResourceExtent, sameVersion, Validators } from './range-cache';
@@ -100,6 +108,12 @@ export interface ObjectCacheOptions {
   budget?: MemoryBudget;
   /** Origin fetches under way at once (default 32). */
   maxConcurrentFetches?: number;
+  /**
+   * The fewest client networks that can have every origin fetch under way: a network starts at
+   * most 1/n of maxConcurrentFetches (joining a fetch under way costs the origin nothing and is
+   * not counted). Default 1.
+   */
+  minNetworks?: number;
   /** Called once per lookup: 'hit' (cached), 'miss' (fetch started), 'joined' (fetch shared). */
   onLookup?: (outcome: 'hit' | 'miss' | 'joined') => void;
   /** Clock of the max-age lifetimes, ms (tests); default performance.now. */
@@ -190,6 +204,8 @@ interface Fetching {
   waiters: number;
   /** Some caller waits without a signal: never abort. */
   pinned: boolean;
+  /** The client network that started it (its share is charged until the fetch ends). */
+  network?: string;
 }
 
 export class ObjectCache {
@@ -202,6 +218,9 @@ export class ObjectCache {
   private readonly budget: MemoryBudget;
   private readonly idleEncoders: IdleEncoders | undefined;
   private readonly maxConcurrentFetches: number;
+  private readonly networkFetches: number;
+  /** Fetches under way per client network that started them. */
+  private readonly fetchesByNetwork = new Map<string, number>();
   private heldAfterEviction = 0;
   private readonly counters = {
     hits: 0,
@@ -221,6 +240,7 @@ export class ObjectCache {
     const idleBytes = options.idleEncoderBytes ?? DEFAULT_IDLE_ENCODER_BYTES;
     this.idleEncoders = idleBytes > 0 ? new IdleEncoders(this.budget, idleBytes) : undefined;
     this.maxConcurrentFetches = options.maxConcurrentFetches ?? DEFAULT_MAX_CONCURRENT_FETCHES;
+    this.networkFetches = networkShare(this.maxConcurrentFetches, options.minNetworks ?? 1);
     // A cache of 0 bytes stores nothing (every request goes to the origin, still deduplicated).
     this.lru =
       options.maxBytes > 0
@@ -245,8 +265,9 @@ export class ObjectCache {
    * The object at `url` (the cache key as given: callers pass a normalised href), or with
    * `range` those bytes of it (callers check the range with rangeProblem). With a signal, the
    * caller may withdraw: its promise rejects, and the origin fetch stops if nobody else waits.
+   * `network` is the client network asking: a new origin fetch counts against its share.
    */
-  get(url: string, signal?: AbortSignal, range?: ByteRange): Promise<CachedObject> {
+  get(url: string, signal?: AbortSignal, range?: ByteRange, network?: string): Promise<CachedObject> {
     if (signal?.aborted) return Promise.reject(withdrawn());
     const key = rangeKey(url, range);
     const cached = this.lru?.get(key);
@@ -271,12 +292,12 @@ export class ObjectCache {
         (e: unknown) => {
           // A whole object too large for the proxy may still be served range by range.
           if (joinable.range === undefined && e instanceof ServeError && e.kind === 'too-large')
-            return this.get(url, signal, range);
+            return this.get(url, signal, range, network);
           throw e;
         },
       );
     }
-    return this.fetchNew(key, url, signal, range);
+    return this.fetchNew(key, url, signal, range, network);
   }
 
   private hit(entry: Entry): Promise<CachedObject> {
@@ -291,6 +312,7 @@ export class ObjectCache {
     url: string,
     signal: AbortSignal | undefined,
     range?: ByteRange,
+    network?: string,
   ): Promise<CachedObject> {
     if (signal?.aborted) return Promise.reject(withdrawn());
     if (this.inFlight.size >= this.maxConcurrentFetches) {
@@ -299,6 +321,14 @@ export class ObjectCache {
         new ServeError('overloaded', `proxy at its limit of ${this.maxConcurrentFetches} origin fetches`),
       );
     }
+    const byNetwork = network === undefined ? 0 : (this.fetchesByNetwork.get(network) ?? 0);
+    if (network !== undefined && byNetwork >= this.networkFetches) {
+      this.counters.fetchesRefused++;
+      return Promise.reject(
+        new ServeError('overloaded', `client network at its share of ${this.networkFetches} origin fetches`),
+      );
+    }
+    if (network !== undefined) this.fetchesByNetwork.set(network, byNetwork + 1);
     this.counters.misses++;
     this.options.onLookup?.('miss');
     const controller = new AbortController();
@@ -310,6 +340,7 @@ export class ObjectCache {
       controller,
       waiters: 0,
       pinned: false,
+      network,
     };
     this.inFlight.set(key, fetching);
     let byHref = this.inFlightByHref.get(url);
@@ -512,6 +543,11 @@ export class ObjectCache {
     } finally {
       this.budget.give(buffered);
       if (this.inFlight.get(fetching.key) === fetching) this.inFlight.delete(fetching.key);
+      if (fetching.network !== undefined) {
+        const left = (this.fetchesByNetwork.get(fetching.network) ?? 1) - 1;
+        if (left > 0) this.fetchesByNetwork.set(fetching.network, left);
+        else this.fetchesByNetwork.delete(fetching.network);
+      }
       const byHref = this.inFlightByHref.get(href);
       byHref?.delete(fetching);
       if (byHref?.size === 0) this.inFlightByHref.delete(href);

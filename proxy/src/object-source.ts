@@ -11,9 +11,10 @@ import { CachedObject, ObjectCache } from './object-cache';
 export interface ObjectProvider {
   /**
    * The object at `url`, or with `range` those bytes of it (CachedObject.range says where they
-   * sit); rejects with a ServeError. Aborting `signal` withdraws this request.
+   * sit); rejects with a ServeError. Aborting `signal` withdraws this request. `network` is the
+   * asking client's network: an origin fetch it starts counts against its share.
    */
-  get(url: string, signal?: AbortSignal, range?: ByteRange): Promise<CachedObject>;
+  get(url: string, signal?: AbortSignal, range?: ByteRange, network?: string): Promise<CachedObject>;
 }
 
 export class ObjectSource implements ObjectProvider {
@@ -32,7 +33,7 @@ export class ObjectSource implements ObjectProvider {
     }
   }
 
-  async get(url: string, signal?: AbortSignal, range?: ByteRange): Promise<CachedObject> {
+  async get(url: string, signal?: AbortSignal, range?: ByteRange, network?: string): Promise<CachedObject> {
     let href: string;
     try {
       href = checkUrl(url, this.policy).href;
@@ -44,7 +45,7 @@ export class ObjectSource implements ObjectProvider {
       throw error;
     }
     try {
-      return await this.cache.get(href, signal, range);
+      return await this.cache.get(href, signal, range, network);
     } catch (e) {
       throw asServeError(e);
     }

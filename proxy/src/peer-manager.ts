@@ -1,11 +1,13 @@
 /**
  * Client peer connections of this proxy: one answerer RTCPeerConnection per connectionId that
- * origo relays an offer for, each with a TransferHost serving its channels. Bounded in total and
- * per client id; peers that never connect, or stay disconnected, are closed after a while.
+ * origo relays an offer for, each with a TransferHost serving its channels. Bounded in total, per
+ * client id and per client network (client ids are free: one network holds at most 1/minNetworks
+ * of the slots); peers that never connect, or stay disconnected, are closed after a while.
  */
 import {
   CHANNEL_LABELS,
   DatagramChannel,
+  networkShare,
   type IceCandidate,
   RtcFactory,
   RtcPeer,
@@ -22,6 +24,17 @@ import { TransferHost, TransferHostStats, TransferServices } from './transfer-ho
  */
 const SESSION_SENDER_CONFIG: Partial<SenderConfig> = { inFlightRtt: 'smoothed' };
 
+/**
+ * A peer that never connects holds its slot this long: ICE over a real path takes a few seconds
+ * at most, and offers that never connect are the cheapest way to hold slots (issue 31).
+ */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+
+/** The network a client's shares count against: origo's word, else the client id alone. */
+function networkOf(m: { clientId: string; clientNetwork?: string }): string {
+  return m.clientNetwork ?? `client:${m.clientId}`;
+}
+
 /** Where the proxy's half of the signalling goes (origo). */
 export interface SignalSink {
   signal(message: { connectionId: string; description?: SessionDescription; candidate?: IceCandidate }): void;
@@ -34,7 +47,9 @@ export interface PeerManagerOptions {
   logger: Logger;
   maxPeers: number;
   maxPeersPerClient: number;
-  /** A peer not connected this long after its offer is closed. */
+  /** The fewest client networks that can hold every peer slot (each at most 1/n); default 1. */
+  minNetworks?: number;
+  /** A peer not connected this long after its offer is closed (it holds a slot meanwhile). */
   connectTimeoutMs?: number;
   /** A disconnected peer that does not come back within this is closed. */
   disconnectGraceMs?: number;
@@ -43,6 +58,7 @@ export interface PeerManagerOptions {
 interface Entry {
   connectionId: string;
   clientId: string;
+  network: string;
   /** Closes what carries the peer's datagrams (its RTCPeerConnection, its QUIC session). */
   closeTransport: () => void;
   host: TransferHost;
@@ -63,12 +79,15 @@ export class PeerManager {
   private refusingNew?: string;
   private readonly peers = new Map<string, Entry>();
   private readonly perClient = new Map<string, number>();
+  private readonly perNetwork = new Map<string, number>();
+  private readonly networkPeers: number;
   private readonly log: Logger;
   private ignoredSignals = 0;
   private refusedPeers = 0;
 
   constructor(private readonly options: PeerManagerOptions) {
     this.log = options.logger.child({ component: 'peers' });
+    this.networkPeers = networkShare(options.maxPeers, options.minNetworks ?? 1);
   }
 
   get size(): number {
@@ -79,6 +98,7 @@ export class PeerManager {
   handleSignal(message: {
     connectionId: string;
     clientId: string;
+    clientNetwork?: string;
     description?: SessionDescription;
     candidate?: IceCandidate;
   }): void {
@@ -90,7 +110,7 @@ export class PeerManager {
         this.log.debug({ connectionId: message.connectionId }, 'ignored a description');
         return;
       }
-      this.accept(message.connectionId, message.clientId, message.description);
+      this.accept(message.connectionId, message.clientId, networkOf(message), message.description);
       return;
     }
     if (!entry?.peer || entry.clientId !== message.clientId || !message.candidate) {
@@ -135,12 +155,14 @@ export class PeerManager {
    * Why a new peer of `clientId` is refused now (draining, the peer limits), undefined when it may
    * come in. WebRTC offers and QUIC sessions count against the same limits.
    */
-  private refusal(connectionId: string, clientId: string): string | undefined {
+  private refusal(connectionId: string, clientId: string, network: string): string | undefined {
     const o = this.options;
     let reason = this.refusingNew;
     if (reason === undefined && this.peers.size >= o.maxPeers) reason = 'overloaded: peer limit';
     if (reason === undefined && (this.perClient.get(clientId) ?? 0) >= o.maxPeersPerClient)
       reason = 'overloaded: client peer limit';
+    if (reason === undefined && (this.perNetwork.get(network) ?? 0) >= this.networkPeers)
+      reason = 'overloaded: client network peer limit';
     if (reason === undefined) return undefined;
     this.refusedPeers++;
     this.log.info({ connectionId, clientId, reason }, 'refused a peer');
@@ -150,6 +172,7 @@ export class PeerManager {
   private add(entry: Entry): void {
     this.peers.set(entry.connectionId, entry);
     this.perClient.set(entry.clientId, (this.perClient.get(entry.clientId) ?? 0) + 1);
+    this.perNetwork.set(entry.network, (this.perNetwork.get(entry.network) ?? 0) + 1);
     this.options.services.metrics.peers.set(this.peers.size);
     entry.host.onClosed = (reason) => this.remove(entry.connectionId, reason, true);
   }
@@ -158,17 +181,30 @@ export class PeerManager {
    * A QUIC session whose client origo's token vouched for: served like a WebRTC peer, within the
    * same limits. Returns why it is refused (the caller refuses the session), or undefined.
    */
-  acceptSession(connectionId: string, clientId: string, open: () => SessionTransport): string | undefined {
+  acceptSession(
+    connectionId: string,
+    client: { clientId: string; network?: string },
+    open: () => SessionTransport,
+  ): string | undefined {
     if (this.peers.has(connectionId)) return 'duplicate session';
-    const refused = this.refusal(connectionId, clientId);
+    const { clientId } = client;
+    const network = networkOf({ clientId, clientNetwork: client.network });
+    const refused = this.refusal(connectionId, clientId, network);
     if (refused !== undefined) return refused;
     const transport = open();
     const services = this.options.services;
-    const host = new TransferHost(clientId, {
-      ...services,
-      senderConfig: { ...services.senderConfig, ...SESSION_SENDER_CONFIG },
+    const host = new TransferHost(
+      clientId,
+      { ...services, senderConfig: { ...services.senderConfig, ...SESSION_SENDER_CONFIG } },
+      network,
+    );
+    this.add({
+      connectionId,
+      clientId,
+      network,
+      host,
+      closeTransport: () => transport.close('closed by the proxy'),
     });
-    this.add({ connectionId, clientId, host, closeTransport: () => transport.close('closed by the proxy') });
     host.attach(transport.channel);
     this.log.info({ connectionId, clientId }, 'QUIC peer accepted');
     return undefined;
@@ -179,9 +215,9 @@ export class PeerManager {
     this.remove(connectionId, reason, false);
   }
 
-  private accept(connectionId: string, clientId: string, offer: SessionDescription): void {
+  private accept(connectionId: string, clientId: string, network: string, offer: SessionDescription): void {
     const o = this.options;
-    const refused = this.refusal(connectionId, clientId);
+    const refused = this.refusal(connectionId, clientId, network);
     if (refused !== undefined) {
       this.sink?.connectionClosed(connectionId, refused);
       return;
@@ -194,8 +230,8 @@ export class PeerManager {
       this.sink?.connectionClosed(connectionId, 'internal error');
       return;
     }
-    const host = new TransferHost(clientId, o.services);
-    const entry: Entry = { connectionId, clientId, peer, host, closeTransport: () => peer.close() };
+    const host = new TransferHost(clientId, o.services, network);
+    const entry: Entry = { connectionId, clientId, network, peer, host, closeTransport: () => peer.close() };
     this.add(entry);
 
     peer.onLocalDescription = (description) => this.sink?.signal({ connectionId, description });
@@ -209,7 +245,7 @@ export class PeerManager {
       else if (state === 'disconnected') this.setTimer(entry, o.disconnectGraceMs ?? 10_000, 'disconnected too long');
       else if (state === 'failed' || state === 'closed') this.remove(connectionId, `peer ${state}`, true);
     };
-    this.setTimer(entry, o.connectTimeoutMs ?? 30_000, 'not connected in time');
+    this.setTimer(entry, o.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, 'not connected in time');
     this.log.info({ connectionId, clientId }, 'peer accepted');
     try {
       peer.setRemoteDescription(offer);
@@ -232,6 +268,9 @@ export class PeerManager {
     const left = (this.perClient.get(entry.clientId) ?? 1) - 1;
     if (left > 0) this.perClient.set(entry.clientId, left);
     else this.perClient.delete(entry.clientId);
+    const inNetwork = (this.perNetwork.get(entry.network) ?? 1) - 1;
+    if (inNetwork > 0) this.perNetwork.set(entry.network, inNetwork);
+    else this.perNetwork.delete(entry.network);
     this.options.services.metrics.peers.set(this.peers.size);
     entry.host.onClosed = undefined;
     entry.host.close(reason);

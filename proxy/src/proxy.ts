@@ -115,11 +115,13 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
     maxTransfers: config.maxTransfers,
     maxPerClient: config.maxTransfersPerClient,
     memoryBytes: config.transferMemoryBytes,
+    minNetworks: config.minNetworks,
   });
   const cache = new ObjectCache({
     maxBytes: config.cacheBytes,
     budget: admission.memory,
     maxConcurrentFetches: config.maxOriginFetches,
+    minNetworks: config.minNetworks,
     fetch: (url, control) =>
       fetchOrigin(url, {
         ...policy,
@@ -170,6 +172,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
     logger,
     maxPeers: config.maxPeers,
     maxPeersPerClient: config.maxPeersPerClient,
+    minNetworks: config.minNetworks,
   });
   let server: Server | undefined;
   let link: OrigoLink | undefined;

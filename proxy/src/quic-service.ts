@@ -161,7 +161,7 @@ export class QuicService {
           server.rejectSession(sessionId, STATUS.unauthorized);
           return;
         }
-        const refused = this.o.peers.acceptSession(`q${sessionId}`, check.clientId, () => {
+        const refused = this.o.peers.acceptSession(`q${sessionId}`, check, () => {
           server.acceptSession(sessionId);
           const channel = new QuicSessionChannel(server, sessionId);
           this.channels.set(sessionId, channel);

@@ -29,7 +29,7 @@ export interface StagerOptions {
   logger: Logger;
   /** Hints fetching at once, all clients together. */
   maxConcurrent: number;
-  /** Hints fetching at once for one client. */
+  /** Hints fetching at once for one client network (one client when origo names no network). */
   maxPerClient: number;
   /** A staging fetch still running after this long is withdrawn ('timeout'). */
   timeoutMs: number;
@@ -61,7 +61,8 @@ export class Stager {
   }
 
   handle(hint: StageHint): void {
-    const { clientId } = hint;
+    // Hints count per client network (origo's word): client ids are free.
+    const clientId = hint.clientNetwork ?? hint.clientId;
     const mine = this.running.get(clientId) ?? 0;
     if (this.abort.signal.aborted) return this.answer(hint, 'failed', 'closing');
     if (this.options.draining?.() === true) return this.answer(hint, 'failed', 'draining');
@@ -89,7 +90,7 @@ export class Stager {
     const started = this.clock();
     const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(this.options.timeoutMs)]);
     try {
-      const object = await objects.get(hint.url, signal, hint.range);
+      const object = await objects.get(hint.url, signal, hint.range, hint.clientNetwork);
       const originMs = cached ? 0 : Math.max(0, this.clock() - started);
       // Served but not kept (larger than the cache, or the origin said no-store): nothing is staged.
       if (!object.cached) return this.answer(hint, 'failed', 'uncacheable', originMs, object.bytes.length);

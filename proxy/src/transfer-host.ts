@@ -96,15 +96,21 @@ export class TransferHost {
   private unknownSeen = 0;
   private readonly counters = { datagramsSent: 0, bytesSent: 0, uploadLimited: 0, channelFull: 0 };
 
+  /**
+   * @param network the client's network as origo vouched for it (per-network shares of the
+   *   proxy's transfers, memory and origin fetches); a client without one is its own network.
+   */
   constructor(
     readonly clientId: string,
     private readonly services: TransferServices,
+    readonly network = `client:${clientId}`,
   ) {
     this.lowWater = services.lowWaterBytes ?? DEFAULT_LOW_WATER_BYTES;
     this.clock = services.clock ?? (() => performance.now());
     this.log = services.logger.child({ clientId });
     this.endpoint = new SourceEndpoint({
       clientKey: clientId,
+      networkKey: network,
       codecs: services.codecs,
       admission: services.admission,
       seed: services.seed ?? cryptoSeed,
@@ -281,7 +287,7 @@ export class TransferHost {
   private fetch(transferId: number, url: string, mode: Mode, range: ByteRange | undefined): void {
     const controller = new AbortController();
     this.fetches.set(transferId, controller);
-    this.services.objects.get(url, controller.signal, range).then(
+    this.services.objects.get(url, controller.signal, range, this.network).then(
       (object) => {
         if (this.fetches.get(transferId) !== controller) return;
         this.fetches.delete(transferId);

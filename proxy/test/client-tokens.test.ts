@@ -24,3 +24,13 @@ test("a token for this proxy alone is accepted once the proxy knows its id; anot
     reason: 'invalid',
   });
 });
+
+test("the network claim is origo's word on the client's network; a malformed one voids the token", async () => {
+  const { verifier, sign } = await testTokens();
+  const withNetwork = await sign('c-1', 300, undefined, 'mutp-proxy', { net: '203.0.113.0/24' });
+  expect(await verifier.verify(withNetwork)).toEqual({ ok: true, clientId: 'c-1', network: '203.0.113.0/24' });
+  for (const net of ['', 42, 'x'.repeat(65)]) {
+    const bad = await sign('c-1', 300, undefined, 'mutp-proxy', { net });
+    expect(await verifier.verify(bad)).toEqual({ ok: false, reason: 'invalid' });
+  }
+});

@@ -275,6 +275,8 @@ export function testConfig(
     maxTransfersPerClient: 16,
     maxPeers: 16,
     maxPeersPerClient: 4,
+    // Every test client is on loopback: one network (the shares have their own tests).
+    minNetworks: 1,
     originTimeoutMs: 5000,
     originTotalTimeoutMs: 10_000,
     logLevel: 'silent',
@@ -294,8 +296,14 @@ export async function testTokens() {
   const jwk = pair.publicKey.export({ format: 'jwk' });
   const verifier = new ClientTokenVerifier();
   await verifier.setKey({ kty: 'OKP', crv: 'Ed25519', x: jwk.x! });
-  const sign = (sub: string, expiresInSeconds = 300, key = pair.privateKey, audience = 'mutp-proxy') =>
-    new SignJWT({})
+  const sign = (
+    sub: string,
+    expiresInSeconds = 300,
+    key = pair.privateKey,
+    audience = 'mutp-proxy',
+    claims: Record<string, unknown> = {},
+  ) =>
+    new SignJWT(claims)
       .setProtectedHeader({ alg: 'EdDSA' })
       .setIssuer('mutp-origo')
       .setAudience(audience)

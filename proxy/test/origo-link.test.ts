@@ -245,6 +245,50 @@ test('peers over the per-client limit are refused with connection-closed', async
   }
 });
 
+test('client ids of one network hold at most 1/minNetworks of the peer slots; another network gets in (issue 31)', async () => {
+  const origo = await startFakeOrigo('s3cret');
+  const proxy = createProxy(testConfig({ origoUrl: origo.url, secret: 's3cret', maxPeers: 8, minNetworks: 4 }), {
+    logger: silentLogger(),
+    codecs: { uncoded: uncodedCodec },
+  });
+  const factory = createNodeRtcFactory({ bindAddress: '127.0.0.1' });
+  // Three offers from three free client ids of one network, then one from another network.
+  const from = [
+    ['free-1', '198.51.100.0/24'],
+    ['free-2', '198.51.100.0/24'],
+    ['free-3', '198.51.100.0/24'],
+    ['victim', '203.0.113.0/24'],
+  ];
+  const peers = from.map(() => factory.createPeer('offerer'));
+  try {
+    await proxy.start();
+    await until(() => proxy.stats().origo?.state === 'registered', 5000, 'proxy registered');
+    for (const [i, peer] of peers.entries()) {
+      const [clientId, clientNetwork] = from[i];
+      peer.onLocalDescription = (description) =>
+        origo.send({ type: 'signal', connectionId: `c${i}`, clientId, clientNetwork, description });
+      peer.createChannel('mutp-data');
+      peer.startOffer();
+      // One at a time, so which offer meets the full share is known (the third: 8 / 4 = 2 each).
+      const closed = () => origo.received.some((m) => m.type === 'connection-closed' && m.connectionId === `c${i}`);
+      await until(
+        () => (i === 2 ? closed() : proxy.stats().peers.peers === [1, 2, 2, 3][i]),
+        10_000,
+        `offer ${i} answered`,
+      );
+    }
+    const refused = origo.received.filter((m) => m.type === 'connection-closed');
+    expect(refused).toEqual([
+      { type: 'connection-closed', connectionId: 'c2', reason: 'overloaded: client network peer limit' },
+    ]);
+    expect(proxy.stats().peers.peers).toBe(3);
+  } finally {
+    for (const p of peers) p.close();
+    await proxy.close();
+    await origo.close();
+  }
+});
+
 test('a connected peer without transfers is closed after the idle timeout', async () => {
   const origo = await startFakeOrigo('s3cret');
   // The idle clock starts with the peer, before its channels open: 3 s leaves a loaded machine

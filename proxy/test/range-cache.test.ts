@@ -262,6 +262,30 @@ describe('fetches under way', () => {
   });
 });
 
+describe('origin fetches per client network', () => {
+  test('a network starts at most 1/minNetworks of the fetches; other networks and joins still get theirs (issue 31)', async () => {
+    const cache = newCache({ maxConcurrentFetches: 8, minNetworks: 4 });
+    origin.hold();
+    const urls = Array.from({ length: 4 }, (_, i) => addFile(10_000, 20 + i).url);
+    const attacker = '198.51.100.0/24';
+    const mine = [
+      cache.get(urls[0], undefined, undefined, attacker),
+      cache.get(urls[1], undefined, undefined, attacker),
+    ];
+    // Its share of 8 / 4 = 2 is spent: a third fetch is refused, whichever client id asks.
+    await expectKind(cache.get(urls[2], undefined, undefined, attacker), 'overloaded');
+    // Joining a fetch under way costs the origin nothing: allowed.
+    const joined = cache.get(urls[0], undefined, undefined, attacker);
+    // Another network still starts fetches of its own.
+    const victim = cache.get(urls[3], undefined, undefined, '203.0.113.0/24');
+    origin.release();
+    await Promise.all([...mine, joined, victim]);
+    expect(cache.stats()).toMatchObject({ misses: 3, joined: 1, fetchesRefused: 1 });
+    // Once its fetches ended, the network has its share back.
+    await cache.get(urls[2], undefined, undefined, attacker);
+  });
+});
+
 describe('validators', () => {
   test('a response of a new version drops the entries of the old one', async () => {
     const { url, file } = addFile(60_000, 9);

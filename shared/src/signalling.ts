@@ -40,6 +40,9 @@ const token = z
  */
 export const proxyTokenAudience = (proxyId: string): string => `mutp-proxy:${proxyId}`;
 
+/** The client token claim naming the network origo saw the client in (`addressPrefix`). */
+export const NETWORK_CLAIM = 'net';
+
 /** An Ed25519 public key as a JWK (RFC 8037): what proxies verify client tokens with. */
 export const tokenPublicKey = z.object({
   kty: z.literal('OKP'),
@@ -136,6 +139,9 @@ const exactlyOne = [
   { message: 'a signal carries exactly one of description and candidate' },
 ] as const;
 
+/** A client's network as origo names it (`addressPrefix`, e.g. 203.0.113.0/24). */
+const clientNetwork = z.string().min(1).max(64);
+
 // ------------------------------------------------------------------ proxy <-> origo
 
 export const proxyToOrigo = z.discriminatedUnion('type', [
@@ -189,7 +195,11 @@ export const origoToProxy = z.discriminatedUnion('type', [
     /** The key client tokens are signed with: the proxy verifies them offline. */
     tokenKey: tokenPublicKey,
   }),
-  z.object({ ...signalFields, clientId: id }).refine(...exactlyOne),
+  /**
+   * A client's offer or candidate. `clientNetwork` is the network origo sees the client in
+   * (addressPrefix): the proxy shares its peer slots, memory and origin fetches per network.
+   */
+  z.object({ ...signalFields, clientId: id, clientNetwork: clientNetwork.optional() }).refine(...exactlyOne),
   z.object({ type: z.literal('connection-closed'), connectionId: id, reason: z.string().max(256) }),
   z.object({ type: z.literal('error'), code: z.string().max(64), message: z.string().max(512) }),
   /**
@@ -199,6 +209,7 @@ export const origoToProxy = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('stage'),
     clientId: id,
+    clientNetwork: clientNetwork.optional(),
     requestId: id,
     url: stageUrl,
     range: stageRange.optional(),

@@ -299,6 +299,41 @@ describe('SourceEndpoint', () => {
     expect(events(ep).map((e) => e.type)).toEqual(['refused']);
   });
 
+  test('client ids of one network hold at most its share: a victim elsewhere is still served (issue 31, attack 2)', () => {
+    // 8 MiB of transfer memory shared by at least 8 networks: 1 MiB and 8 transfers each.
+    const admission = new Admission({ maxTransfers: 64, maxPerClient: 16, memoryBytes: 8 << 20, minNetworks: 8 });
+    const attackers = ['free-id-1', 'free-id-2'].map(
+      (id) => endpoint(admission, { clientKey: id, networkKey: '198.51.100.0/24' }).ep,
+    );
+    let refused = 0;
+    for (const [a, ep] of attackers.entries()) {
+      for (let id = 1; id <= 16; id++)
+        ep.handleDatagram(request({ transferId: id, url: `https://x.example/${a}/${id}` }), 0);
+      // Every admitted REQUEST gets a 512 KiB object the cache does not hold: the transfer pays for it.
+      for (const e of events(ep))
+        if (e.type === 'fetch')
+          ep.objectReady(
+            e.transferId,
+            { ...objectFor(admission, makeObject(512 << 10, e.transferId)), cached: false },
+            1,
+          );
+      refused += controls(ep).filter(
+        (d) => d.ok && d.value.type === MessageType.Error && d.value.code === ErrorCode.Overloaded,
+      ).length;
+    }
+    // The network holds at most 1 MiB and 8 transfers of the proxy, whatever its ids did.
+    expect(admission.memory.used).toBeLessThanOrEqual(1 << 20);
+    expect(admission.activeTransfers).toBeLessThanOrEqual(8);
+    expect(refused).toBeGreaterThanOrEqual(24);
+    const victim = endpoint(admission, { clientKey: 'victim', networkKey: '203.0.113.0/24' }).ep;
+    const rx = receiver();
+    const status = download(victim, rx, () => {
+      for (const e of events(victim)) if (e.type === 'fetch') victim.objectReady(e.transferId, objectFor(admission), 1);
+    });
+    expect(status).toBe('complete');
+    expect(rx.takeObject()).toEqual(OBJECT);
+  });
+
   test('an object too big for the memory budget is refused with Overloaded and charges nothing', () => {
     const admission = new Admission({ maxTransfers: 8, maxPerClient: 8, memoryBytes: 200 * 1024 });
     const { ep } = endpoint(admission);

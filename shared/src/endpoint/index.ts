@@ -1,4 +1,4 @@
-export { Admission, MemoryBudget } from './admission';
+export { Admission, MemoryBudget, networkShare } from './admission';
 export type { AdmissionLimits, AdmissionResult, Grant } from './admission';
 export { LayoutDigests } from './layout-digests';
 export { EncoderBudgetError, encoderBytesOf, SharedEncoders, sharingCodec } from './shared-encoders';

@@ -88,6 +88,8 @@ export function senderStateBytes(layout: Layout): number {
 export interface SourceEndpointOptions {
   /** Whom per-client limits count against (a token subject, a peer id). */
   clientKey: string;
+  /** The client's network, whom per-network shares count against (default: clientKey). */
+  networkKey?: string;
   codecs: Partial<Record<Mode, Codec>>;
   admission: Admission;
   /** Seeds of the per-transfer coefficient generators. */
@@ -447,7 +449,11 @@ export class SourceEndpoint {
       this.refuse(request, ErrorCode.Unsupported, message, now);
       return;
     }
-    const slot = this.opts.admission.tryAcquire(this.opts.clientKey, PENDING_TRANSFER_BYTES);
+    const slot = this.opts.admission.tryAcquire(
+      this.opts.clientKey,
+      PENDING_TRANSFER_BYTES,
+      this.opts.networkKey ?? this.opts.clientKey,
+    );
     if (!slot.ok) {
       this.refuse(request, ErrorCode.Overloaded, slot.reason, now);
       return;
