@@ -795,11 +795,11 @@ export class Broker {
     if (!this.recordBudgets.take(`c:${client.clientId}`, this.config.recordRatePerSecond, this.config.recordBurst)) {
       return refuse('rate-limited', `record dropped: more than ${this.config.recordRatePerSecond} records/s`);
     }
-    const address = `a:${client.peer.address}`;
-    if (!this.recordBudgets.take(address, this.config.recordRatePerAddress, this.config.recordBurstPerAddress)) {
+    const network = `n:${addressPrefix(client.peer.address)}`;
+    if (!this.recordBudgets.take(network, this.config.recordRatePerAddress, this.config.recordBurstPerAddress)) {
       return refuse(
         'rate-limited',
-        `record dropped: more than ${this.config.recordRatePerAddress} records/s from this address`,
+        `record dropped: more than ${this.config.recordRatePerAddress} records/s from this network`,
       );
     }
     if (!this.deps.records.offer(client.clientId, m.record, Date.now())) {

@@ -87,7 +87,10 @@ export function buildCli(): Command {
         .default(d.maxPendingPerAddress),
     )
     .addOption(
-      new Option('--record-rate-per-address <n>', 'download records per second per remote address')
+      new Option(
+        '--record-rate-per-address <n>',
+        'download records per second per client network (IPv4 /24, IPv6 /48; the name is older)',
+      )
         .argParser(integer(1))
         .default(d.recordRatePerAddress),
     )
@@ -180,7 +183,10 @@ export function buildCli(): Command {
       new Option('--stage-burst <n>', 'token bucket size of --stage-rate').argParser(integer(1)).default(d.stageBurst),
     )
     .addOption(
-      new Option('--stage-rate-per-address <n>', 'staging hints per second per remote address (all its clients)')
+      new Option(
+        '--stage-rate-per-address <n>',
+        'staging hints per second per client network (IPv4 /24, IPv6 /48: all its clients; the name is older)',
+      )
         .argParser(integer(1))
         .default(d.stageRatePerAddress),
     )

@@ -4,7 +4,8 @@
  * outcome comes back to the client as a `staged` message.
  *
  * A hint costs the client nothing and a proxy an origin fetch, so origo is where it is paid for:
- * each proxy a hint names takes a token from the client's budget and from its address's, and a
+ * each proxy a hint names takes a token from the client's budget and from its network's (IPv4 /24,
+ * IPv6 /48: addresses inside one are free to whoever holds it), and a
  * hint may only name proxies origo offered this client. Proxies keep no client state; origo keeps
  * one small entry per forwarded hint (on the instance owning the proxy's socket) until the answer
  * or stageTimeoutMs, so a proxy can only answer hints it was sent, to the client that sent them.
@@ -86,7 +87,7 @@ export class StageRelay {
       }
       if (
         !this.budgets.take(`c:${client.clientId}`, config.stageRatePerSecond, config.stageBurst) ||
-        !this.budgets.take(`a:${client.peer.address}`, config.stageRatePerAddress, config.stageBurstPerAddress)
+        !this.budgets.take(`n:${hint.clientNetwork}`, config.stageRatePerAddress, config.stageBurstPerAddress)
       ) {
         fail('rate-limited');
         continue;

@@ -19,6 +19,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { addressPrefix, Admission } from '@mutp/shared';
 import { bearerToken, ClientTokenVerifier } from './client-tokens';
+import type { HintLedger } from './hint-ledger';
 import { asServeError, httpStatus, ServeErrorKind } from './errors';
 import { ProxyMetrics } from './metrics';
 import { ObjectProvider } from './object-source';
@@ -37,6 +38,8 @@ export interface HttpBaselineDeps {
   corsOrigins: readonly string[];
   /** Concurrent /v1/http requests per remote address. */
   maxPerAddress: number;
+  /** Completed downloads are credited to their network here (what its staging hints may cost). */
+  hints?: HintLedger;
   clock?: () => number;
 }
 
@@ -176,6 +179,12 @@ export async function serveHttpBaseline(
     });
     const completed = await streamShaped(deps, res, object.bytes);
     if (!completed) outcome = 'aborted';
+    else
+      deps.hints?.creditCompleted(
+        network,
+        object.bytes.byteLength,
+        (deps.clock ?? performance.now.bind(performance))(),
+      );
     return 200;
   } catch {
     outcome = 'internal';

@@ -58,7 +58,7 @@ export class ProxyMetrics {
     });
     this.stageHints = new Counter({
       name: 'mutp_proxy_stage_hints_total',
-      help: 'Staging hints from origo, by outcome (staged, cached, busy, uncacheable, or the fetch error kind)',
+      help: "Staging hints from origo, by outcome (staged, cached, busy, over-budget: the client network's fetches already cost the origin more than its downloads earn, uncacheable, or the fetch error kind)",
       labelNames: ['outcome'],
       registers,
     });

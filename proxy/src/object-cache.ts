@@ -114,6 +114,8 @@ export interface ObjectCacheOptions {
    * not counted). Default 1.
    */
   minNetworks?: number;
+  /** Called when an origin fetch completes, with the network that started it and the bytes it pulled. */
+  onOriginBytes?: (network: string | undefined, bytes: number) => void;
   /** Called once per lookup: 'hit' (cached), 'miss' (fetch started), 'joined' (fetch shared). */
   onLookup?: (outcome: 'hit' | 'miss' | 'joined') => void;
   /** Clock of the max-age lifetimes, ms (tests); default performance.now. */
@@ -508,6 +510,7 @@ export class ObjectCache {
       // Without a range (asked or answered) the body is the whole resource.
       const whole = fetched.wholeBody ?? (range && fetched.range ? undefined : fetched.bytes);
       this.counters.originBytes += (whole ?? fetched.bytes).byteLength;
+      this.options.onOriginBytes?.(fetching.network, (whole ?? fetched.bytes).byteLength);
       if (range && !whole && fetched.range) {
         const problem = servedRangeProblem(range, fetched.range, fetched.bytes.byteLength);
         if (problem) throw new ServeError('origin-error', problem);

@@ -28,6 +28,7 @@ import { listenNative, nativeCertificate } from './quic-native';
 import { QuicListen, QuicService } from './quic-service';
 import { RateMeter } from './rate-meter';
 import { encoderPreparer } from './stage-prepare';
+import { HintLedger } from './hint-ledger';
 import { Stager } from './stager';
 import { TokenBucket, TokenBucketStats } from './token-bucket';
 import { TransferHostStats, TransferServices } from './transfer-host';
@@ -117,6 +118,8 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
     memoryBytes: config.transferMemoryBytes,
     minNetworks: config.minNetworks,
   });
+  // What each client network's origin fetches cost against its completed downloads (staging hints).
+  const hints = new HintLedger();
   const cache = new ObjectCache({
     maxBytes: config.cacheBytes,
     budget: admission.memory,
@@ -139,6 +142,9 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
         throw error;
       }),
     onLookup: (outcome) => metrics.cacheLookups.inc({ outcome }),
+    onOriginBytes: (network, bytes) => {
+      if (network !== undefined) hints.chargeOrigin(network, bytes, performance.now());
+    },
   });
   const objects = new ObjectSource(policy, cache, (error) => metrics.originErrors.inc({ kind: error.kind }));
   const capacityBps = config.uploadLimitKBps * 1024;
@@ -152,6 +158,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
     metrics,
     meter,
     logger,
+    hints,
     endpointLimits: { minSymbolSize: config.minSymbolSize, idleTimeoutMs: config.peerIdleTimeoutMs },
     // With an upload limit the proxy knows its capacity: a new client's first transfer starts at it.
     uploadCapBps: capacityBps > 0 ? capacityBps : undefined,
@@ -186,6 +193,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
     timeoutMs: Math.max(config.originTimeoutMs, config.originTotalTimeoutMs),
     draining: () => admission.draining,
     prepare: encoderPreparer(() => services.codecs, config.minSymbolSize),
+    ledger: hints,
   });
   let httpUrl: string | undefined;
   let quic: QuicService | undefined;
@@ -246,6 +254,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
         tokens,
         corsOrigins: config.corsOrigins,
         maxPerAddress: config.maxTransfersPerClient,
+        hints,
         health: () => {
           const s = stats();
           return { status: 'ok', ...s, peers: { ...s.peers, hosts: undefined } };

@@ -6,8 +6,10 @@
  * and the cache entry is what a later REQUEST (from whichever client) finds.
  *
  * A hint costs an origin fetch and cache space without anyone downloading yet, so hints under way
- * are capped in all and per client; past a cap the hint is answered 'busy' at once (the client
- * then fetches on demand, as without staging). A fetch that outlives `timeoutMs` is withdrawn.
+ * are capped in all and per client network; past a cap the hint is answered 'busy' at once (the
+ * client then fetches on demand, as without staging). A network whose fetches already cost the
+ * origin more than its completed downloads earn (`HintLedger`) gets 'over-budget' for objects the
+ * cache does not hold. A fetch that outlives `timeoutMs` is withdrawn.
  *
  * A hint that names the layout its client will REQUEST with also gets the object's encoder and
  * digests prepared (`prepare`) before the answer; a layout that cannot be prepared leaves the
@@ -21,6 +23,12 @@ import type { ProxyMetrics } from './metrics';
 import type { CachedObject } from './object-cache';
 import type { ObjectSource } from './object-source';
 import { LayoutRefused, PrepareStaged } from './stage-prepare';
+import type { HintLedger } from './hint-ledger';
+
+/** The network a hint's costs count against: origo's word, else its client alone (as for peers). */
+function hintNetwork(hint: StageHint): string {
+  return hint.clientNetwork ?? `client:${hint.clientId}`;
+}
 
 export interface StagerOptions {
   objects: Pick<ObjectSource, 'get' | 'isCached'>;
@@ -37,6 +45,8 @@ export interface StagerOptions {
   draining?: () => boolean;
   /** Readies a staged object for the layout a hint names (stage-prepare.ts); absent: not done. */
   prepare?: PrepareStaged;
+  /** What each network's hints may still cost the origin; absent: no byte budget. */
+  ledger?: HintLedger;
   clock?: () => number;
 }
 
@@ -62,20 +72,24 @@ export class Stager {
 
   handle(hint: StageHint): void {
     // Hints count per client network (origo's word): client ids are free.
-    const clientId = hint.clientNetwork ?? hint.clientId;
-    const mine = this.running.get(clientId) ?? 0;
+    const network = hintNetwork(hint);
+    const mine = this.running.get(network) ?? 0;
     if (this.abort.signal.aborted) return this.answer(hint, 'failed', 'closing');
     if (this.options.draining?.() === true) return this.answer(hint, 'failed', 'draining');
     if (this.active >= this.options.maxConcurrent || mine >= this.options.maxPerClient) {
       return this.answer(hint, 'failed', 'busy');
     }
+    const ledger = this.options.ledger;
+    if (ledger && !ledger.mayStage(network, this.clock()) && !this.options.objects.isCached(hint.url, hint.range)) {
+      return this.answer(hint, 'failed', 'over-budget');
+    }
     this.active++;
-    this.running.set(clientId, mine + 1);
-    void this.stage(hint).finally(() => {
+    this.running.set(network, mine + 1);
+    void this.stage(hint, network).finally(() => {
       this.active--;
-      const left = (this.running.get(clientId) ?? 1) - 1;
-      if (left > 0) this.running.set(clientId, left);
-      else this.running.delete(clientId);
+      const left = (this.running.get(network) ?? 1) - 1;
+      if (left > 0) this.running.set(network, left);
+      else this.running.delete(network);
     });
   }
 
@@ -84,13 +98,13 @@ export class Stager {
     this.abort.abort();
   }
 
-  private async stage(hint: StageHint): Promise<void> {
+  private async stage(hint: StageHint, network: string): Promise<void> {
     const { objects } = this.options;
     const cached = objects.isCached(hint.url, hint.range);
     const started = this.clock();
     const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(this.options.timeoutMs)]);
     try {
-      const object = await objects.get(hint.url, signal, hint.range, hint.clientNetwork);
+      const object = await objects.get(hint.url, signal, hint.range, network);
       const originMs = cached ? 0 : Math.max(0, this.clock() - started);
       // Served but not kept (larger than the cache, or the origin said no-store): nothing is staged.
       if (!object.cached) return this.answer(hint, 'failed', 'uncacheable', originMs, object.bytes.length);

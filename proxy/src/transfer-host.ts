@@ -29,6 +29,7 @@ import { sha256 } from './object-cache';
 import { ProxyMetrics } from './metrics';
 import { ObjectProvider } from './object-source';
 import { RateMeter } from './rate-meter';
+import { HintLedger } from './hint-ledger';
 import { TokenBucket } from './token-bucket';
 
 /** What every transfer host of one proxy shares. */
@@ -46,6 +47,8 @@ export interface TransferServices {
   endpointLimits?: Partial<EndpointLimits>;
   /** The proxy's upload capacity in bytes/s when configured (SourceEndpoint uploadCapBps). */
   uploadCapBps?: number;
+  /** Completed transfers are credited to their network here: what its staging hints may cost. */
+  hints?: HintLedger;
   /** Seeds of the per-transfer coefficient generators (default: crypto random). */
   seed?: () => number;
   clock?: () => number;
@@ -253,6 +256,8 @@ export class TransferHost {
       case 'ended': {
         metrics.transfersActive.dec({ mode: e.request.mode });
         metrics.transfersTotal.inc({ mode: e.request.mode, outcome: e.outcome });
+        if (e.outcome === 'done')
+          this.services.hints?.creditCompleted(this.network, e.sender.layout.objectLength, this.clock());
         const s = e.sender.stats;
         this.log.debug(
           {

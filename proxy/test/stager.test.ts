@@ -6,6 +6,7 @@ import { ProxyMetrics } from '../src/metrics';
 import { FetchResult, ObjectCache } from '../src/object-cache';
 import { ObjectSource } from '../src/object-source';
 import { encoderPreparer, LayoutRefused } from '../src/stage-prepare';
+import { HintLedger } from '../src/hint-ledger';
 import { Stager, StagerOptions } from '../src/stager';
 import { silentLogger, until } from './helpers';
 
@@ -231,5 +232,70 @@ describe("a hint's layout", () => {
     expect(t.answers[0]).toMatchObject({ status: 'staged' });
     expect(t.answers[0]).not.toHaveProperty('prepared');
     expect(prepare).not.toHaveBeenCalled();
+  });
+});
+
+describe('what hints may cost the origin (issue 31, attack 4)', () => {
+  const MiB = 1 << 20;
+
+  test('HintLedger: origin bytes within a floor plus twice the completed downloads, decaying', () => {
+    const ledger = new HintLedger({ floorBytes: 4 * MiB, ratio: 2, windowMs: 60_000, maxNetworks: 2 });
+    expect(ledger.mayStage('n1', 0)).toBe(true);
+    ledger.chargeOrigin('n1', 5 * MiB, 0);
+    expect(ledger.mayStage('n1', 0)).toBe(false);
+    // Downloads it completes earn it more.
+    ledger.creditCompleted('n1', 1 * MiB, 0);
+    expect(ledger.mayStage('n1', 0)).toBe(true);
+    ledger.chargeOrigin('n1', 2 * MiB, 0);
+    expect(ledger.mayStage('n1', 0)).toBe(false);
+    // Forgotten with time: after a few windows the network is back under its floor.
+    expect(ledger.mayStage('n1', 120_000)).toBe(true);
+    // Another network is not touched by n1's spending; the least recent network is forgotten first.
+    expect(ledger.mayStage('n2', 0)).toBe(true);
+    ledger.chargeOrigin('n2', 1, 0);
+    ledger.chargeOrigin('n3', 1, 0);
+    expect(ledger.peek('n1', 120_000)).toBeUndefined();
+  });
+
+  test('cache-busting hints of one network stop at its floor; a network that downloads keeps staging', async () => {
+    const ledger = new HintLedger({ floorBytes: 3000, ratio: 2, windowMs: 60_000, maxNetworks: 100 });
+    const fetcher = manualFetcher();
+    const cache = new ObjectCache({
+      maxBytes: 100_000,
+      fetch: (url, control) => fetcher.fetch(url, control.signal),
+      onOriginBytes: (network, bytes) => network !== undefined && ledger.chargeOrigin(network, bytes, 0),
+    });
+    const objects = new ObjectSource({ allowedOrigins: '*', allowPrivateOrigins: false }, cache);
+    const answers: StagedByProxy[] = [];
+    const stager = new Stager({
+      objects,
+      send: (a) => answers.push(a),
+      metrics: new ProxyMetrics(),
+      logger: silentLogger(),
+      maxConcurrent: 8,
+      maxPerClient: 8,
+      timeoutMs: 60_000,
+      clock: () => 0,
+      ledger,
+    });
+    const from = (network: string, i: number): StageHint => ({
+      ...hint(`${network}-${i}`, `https://o.example/seg.ts?bust=${network}-${i}`, `id-${i}`),
+      clientNetwork: network,
+    });
+    // Ten hints, one after the other, each a new URL of 1000 bytes, from ten free client ids.
+    for (let i = 0; i < 10; i++) {
+      stager.handle(from('198.51.100.0/24', i));
+      const url = `https://o.example/seg.ts?bust=198.51.100.0/24-${i}`;
+      if (fetcher.calls.some((c) => c.url === url)) fetcher.answer(url, new Uint8Array(1000));
+      await until(() => answers.length === i + 1, 1000, `answer ${i}`);
+    }
+    // Up to the floor (3000 bytes) and one fetch past it; the rest refused before any fetch.
+    expect(fetcher.calls).toHaveLength(4);
+    expect(answers.filter((a) => a.error === 'over-budget')).toHaveLength(6);
+    // A network whose clients completed downloads may stage more.
+    ledger.creditCompleted('203.0.113.0/24', 10_000, 0);
+    ledger.chargeOrigin('203.0.113.0/24', 10_000, 0);
+    stager.handle(from('203.0.113.0/24', 0));
+    await until(() => fetcher.calls.length === 5, 1000, 'the other network fetches');
   });
 });
