@@ -62,6 +62,8 @@ export interface Cluster {
   origoUrls: string[];
   clientUrls: string[];
   adminToken: string;
+  /** The proxies' /metrics and /healthz bearer token (proxy-metrics.ts monitoring() adds it to a fetch). */
+  metricsToken: string;
   /**
    * Each proxy's key at origo (origo --proxy-keys), by proxy id: the proxies' names, and the
    * `extraProxyIds` a test registers proxies of its own under (e.g. a hostile one).
@@ -189,6 +191,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
   const { privateKey } = generateKeyPairSync('ed25519');
   writeFileSync(tokenKeyFile, privateKey.export({ format: 'pem', type: 'pkcs8' }), { mode: 0o600 });
   const adminToken = randomBytes(16).toString('hex');
+  const metricsToken = randomBytes(16).toString('hex');
   const origoBases = ports.map((port) => `http://${origoHost}:${port}`);
   const origoLog: string[] = [];
   const logLevel = o.logLevel ?? 'warn';
@@ -234,6 +237,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
     origoUrls: origoBases,
     clientUrls: ports.map((port) => `ws://${origoHost}:${port}/v1/client`),
     adminToken,
+    metricsToken,
     proxyKeys,
     proxies,
     origoLog,
@@ -319,7 +323,11 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
         ...(o.quic ? ['--quic-port', host ? String(PLACED_PROXY_QUIC_PORT) : '0'] : []),
         ...(spec.extraArgs ?? []),
       ];
-      const env = { MUTP_PROXY_ID: spec.name, MUTP_PROXY_SECRET: proxyKeys[spec.name] };
+      const env = {
+        MUTP_PROXY_ID: spec.name,
+        MUTP_PROXY_SECRET: proxyKeys[spec.name],
+        MUTP_PROXY_METRICS_TOKEN: metricsToken,
+      };
       const relaunch = () => launch('proxy/src/main.ts', args, env, log, spec.name, o, host?.netns);
       proxies.push({ ...spec, process: relaunch(), log, relaunch });
     }

@@ -85,7 +85,7 @@ export async function proxyCounts(cluster: Cluster): Promise<ProxyCounts[]> {
   const listing = await adminProxies(cluster);
   return Promise.all(
     listing.map(async (p) => {
-      const r = await fetch(`${p.httpUrl.replace(/\/+$/, '')}/metrics`);
+      const r = await fetch(`${p.httpUrl.replace(/\/+$/, '')}/metrics`, monitoring(cluster));
       if (!r.ok) throw new Error(`${p.name} /metrics: HTTP ${r.status}`);
       const samples = parsePrometheus(await r.text());
       const transfers: Record<string, number> = {};
@@ -154,11 +154,16 @@ export async function originBytesByProxy(cluster: Cluster): Promise<Record<strin
   const listing = await adminProxies(cluster);
   const entries = await Promise.all(
     listing.map(async (p) => {
-      const r = await fetch(`${p.httpUrl.replace(/\/+$/, '')}/healthz`);
+      const r = await fetch(`${p.httpUrl.replace(/\/+$/, '')}/healthz`, monitoring(cluster));
       if (!r.ok) throw new Error(`${p.name} /healthz: HTTP ${r.status}`);
       const health = (await r.json()) as { cache?: { originBytes?: number } };
       return [p.proxyId, health.cache?.originBytes ?? 0] as const;
     }),
   );
   return Object.fromEntries(entries);
+}
+
+/** Fetch options that carry the cluster's proxy monitoring token (/metrics, /healthz). */
+export function monitoring(cluster: Pick<Cluster, 'metricsToken'>): RequestInit {
+  return { headers: { authorization: `Bearer ${cluster.metricsToken}` } };
 }

@@ -12,6 +12,7 @@ import { loadNodeCodecs } from '@mutp/wasm/node';
 import { createNodeHost } from '@mutp/client';
 import { Cluster, spawnService, startCluster } from '../src/cluster';
 import { Origin, startOrigin, syntheticObject } from '../src/origin';
+import { monitoring } from '../src/proxy-metrics';
 
 jest.setTimeout(120_000);
 
@@ -148,7 +149,7 @@ describe('four unshaped proxies', () => {
     let prepared = 0;
     for (const p of fountainSet) {
       const httpUrl = (listed.find((x) => x.proxyId === p.proxyId) as { httpUrl?: string } | undefined)?.httpUrl;
-      const metrics = await (await fetch(`${httpUrl}/metrics`)).text();
+      const metrics = await (await fetch(`${httpUrl}/metrics`, monitoring(cluster))).text();
       prepared += Number(/mutp_proxy_stage_prepared_total\{outcome="prepared"\} (\d+)/.exec(metrics)?.[1] ?? 0);
     }
     expect(prepared).toBe(2);

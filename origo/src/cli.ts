@@ -110,6 +110,12 @@ export function buildCli(): Command {
       ),
     )
     .addOption(
+      new Option(
+        '--metrics-token <token>',
+        'bearer token of /metrics (without one it answers loopback clients only)',
+      ).env('MUTP_ORIGO_METRICS_TOKEN'),
+    )
+    .addOption(
       new Option('--db <path>', "SQLite file of download records (':memory:' allowed; not with --records)")
         .env('MUTP_ORIGO_DB')
         .default(d.db),
@@ -294,6 +300,7 @@ export function parseCli(argv: string[]): OrigoOptions {
     maxRecordBytes: o.maxRecordBytes as number,
     dbBusyTimeoutMs: o.dbBusyTimeoutMs as number,
     adminToken: (o.adminToken as string | undefined) || undefined,
+    metricsToken: (o.metricsToken as string | undefined) || undefined,
     db: records === undefined ? (o.db as string) : undefined,
     recordsUrl: records,
     heartbeatIntervalMs: o.heartbeatIntervalMs as number,

@@ -35,6 +35,8 @@ export interface OrigoConfig {
   dbBusyTimeoutMs: number;
   /** Bearer token of the admin endpoints; they are disabled (404) when absent. */
   adminToken?: string;
+  /** Bearer token of /metrics; without one it answers loopback clients only. */
+  metricsToken?: string;
   /** SQLite file of the download records, or ':memory:'. */
   db: string;
   /** PostgreSQL URL (postgres:// or postgresql://) of the download records instead of the SQLite `db`. */
@@ -106,6 +108,7 @@ export const DEFAULT_CONFIG: Omit<
   | 'proxyKeysFile'
   | 'tokenKeyFile'
   | 'adminToken'
+  | 'metricsToken'
   | 'heartbeatTimeoutMs'
   | 'redisUrl'
   | 'instanceId'
@@ -163,6 +166,7 @@ export function resolveConfig(options: OrigoOptions): OrigoConfig {
     throw new Error('proxy credentials are required: --proxy-keys <file> (or --insecure-proxy-secret for dev)');
   }
   if (config.adminToken === '') delete config.adminToken;
+  if (config.metricsToken === '') delete config.metricsToken;
   if (!Number.isInteger(config.port) || config.port < 0 || config.port > 65535) {
     throw new Error(`port must be an integer in [0, 65535], got ${config.port}`);
   }

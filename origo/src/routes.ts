@@ -75,7 +75,14 @@ export function createHttpApp(deps: RouteDeps) {
       if (sessions.closing) return reply.code(503).send({ status: 'shutting-down', proxies, clients });
       return { status: 'ok', proxies, clients };
     });
-    routes.get('/metrics', async (_req, reply) => {
+    // The operator's monitoring, not the public's: the metrics token, or a loopback client (req.ip:
+    // behind a listed reverse proxy that is the real client, not the proxy).
+    routes.get('/metrics', async (req, reply) => {
+      const token = deps.config.metricsToken;
+      if (token !== undefined ? !bearerMatches(req.headers.authorization, token) : !isLoopback(req.ip)) {
+        if (token === undefined) return reply.code(403).send({ error: 'forbidden' });
+        return reply.code(401).header('www-authenticate', 'Bearer').send({ error: 'unauthorized' });
+      }
       reply.header('content-type', metrics.registry.contentType);
       return metrics.registry.metrics();
     });
@@ -122,4 +129,8 @@ function adminRoutes(adminToken: string, { broker, records, log }: RouteDeps): F
       },
     );
   };
+}
+
+function isLoopback(ip: string): boolean {
+  return ip === '::1' || ip.startsWith('127.') || ip.startsWith('::ffff:127.');
 }

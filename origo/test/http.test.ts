@@ -122,4 +122,17 @@ describe('health and metrics', () => {
     expect(text).toContain('nodejs_heap_size_used_bytes');
     await proxy.close();
   });
+
+  test('/metrics answers a loopback client, or anyone with the metrics token, and nobody else', async () => {
+    // Behind a listed reverse proxy the client is the forwarded address, not the loopback proxy.
+    const { http } = await startOrigo({ trustProxy: ['127.0.0.1'] });
+    const remote = { 'x-forwarded-for': '203.0.113.9' };
+    expect((await fetch(`${http}/metrics`, { headers: remote })).status).toBe(403);
+    expect((await fetch(`${http}/metrics`)).status).toBe(200);
+    const guarded = await startOrigo({ metricsToken: 'scrape-me' });
+    const refused = await fetch(`${guarded.http}/metrics`);
+    expect([refused.status, refused.headers.get('www-authenticate')]).toEqual([401, 'Bearer']);
+    const allowed = await fetch(`${guarded.http}/metrics`, { headers: { authorization: 'Bearer scrape-me' } });
+    expect(allowed.status).toBe(200);
+  });
 });

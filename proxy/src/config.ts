@@ -20,6 +20,11 @@ export interface ProxyConfig {
   origoUrl?: string | readonly string[];
   /** This proxy's key at origo (or origo's insecure shared dev secret). */
   secret: string;
+  /**
+   * Bearer token of /metrics and /healthz. Without one they answer loopback peers only: they
+   * show load, cache contents' sizes and client counts, nothing a stranger needs.
+   */
+  metricsToken?: string;
   /** The id origo knows this proxy's key under (required with per-proxy keys). */
   proxyId?: string;
   /** Accept a plain ws:// origo on a non-loopback host (a man in the middle could inject clients). */
@@ -283,6 +288,12 @@ export function buildCommand(): Command {
       ),
     )
     .addOption(
+      new Option(
+        '--metrics-token <token>',
+        'bearer token of /metrics and /healthz (without one they answer loopback peers only)',
+      ).env('MUTP_PROXY_METRICS_TOKEN'),
+    )
+    .addOption(
       new Option('--insecure', 'allow a plain ws:// origo on a non-loopback host')
         .env('MUTP_PROXY_INSECURE')
         .argParser(flag)
@@ -517,6 +528,7 @@ export function parseConfig(argv: string[], command: Command = buildCommand()): 
   return {
     origoUrl: o.origo,
     secret: o.secret,
+    ...(o.metricsToken ? { metricsToken: o.metricsToken as string } : {}),
     proxyId: o.proxyId,
     insecure: o.insecure,
     originPorts: o.originPorts,

@@ -101,9 +101,10 @@ const PUBLIC_MESSAGES: Record<ServeErrorKind, string> = {
 /** Write size without an upload limit (with one, writes are half the bucket's burst). */
 const UNLIMITED_CHUNK_BYTES = 256 * 1024;
 
-export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers?: Record<string, string>): void {
   const text = JSON.stringify(body);
   res.writeHead(status, {
+    ...headers,
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(text),
     'cache-control': 'no-store',

@@ -2,10 +2,14 @@
  * The proxy's HTTP endpoint: `GET /v1/http?url=` (Parallel HTTP baseline; needs a client token,
  * `OPTIONS` answers its CORS preflight), `GET /livez` (200 while the process and its event loop
  * run), `GET /readyz` (200 when registered with origo and not draining, else 503 with the reason),
- * `GET /healthz` (200 + JSON stats) and `GET /metrics` (Prometheus text).
+ * `GET /healthz` (200 + JSON stats) and `GET /metrics` (Prometheus text). The last two need
+ * `metricsToken` as a bearer token, or come from a loopback peer when the proxy has none: the
+ * public port serves clients, and its operator's monitoring is not theirs to read.
  */
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
+import { bearerToken } from './client-tokens';
 import { HttpBaselineDeps, sendJson, serveHttpBaseline, servePreflight } from './http-baseline';
 
 /** Whether the proxy should be sent clients now (load balancers, orchestrators), and why not. */
@@ -13,6 +17,8 @@ export type Readiness = { ready: true } | { ready: false; reason: string; [detai
 
 export interface HttpServerDeps extends HttpBaselineDeps {
   logger: Logger;
+  /** Bearer token of /healthz and /metrics; absent: loopback peers only. */
+  metricsToken?: string;
   health: () => unknown;
   readiness: () => Readiness;
 }
@@ -50,6 +56,10 @@ async function route(deps: HttpServerDeps, req: IncomingMessage, res: ServerResp
     const { ready, ...why } = deps.readiness();
     status = ready ? 200 : 503;
     sendJson(res, status, ready ? { status: 'ready' } : { status: 'not-ready', ...why });
+  } else if (!monitoringAllowed(deps, req)) {
+    status = deps.metricsToken === undefined ? 403 : 401;
+    const headers = status === 401 ? { 'www-authenticate': 'Bearer realm="mutp-metrics"' } : undefined;
+    sendJson(res, status, { error: status === 401 ? 'unauthorized' : 'forbidden' }, headers);
   } else if (url.pathname === '/healthz') {
     status = 200;
     sendJson(res, 200, deps.health());
@@ -63,3 +73,19 @@ async function route(deps: HttpServerDeps, req: IncomingMessage, res: ServerResp
 }
 
 const ROUTES = new Set(['/v1/http', '/livez', '/readyz', '/healthz', '/metrics']);
+
+/** /healthz and /metrics: the operator's token, or a loopback peer when the proxy has no token. */
+export function monitoringAllowed(deps: HttpServerDeps, req: IncomingMessage): boolean {
+  if (deps.metricsToken !== undefined) {
+    const presented = bearerToken(req.headers.authorization);
+    return presented !== undefined && secretsEqual(presented, deps.metricsToken);
+  }
+  const peer = req.socket.remoteAddress ?? '';
+  return peer === '::1' || peer.startsWith('127.') || peer.startsWith('::ffff:127.');
+}
+
+/** Constant-time comparison of two secrets of any length. */
+function secretsEqual(a: string, b: string): boolean {
+  const digest = (s: string) => createHash('sha256').update(s).digest();
+  return timingSafeEqual(digest(a), digest(b));
+}

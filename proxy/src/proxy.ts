@@ -255,6 +255,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
         corsOrigins: config.corsOrigins,
         maxPerAddress: config.maxTransfersPerClient,
         hints,
+        metricsToken: config.metricsToken,
         health: () => {
           const s = stats();
           return { status: 'ok', ...s, peers: { ...s.peers, hosts: undefined } };

@@ -1,6 +1,7 @@
 /** The Parallel HTTP baseline, /healthz and /metrics of an in-process proxy (no origo). */
 import { createHash } from 'node:crypto';
-import { request } from 'node:http';
+import { IncomingMessage, request } from 'node:http';
+import { HttpServerDeps, monitoringAllowed } from '../src/http-server';
 import { createProxy, Proxy } from '../src/proxy';
 import { generateKeyPairSync } from 'node:crypto';
 import { LOOPBACK_ONLY, makeObject, objectOrigin, silentLogger, TestServer, testConfig, testTokens } from './helpers';
@@ -177,6 +178,32 @@ test('the upload limit shapes the HTTP body too', async () => {
     expect(bucket.waits).toBeGreaterThan(0);
   } finally {
     await shaped.close();
+  }
+});
+
+test('/healthz and /metrics: a loopback peer without a token, anyone else only with the metrics token', async () => {
+  const req = (remoteAddress: string, authorization?: string) =>
+    ({ socket: { remoteAddress }, headers: authorization ? { authorization } : {} }) as unknown as IncomingMessage;
+  const open = { metricsToken: undefined } as HttpServerDeps;
+  expect(monitoringAllowed(open, req('127.0.0.1'))).toBe(true);
+  expect(monitoringAllowed(open, req('::ffff:127.0.0.1'))).toBe(true);
+  expect(monitoringAllowed(open, req('::1'))).toBe(true);
+  expect(monitoringAllowed(open, req('203.0.113.5'))).toBe(false);
+  expect(monitoringAllowed(open, req('203.0.113.5', 'Bearer anything'))).toBe(false);
+  const withToken = { metricsToken: 'm0nitor' } as HttpServerDeps;
+  expect(monitoringAllowed(withToken, req('203.0.113.5', 'Bearer m0nitor'))).toBe(true);
+  expect(monitoringAllowed(withToken, req('127.0.0.1'))).toBe(false);
+  expect(monitoringAllowed(withToken, req('203.0.113.5', 'Bearer m0nitors'))).toBe(false);
+  // Over the wire: 401 with a challenge, 200 with the token.
+  const guarded = createProxy(testConfig({ metricsToken: 'm0nitor' }), { logger: silentLogger() });
+  try {
+    const url = (await guarded.start()).httpUrl;
+    const refused = await get(`${url}/metrics`, null);
+    expect([refused.status, refused.headers['www-authenticate']]).toEqual([401, 'Bearer realm="mutp-metrics"']);
+    expect((await get(`${url}/healthz`, 'm0nitor')).status).toBe(200);
+    expect((await get(`${url}/livez`, null)).status).toBe(200);
+  } finally {
+    await guarded.close();
   }
 });
 
