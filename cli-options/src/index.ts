@@ -33,16 +33,25 @@ const value = z.union([scalar, z.array(scalar)], { message: 'expected a string, 
  * Fills every option not given by a flag or the environment from the JSON file at `path`. Each
  * value goes through the flag's own parser (a list is joined with commas), so the file accepts
  * exactly what the flag does. A bad file, an unknown key or a bad value exits through
- * `command.error` (exit code 2), naming the key.
+ * `command.error` (exit code 2), naming the key but never a value: a secret put under the wrong
+ * key, or a file that is not JSON, must not end up in a terminal's scrollback or a unit's log.
  */
 export function applyConfigFile(command: Command, path: string | undefined): void {
   if (path === undefined || path === '') return;
   const fail = (message: string): never => command.error(`error: --config ${path}: ${message}`, { exitCode: 2 });
   let json: unknown;
+  let text: string;
   try {
-    json = JSON.parse(readFileSync(path, 'utf8'));
+    text = readFileSync(path, 'utf8');
   } catch (err) {
     return fail((err as Error).message);
+  }
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    // V8 quotes the text around the error: say where, not what.
+    const at = /position (\d+)/.exec((err as Error).message);
+    return fail(`not valid JSON${at ? ` (at character ${at[1]})` : ''}`);
   }
   const options = new Map<string, Option>();
   for (const option of command.options) {
@@ -71,14 +80,20 @@ export function applyConfigFile(command: Command, path: string | undefined): voi
     if (source === 'cli' || source === 'env') continue;
     let result: unknown = given;
     if (typeof given !== 'boolean') {
-      const text = Array.isArray(given) ? given.join(',') : String(given);
+      const raw = Array.isArray(given) ? given.join(',') : String(given);
       try {
-        result = option.parseArg ? option.parseArg(text, undefined) : text;
+        result = option.parseArg ? option.parseArg(raw, undefined) : raw;
       } catch (err) {
         if (!(err instanceof InvalidArgumentError)) throw err;
-        return fail(`"${key}": ${err.message}`);
+        return fail(`"${key}": ${redact(err.message, raw)}`);
       }
     }
     command.setOptionValueWithSource(name, result, 'config');
   }
+}
+
+/** A parser's message without the value it quotes (a secret under the wrong key would be shown). */
+function redact(message: string, value: string): string {
+  if (value === '') return message;
+  return message.split(JSON.stringify(value)).join('the value').split(value).join('the value');
 }

@@ -11,7 +11,9 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function positive(text: string): number {
   const n = Number(text);
-  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('expected a positive integer');
+  // Quotes the value, as the services' parsers do (the file loader must not pass it on).
+  if (!Number.isInteger(n) || n <= 0)
+    throw new InvalidArgumentError(`expected a positive integer, not ${JSON.stringify(text)}`);
   return n;
 }
 
@@ -60,9 +62,27 @@ test('flags win over the environment, which wins over the file, which wins over 
 
 test('a bad file, an unknown key or a bad value is refused, naming it', () => {
   expect(() => parse([], {}, { prot: 1 })).toThrow(/unknown key "prot": not an option/);
-  expect(() => parse([], {}, { port: -1 })).toThrow(/"port": expected a positive integer/);
+  expect(() => parse([], {}, { port: -1 })).toThrow(/"port": expected a positive integer, not the value/);
   expect(() => parse([], {}, { insecure: 'yes' })).toThrow(/"insecure": expected true or false/);
   expect(() => parse([], {}, { config: 'other.json' })).toThrow(/unknown key "config"/);
   expect(() => parse([], {}, '{ not json')).toThrow(/--config .*options\.json/);
   expect(() => parse([], {}, [1, 2])).toThrow(/expected a JSON object of options/);
+});
+
+test('errors name the key, never the value: a secret under the wrong key or a broken file stays out of logs', () => {
+  const error = (json: unknown) => {
+    try {
+      parse([], {}, json);
+    } catch (e) {
+      return (e as Error).message;
+    }
+    throw new Error('expected the file to be refused');
+  };
+  const misplaced = error({ port: 'hunter2-secret' });
+  expect(misplaced).toContain('"port"');
+  expect(misplaced).not.toContain('hunter2');
+  const broken = error('{"secret-key": hunter2-secret}');
+  expect(broken).toMatch(/not valid JSON/);
+  expect(broken).not.toContain('hunter2');
+  expect(error('{"port": 1,}')).toMatch(/not valid JSON \(at character \d+\)/);
 });

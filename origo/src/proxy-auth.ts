@@ -7,7 +7,7 @@
  * http(s) URL (loopback and private networks only when origo runs with --allow-local-proxies: a dev
  * cluster or the namespace testbed).
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import ipaddr from 'ipaddr.js';
 import { secretsEqual } from './auth';
 
@@ -15,6 +15,23 @@ import { secretsEqual } from './auth';
 export const MIN_PROXY_KEY_LENGTH = 16;
 
 export type ProxyKeys = ReadonlyMap<string, string>;
+
+/**
+ * Why a file of secrets (proxy keys, the token signing key) is readable by more than its owner,
+ * or undefined: group or world read bits give every local account the keys, so origo says so at
+ * start and on reload (it still reads them: refusing would take a fleet down over a chmod).
+ */
+export function keyFileExposure(file: string): string | undefined {
+  let mode: number;
+  try {
+    mode = statSync(file).mode;
+  } catch {
+    return undefined; // the read itself reports a missing file
+  }
+  if ((mode & 0o044) === 0) return undefined;
+  const who = (mode & 0o004) !== 0 ? 'every local user' : 'its group';
+  return `${file} holds secrets but ${who} can read it (mode ${(mode & 0o777).toString(8)}): chmod 600 it`;
+}
 
 export function loadProxyKeys(file: string): ProxyKeys {
   let json: unknown;

@@ -9,7 +9,7 @@ import pino, { Logger } from 'pino';
 import { Broker } from './broker';
 import { OrigoConfig, OrigoOptions, resolveConfig } from './config';
 import { createMetrics, Metrics } from './metrics';
-import { loadProxyKeys, ProxyKeys } from './proxy-auth';
+import { keyFileExposure, loadProxyKeys, ProxyKeys } from './proxy-auth';
 import { DEFAULT_WRITER, RecordWriter } from './record-writer';
 import { describeRecordBackend, openRecordBackend } from './record-backend';
 import { createHttpApp } from './routes';
@@ -48,6 +48,10 @@ export function createOrigo(options: OrigoOptions): Origo {
   });
   const random = options.random ?? (() => (Math.random() * 0x100000000) >>> 0);
   const tokens = new TokenIssuer(config.tokenTtlMs, config.tokenKeyFile);
+  for (const file of [config.proxyKeysFile, config.tokenKeyFile]) {
+    const exposure = file === undefined ? undefined : keyFileExposure(file);
+    if (exposure !== undefined) log.warn(exposure);
+  }
   let proxyKeys: ProxyKeys | undefined =
     config.proxyKeysFile !== undefined ? loadProxyKeys(config.proxyKeysFile) : undefined;
   if (proxyKeys === undefined) {
@@ -76,6 +80,8 @@ export function createOrigo(options: OrigoOptions): Origo {
     reloadProxyKeys() {
       if (config.proxyKeysFile === undefined) return;
       const keys = loadProxyKeys(config.proxyKeysFile);
+      const exposure = keyFileExposure(config.proxyKeysFile);
+      if (exposure !== undefined) log.warn(exposure);
       proxyKeys = keys;
       broker.revokeMissing(keys);
       log.info({ proxies: keys.size }, 'proxy keys reloaded');

@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { chmodSync, writeFileSync } from 'node:fs';
 import {
   ADMIN,
   closeAll,
@@ -127,6 +127,18 @@ describe('proxy registration', () => {
     await thief.closed();
     await proxyBarrier(owner);
     expect((await adminProxies(http)).map((p) => p.name)).toEqual(['edge-3']);
+  });
+
+  test('a key file others can read is warned about, by path and mode, never by content (issue 31)', async () => {
+    const file = keysFile({ 'edge-9': KEY9 });
+    chmodSync(file, 0o644);
+    const loose = await startOrigo({ proxySecret: undefined, proxyKeysFile: file });
+    const warning = loose.logs.find((l) => l.level === 40 && String(l.msg).includes(file));
+    expect(warning?.msg).toMatch(/every local user can read it \(mode 644\): chmod 600 it/);
+    expect(JSON.stringify(loose.logs)).not.toContain(KEY9);
+    chmodSync(file, 0o600);
+    const tight = await startOrigo({ proxySecret: undefined, proxyKeysFile: file });
+    expect(tight.logs.some((l) => String(l.msg).includes('can read it'))).toBe(false);
   });
 
   test('with per-proxy keys a proxy re-registering its id replaces its old socket', async () => {
