@@ -27,7 +27,15 @@ import { OrigoConfig } from './config';
 import { BudgetBook } from './limits';
 import { Metrics } from './metrics';
 import { Cluster, ConnectionRef, InstanceMessage, SharedProxy } from './cluster/cluster';
-import { authenticateProxy, httpUrlProblem, ProxyKeys, quicUrlProblem } from './proxy-auth';
+import {
+  authenticateProxy,
+  httpPortProblem,
+  httpUrlProblem,
+  Lookup,
+  ProxyKeys,
+  quicUrlProblem,
+  resolvedHostProblem,
+} from './proxy-auth';
 import { RecordWriter } from './record-writer';
 import { ThroughputBook } from './throughput';
 import { IssuedToken, TokenIssuer } from './tokens';
@@ -146,6 +154,8 @@ export interface BrokerDeps {
   proxyKeys: () => ProxyKeys | undefined;
   /** State shared with other origo instances (SoloCluster when alone). */
   cluster: Cluster;
+  /** How proxies' httpUrl names resolve (default: the system's resolver). */
+  lookup?: Lookup;
 }
 
 export class Broker {
@@ -199,7 +209,7 @@ export class Broker {
   // ------------------------------------------------------------------------------ proxies
 
   /** Registers a proxy; returns its id, or undefined when refused (the peer got an error and is being closed). */
-  register(peer: ProxyPeer, m: Register): string | undefined {
+  async register(peer: ProxyPeer, m: Register): Promise<string | undefined> {
     const refuse = (code: string, closeCode: number, message: string) => {
       this.deps.metrics.registrationsRefused.inc({ reason: code });
       this.deps.log.warn({ peer: peer.label, name: m.name, code }, `registration refused: ${message}`);
@@ -220,6 +230,13 @@ export class Broker {
     const quicProblem = m.quic === undefined ? undefined : quicUrlProblem(m.quic.url, m.httpUrl);
     if (quicProblem !== undefined) {
       return refuse('unauthorized', CLOSE.unauthorized, `quic.url refused: ${quicProblem}`);
+    }
+    // Only an authenticated proxy costs origo a name lookup.
+    const hostProblem =
+      httpPortProblem(m.httpUrl, this.config.allowLocalProxies) ??
+      (await resolvedHostProblem(m.httpUrl, this.config.allowLocalProxies, this.deps.lookup));
+    if (hostProblem !== undefined) {
+      return refuse('unauthorized', CLOSE.unauthorized, `httpUrl refused: ${hostProblem}`);
     }
     const remote = this.deps.cluster.remoteProxies();
     const proxyId = auth.proxyId ?? this.newId('p', this.proxies, remote);

@@ -1,6 +1,7 @@
 import ipaddr from 'ipaddr.js';
 import { DestinationStream } from 'pino';
 import { Random } from '@mutp/shared';
+import type { Lookup } from './proxy-auth';
 
 export interface OrigoConfig {
   port: number;
@@ -96,10 +97,11 @@ export interface OrigoConfig {
   trustProxy: string[];
 }
 
-/** In-process extras (tests): where logs go, and the random source of selection. */
+/** In-process extras (tests): where logs go, the random source of selection, the DNS of proxies' names. */
 export interface OrigoOptions extends Partial<OrigoConfig> {
   logStream?: DestinationStream;
   random?: Random;
+  lookup?: Lookup;
 }
 
 export const DEFAULT_CONFIG: Omit<

@@ -7,6 +7,7 @@
  * http(s) URL (loopback and private networks only when origo runs with --allow-local-proxies: a dev
  * cluster or the namespace testbed).
  */
+import { lookup } from 'node:dns/promises';
 import { readFileSync, statSync } from 'node:fs';
 import ipaddr from 'ipaddr.js';
 import { secretsEqual } from './auth';
@@ -107,6 +108,47 @@ export function httpUrlProblem(httpUrl: string, allowLocal: boolean): string | u
     return allowLocal && (host === 'localhost' || host.endsWith('.localhost')) ? undefined : `${host} is not public`;
   }
   if (!host.includes('.')) return `${host} is a single-label (intranet) name`;
+  return undefined;
+}
+
+/** Ports below 1024 other than HTTP's and HTTPS's belong to other services (mail, ssh, printers). */
+export function httpPortProblem(httpUrl: string, allowLocal: boolean): string | undefined {
+  const url = new URL(httpUrl);
+  const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+  if (allowLocal || port === 80 || port === 443 || port >= 1024) return undefined;
+  return `port ${port} is a privileged port other than 80 and 443`;
+}
+
+export type Lookup = (host: string) => Promise<readonly { address: string }[]>;
+
+const systemLookup: Lookup = (host) => lookup(host, { all: true, verbatim: true });
+
+/** How long a registration waits for its name to resolve before taking it unresolved. */
+const LOOKUP_TIMEOUT_MS = 2000;
+
+/**
+ * Why the name in `httpUrl` is not offered to clients: it resolves (as origo sees it) to a
+ * loopback, private or other non-public address, so a registered proxy cannot aim the viewers'
+ * browsers at their own networks (issue 31). A name that does not resolve here, or not in time,
+ * passes: clients may see another DNS, and a name clients cannot resolve harms nobody. A name
+ * that changes its answer later (DNS rebinding) is not caught: docs/security.md.
+ */
+export async function resolvedHostProblem(
+  httpUrl: string,
+  allowLocal: boolean,
+  resolve: Lookup = systemLookup,
+): Promise<string | undefined> {
+  const host = new URL(httpUrl).hostname.replace(/^\[|\]$/g, '');
+  if (allowLocal || ipaddr.isValid(host)) return undefined; // literals were checked already
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<undefined>((done) => (timer = setTimeout(() => done(undefined), LOOKUP_TIMEOUT_MS)));
+  const addresses = await Promise.race([resolve(host).catch(() => undefined), timeout]).finally(() =>
+    clearTimeout(timer),
+  );
+  for (const { address } of addresses ?? []) {
+    const problem = httpUrlProblem(`http://${address.includes(':') ? `[${address}]` : address}/`, false);
+    if (problem !== undefined) return `${host} resolves to ${address}: ${problem.replace(/^address \S+ is /, '')}`;
+  }
   return undefined;
 }
 

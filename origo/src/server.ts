@@ -66,6 +66,7 @@ export function createOrigo(options: OrigoOptions): Origo {
     tokens,
     proxyKeys: () => proxyKeys,
     cluster,
+    ...(options.lookup !== undefined ? { lookup: options.lookup } : {}),
   });
   const sessions = new Sessions(config, broker, log, metrics);
   const app = createHttpApp({ config, log, metrics, broker, sessions, records, tokens });

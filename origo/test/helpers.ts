@@ -64,6 +64,8 @@ export async function startOrigo(overrides: Partial<OrigoOptions> = {}): Promise
     db: ':memory:',
     logLevel: 'debug',
     logStream: { write: (line: string) => void logs.push(JSON.parse(line) as LogLine) },
+    // Test names (*.test) never reach the system's resolver: they do not resolve.
+    lookup: async () => [],
     ...overrides,
   });
   opened.push({ close: () => origo.close() });
@@ -145,7 +147,7 @@ export class TestPeer {
     for (const w of waiters) w();
   }
 
-  private until(done: () => boolean, what: string, timeoutMs = WAIT_MS): Promise<void> {
+  until(done: () => boolean, what: string, timeoutMs = WAIT_MS): Promise<void> {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiters = this.waiters.filter((w) => w !== check);

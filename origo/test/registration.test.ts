@@ -191,6 +191,31 @@ describe('proxy registration', () => {
     await peer.closed();
   });
 
+  test('a name resolving to a private address, or a privileged port other than 80/443, is refused (issue 31)', async () => {
+    const dns: Record<string, string[]> = {
+      'sneaky.example.com': ['93.184.216.34', '192.168.1.1'],
+      'edge.example.com': ['2001:4860:4860::8888'],
+    };
+    const { port } = await startOrigo({ lookup: async (host) => (dns[host] ?? []).map((address) => ({ address })) });
+    const register = async (httpUrl: string) => {
+      const peer = await TestPeer.open(port, '/v1/proxy', 'proxy');
+      peer.send({ ...registerMessage({ name: 'p' }), httpUrl });
+      await peer.until(
+        () => peer.received.some((m) => m.type === 'registered' || m.type === 'error'),
+        'registered or refused',
+      );
+      const answer = peer.received.find((m) => m.type === 'registered' || m.type === 'error')!;
+      return answer.type === 'registered' ? 'registered' : String(answer.message);
+    };
+    expect(await register('http://sneaky.example.com:8800/')).toMatch(
+      /httpUrl refused: sneaky.example.com resolves to 192.168.1.1: private, not public/,
+    );
+    expect(await register('http://edge.example.com:25/')).toMatch(/port 25 is a privileged port/);
+    expect(await register('https://edge.example.com/')).toBe('registered');
+    // Names origo cannot resolve pass: the clients may see another DNS.
+    expect(await register('http://elsewhere.example.net:8443/')).toBe('registered');
+  });
+
   test('a loopback httpUrl is accepted with allowLocalProxies (dev)', async () => {
     const { port } = await startOrigo({ allowLocalProxies: true });
     const peer = await TestPeer.open(port, '/v1/proxy', 'proxy');
