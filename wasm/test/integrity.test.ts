@@ -150,6 +150,36 @@ describe.each(MODES)('%s', (mode) => {
     for (const i of [0, 1, 3]) expect(run.receiver.stats().sources[i].polluter).toBe(false);
   });
 
+  test('two sources corrupting the same check units are both identified and the download completes (issue 31)', () => {
+    const run = download(
+      mode,
+      object,
+      (request, i) => {
+        const s = honest(object, request, mode, 250 + i);
+        return i === 1 || i === 2 ? corruptingData(s, 2) : asSource(s);
+      },
+      [5, 5, 5, 5, 5],
+    );
+    if (mode === 'uncoded') {
+      // Uncoded units are systematic symbols: leaving sources out needs repeats the partitioned
+      // sources do not send (issue 31, attack 5, open). It must fail cleanly, never accept.
+      expect(['complete', 'failed']).toContain(run.receiver.status);
+      if (run.receiver.status === 'complete')
+        expect(Buffer.from(run.receiver.takeObject()).equals(Buffer.from(object))).toBe(true);
+      return;
+    }
+    expect(run.receiver.error).toBeUndefined();
+    expect(run.receiver.status).toBe('complete');
+    expect(Buffer.from(run.receiver.takeObject()).equals(Buffer.from(object))).toBe(true);
+    expect(
+      run.receiver
+        .polluters()
+        .map((p) => p.source)
+        .sort(),
+    ).toEqual([1, 2]);
+    for (const i of [0, 3, 4]) expect(run.receiver.stats().sources[i].polluter).toBe(false);
+  });
+
   test('a source whose DIGESTS do not hash to its unit root is excluded', () => {
     const run = download(
       mode,

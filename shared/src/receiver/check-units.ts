@@ -11,10 +11,13 @@
  *   out (more packets are asked for meanwhile). The first such decode that verifies gives the
  *   unit's true bytes; every kept packet is then re-encoded from them and compared, and a source
  *   is named a polluter only on a packet that provably differs: an honest source is never blamed.
+ * - when every leave-one-out decode fails too, two sources polluted the unit at once: it is decoded
+ *   once per pair of contributors left out (with at most MAX_PAIR_CONTRIBUTORS contributors, so at
+ *   most 10 decoders), and the first that verifies proves both (issue 31: before, two polluters in
+ *   one unit failed the download and neither was reported).
  *
- * More than one polluter inside one check unit at once cannot be told apart this way: the unit
- * then fails (the download falls back); one polluter per check unit at a time is identified and
- * excluded, so several polluters are caught one after another in different units.
+ * Three or more polluters inside one check unit at once are not told apart: the unit then fails
+ * (the download falls back); polluters in different units are caught one after another.
  */
 import { bytesEqual } from '../bytes';
 import { AddResult, Codec, UnitDecoder } from '../codec/types';
@@ -30,16 +33,23 @@ interface LoggedPacket {
   payload: Uint8Array;
 }
 
-interface LeaveOneOut {
+/** A decode of a check unit without the packets of the `left` sources. */
+interface LeaveOut {
+  left: readonly number[];
   decoder: UnitDecoder;
   failed: boolean;
 }
 
+/** Pairs are tried only among this many contributors (10 pairs, 10 decoders of one unit). */
+const MAX_PAIR_CONTRIBUTORS = 5;
+
 class CheckUnit {
   /** Normal state: one decoder fed with every packet. */
   decoder?: UnitDecoder;
-  /** Recovery state: one decoder per contributor, fed with everyone's packets but that one's. */
-  recovery?: Map<number, LeaveOneOut>;
+  /** Recovery state: one decoder per left-out set (a contributor, then pairs), fed with the rest. */
+  recovery?: LeaveOut[];
+  /** Whether the recovery leaves out pairs (every single one failed). */
+  pairs = false;
   log: LoggedPacket[] = [];
   logBytes = 0;
   /** Some packet could not be kept (budget): a failure here cannot be traced. */
@@ -100,7 +110,7 @@ export class CheckedDecoder {
     const local = this.checks.localUnit(unit);
     if (c.decoder) return c.decoder.rank(local);
     let least = Infinity;
-    for (const l of c.recovery?.values() ?? []) if (!l.failed) least = Math.min(least, l.decoder.rank(local));
+    for (const l of c.recovery ?? []) if (!l.failed) least = Math.min(least, l.decoder.rank(local));
     return least === Infinity ? 0 : least;
   }
 
@@ -139,8 +149,8 @@ export class CheckedDecoder {
     }
     this.keep(c, source, local, key, payload);
     let result: AddResult = 'redundant';
-    for (const [left, l] of c.recovery ?? []) {
-      if (left === source || l.failed) continue;
+    for (const l of c.recovery ?? []) {
+      if (l.left.includes(source) || l.failed) continue;
       const r = l.decoder.add(local, key, payload);
       if (r === 'invalid') return { ...none, result: r };
       if (r === 'innovative') result = 'innovative';
@@ -195,8 +205,9 @@ export class CheckedDecoder {
   private drop(c: CheckUnit): void {
     c.decoder?.free();
     c.decoder = undefined;
-    for (const l of c.recovery?.values() ?? []) l.decoder.free();
+    for (const l of c.recovery ?? []) if (!l.failed) l.decoder.free();
     c.recovery = undefined;
+    c.pairs = false;
     this.logBytes -= c.logBytes;
     c.log = [];
     c.logBytes = 0;
@@ -240,18 +251,19 @@ export class CheckedDecoder {
       c.decoder = this.codec.createDecoder(c.layout);
       return { result: 'innovative', verified: false, polluters: contributors };
     }
-    c.recovery = new Map();
-    for (const left of contributors) {
-      const kept = c.log.filter((p) => p.source !== left);
-      c.recovery.set(left, { decoder: this.decoderFrom(c.layout, kept), failed: false });
-    }
+    c.recovery = contributors.map((left) => this.leaveOut(c, [left]));
     return this.tryRecovery(k, c);
+  }
+
+  private leaveOut(c: CheckUnit, left: readonly number[]): LeaveOut {
+    const kept = c.log.filter((p) => !left.includes(p.source));
+    return { left, decoder: this.decoderFrom(c.layout, kept), failed: false };
   }
 
   private tryRecovery(k: number, c: CheckUnit): CheckOutcome {
     const outcome: CheckOutcome = { result: 'redundant', verified: false, polluters: [] };
     if (!c.recovery) return outcome;
-    for (const [, l] of c.recovery) {
+    for (const l of c.recovery) {
       if (l.failed || !complete(l.decoder, c.layout)) continue;
       const bytes = l.decoder.readObject();
       if (!this.digestOk(k, bytes)) {
@@ -263,12 +275,21 @@ export class CheckedDecoder {
       this.accept(k, c, bytes);
       return { ...outcome, verified: true, polluters };
     }
-    if ([...c.recovery.values()].every((l) => l.failed))
-      return {
-        ...outcome,
-        unrecoverable: `check unit ${k} fails with any single source left out: more than one source polluted it`,
-      };
-    return outcome;
+    if (!c.recovery.every((l) => l.failed)) return outcome;
+    const contributors = [...new Set(c.log.map((p) => p.source))];
+    if (!c.pairs && contributors.length > 2 && contributors.length <= MAX_PAIR_CONTRIBUTORS) {
+      // Every single one left out still fails: two sources polluted this unit at once.
+      c.pairs = true;
+      c.recovery = [];
+      for (let i = 0; i < contributors.length; i++)
+        for (let j = i + 1; j < contributors.length; j++)
+          c.recovery.push(this.leaveOut(c, [contributors[i], contributors[j]]));
+      return this.tryRecovery(k, c);
+    }
+    return {
+      ...outcome,
+      unrecoverable: `check unit ${k} fails with any ${c.pairs ? 'two sources' : 'single source'} left out: more sources polluted it`,
+    };
   }
 
   /** Sources with a kept packet that differs from what the verified bytes encode to. */
