@@ -8,9 +8,10 @@
  * marker value; the downloader must never answer on it nor start a download (origo, here a TCP
  * listener that counts connections, is never contacted by the attack).
  *
- * Finding 10: the content script forwards a cross-origin URL only with the origin's CORS consent
- * for the page (the request goes to the network otherwise, reason 'cors'), and `user:pass@` URLs
- * never reach the downloader.
+ * Finding 10: the page gets the bytes of a cross-origin URL only with the origin's CORS consent
+ * for the page (the request goes to the network otherwise, reason 'cors'; since issue 31 the
+ * consent check runs beside the download and the relay holds the answer until it comes), and
+ * `user:pass@` URLs never reach the downloader.
  */
 import { AddressInfo, createServer, Server, Socket } from 'node:net';
 import type { Page, WebWorker } from 'puppeteer-core';
@@ -191,16 +192,16 @@ test('a page cannot attach a port to the downloader frame the extension made for
   }
 });
 
-test('a cross-origin URL goes to the downloader only with the origin’s CORS consent', async () => {
+test('a cross-origin URL’s bytes reach the page only with the origin’s CORS consent', async () => {
   const page = await openAttacker();
   try {
     // Same server, other origin: localhost vs 127.0.0.1.
     const other = server.url.replace('127.0.0.1', 'localhost');
     // Origo connections are no evidence here: the downloader frame, made for the page's first media
     // request, opens origo when it attaches (MutpClient.prepare) whatever happens to that request.
-    // Whether a URL reached the downloader shows in the reason the hook counts: 'cors' is the content
-    // script's refusal; the downloader would have answered 'origo-unreachable' (origo, a silent
-    // listener here, never welcomes it).
+    // What the page was told shows in the reason the hook counts: 'cors' is the content script's
+    // refusal (whatever the downloader answered meanwhile is dropped); with consent the downloader's
+    // own answer comes through, 'origo-unreachable' (origo, a silent listener here, never welcomes it).
     // No Access-Control-Allow-Origin: the content script refuses it, the page's own request fails CORS.
     const refused = await page.evaluate(
       (u) => (window as unknown as AttackerWindow).load(u, { Range: 'bytes=0-9' }),

@@ -261,4 +261,49 @@ describe('DownloaderRelay', () => {
       t.close();
     }
   });
+
+  test('consent still coming: the request goes at once, its answer waits for a yes and is dropped on a no (issue 31)', async () => {
+    const answers = new Map<number, (ok: boolean) => void>();
+    const t = setup(async (r) => ({
+      ok: true,
+      request: r,
+      consent: new Promise<boolean>((resolve) => answers.set(r.id, resolve)),
+    }));
+    try {
+      t.hook.postMessage(get({ id: 1 }));
+      t.hook.postMessage(get({ id: 2 }));
+      t.hook.postMessage(get({ id: 3 }));
+      // All three reach the downloader before any consent answer: the HEAD is off the critical path.
+      await until('three requests to reach the frame', () => t.toFrame.length >= 3);
+      expect(answers.size).toBe(3);
+      const result = (id: number) => {
+        const body = new Uint8Array([id]).buffer;
+        t.frame.postMessage({ type: 'result', id, ok: true, body, status: 200, contentType: 'video/mp4' }, [body]);
+      };
+      // 1: the bytes arrive first and wait; consent then releases them.
+      result(1);
+      // 2: consent refused after the bytes came: they never reach the page.
+      result(2);
+      // 3: consent refused before the bytes: the download is cancelled; a late answer is dropped.
+      answers.get(3)!(false);
+      await until('the cancel of 3 to reach the frame', () => t.toFrame.length >= 4);
+      expect(t.toFrame[3]).toEqual({ type: 'cancel', id: 3 });
+      result(3);
+      answers.get(2)!(false);
+      answers.get(1)!(true);
+      await until('three answers to reach the hook', () => t.toHook.length >= 3);
+      // A hello round trip: anything still queued for the hook has arrived by then.
+      t.hook.postMessage({ type: 'hello', session: 'x', pageUrl: 'y' });
+      await until('the hello to reach the frame', () => t.toFrame.length >= 5);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(byId(t.toHook)).toEqual([
+        { type: 'result', id: 1, ok: true, body: expect.any(ArrayBuffer), status: 200, contentType: 'video/mp4' },
+        { type: 'result', id: 2, ok: false, reason: 'cors', message: 'cors' },
+        { type: 'result', id: 3, ok: false, reason: 'cors', message: 'cors' },
+      ]);
+      expect(new Uint8Array((byId(t.toHook)[0] as { body: ArrayBuffer }).body)).toEqual(new Uint8Array([1]));
+    } finally {
+      t.close();
+    }
+  });
 });

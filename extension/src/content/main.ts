@@ -103,7 +103,10 @@ async function authorize(request: GetRequest): Promise<Authorization> {
   if (!config.enabled) return { ok: false, reason: config.disabledReason ?? 'disabled' };
   const verdict = checkUrl(request.url, window.location.origin);
   if (!verdict.ok) return verdict;
-  if (verdict.crossOrigin && !(await consent.check(verdict.url))) return { ok: false, reason: 'cors' };
+  // Cross-origin: the origin's CORS answer decides, but it need not come first. A known answer is
+  // used as it is; an unknown one is asked now and the relay holds the bytes until it comes.
+  const known = verdict.crossOrigin ? consent.known(verdict.url) : true;
+  if (known === false) return { ok: false, reason: 'cors' };
   // The extension's settings decide the mode and N, whatever the page world asked for.
   // The hook's deadline for this request, worked out here from the settings (not taken from the
   // page): the downloader's limits derive from it.
@@ -117,7 +120,9 @@ async function authorize(request: GetRequest): Promise<Authorization> {
     forwarded.upcoming = readableUpcoming(request.upcoming ?? [], window.location.origin, consent);
     forwarded.track = request.track;
   }
-  return { ok: true, request: forwarded };
+  return known === true
+    ? { ok: true, request: forwarded }
+    : { ok: true, request: forwarded, consent: consent.check(verdict.url) };
 }
 
 function randomToken(): string {

@@ -8,8 +8,15 @@
 import { GetFailure, GetRequest, HookToDownloader, isObject, MAX_UPCOMING, UpcomingSegment } from '../common/messages';
 import { ByteRangeSpec } from '../common/media';
 
-/** A request the relay may forward, or why not (the hook sends it to the network instead). */
-export type Authorization = { ok: true; request: GetRequest } | { ok: false; reason: string };
+/**
+ * A request the relay may forward, or why not (the hook sends it to the network instead). With
+ * `consent`, the origin's CORS answer is still coming: the request goes at once and its answer
+ * is held until consent says yes (no: the download is cancelled and the hook told 'cors'), so the
+ * consent round trip runs beside the transfer instead of before it, and no byte reaches the page
+ * before it.
+ */
+export type Authorization =
+  { ok: true; request: GetRequest; consent?: Promise<boolean> } | { ok: false; reason: string };
 
 export interface RelayDeps {
   /** Checks a request from the hook (already shape-checked) and gives the one to forward. */
@@ -23,6 +30,10 @@ const MAX_PENDING = 256;
 export class DownloaderRelay {
   /** Requests still being authorised (a cancel before the answer drops them). */
   private readonly authorizing = new Set<number>();
+  /** Forwarded requests whose consent is still coming, with their answer once it came first. */
+  private readonly awaitingConsent = new Map<number, { result?: { data: unknown; transfer: Transferable[] } }>();
+  /** Requests consent was refused for: an answer the downloader still sends is dropped. */
+  private readonly denied = new Set<number>();
 
   constructor(
     private readonly hookPort: MessagePort,
@@ -44,6 +55,7 @@ export class DownloaderRelay {
     if (m.type === 'hello') {
       this.toDownloader({ type: 'hello', ...this.deps.hello() });
     } else if (m.type === 'cancel' && typeof m.id === 'number') {
+      this.awaitingConsent.delete(m.id);
       if (!this.authorizing.delete(m.id)) this.toDownloader({ type: 'cancel', id: m.id });
     } else if (m.type === 'get') {
       this.authorizeAndForward(m);
@@ -60,8 +72,31 @@ export class DownloaderRelay {
       .catch((): Authorization => ({ ok: false, reason: 'internal' }))
       .then((verdict) => {
         if (!this.authorizing.delete(request.id)) return; // cancelled meanwhile
-        if (verdict.ok) this.toDownloader(verdict.request);
-        else this.refuse(request.id, verdict.reason);
+        if (!verdict.ok) return this.refuse(request.id, verdict.reason);
+        if (verdict.consent !== undefined) this.gate(request.id, verdict.consent);
+        this.toDownloader(verdict.request);
+      });
+  }
+
+  /** Holds the answer of request `id` until `consent` settles; a no cancels it and tells the hook. */
+  private gate(id: number, consent: Promise<boolean>): void {
+    const entry: { result?: { data: unknown; transfer: Transferable[] } } = {};
+    this.awaitingConsent.set(id, entry);
+    void consent
+      .catch(() => false)
+      .then((ok) => {
+        if (this.awaitingConsent.get(id) !== entry) return; // cancelled by the hook meanwhile
+        this.awaitingConsent.delete(id);
+        if (!ok) {
+          if (entry.result === undefined) {
+            this.toDownloader({ type: 'cancel', id });
+            this.denied.add(id);
+            // Bounded: a downloader that never answers a cancel must not grow this.
+            if (this.denied.size > MAX_PENDING) this.denied.delete(this.denied.values().next().value!);
+          }
+          return this.refuse(id, 'cors');
+        }
+        if (entry.result !== undefined) this.toHook(entry.result.data, entry.result.transfer);
       });
   }
 
@@ -70,7 +105,9 @@ export class DownloaderRelay {
     if (data.type === 'ready') this.toHook({ type: 'ready' });
     else if (data.type === 'result' && typeof data.id === 'number') {
       const transfer = data.ok === true && data.body instanceof ArrayBuffer ? [data.body] : [];
-      this.toHook(data, transfer);
+      const held = this.awaitingConsent.get(data.id);
+      if (held !== undefined) held.result = { data, transfer };
+      else if (!this.denied.delete(data.id)) this.toHook(data, transfer);
     }
   }
 
