@@ -34,6 +34,7 @@ import {
   Lookup,
   ProxyKeys,
   quicUrlProblem,
+  removedKeys,
   resolvedHostProblem,
 } from './proxy-auth';
 import { RecordWriter } from './record-writer';
@@ -88,6 +89,8 @@ type ClientReport = Extract<ClientToOrigo, { type: 'report' }>;
 
 interface ProxyEntry extends ProxyLoad {
   peer: ProxyPeer;
+  /** The fingerprint of the per-proxy key it registered with (revocation). */
+  keyFingerprint?: string;
   name: string;
   httpUrl: string;
   quic?: QuicEndpoint;
@@ -240,9 +243,9 @@ export class Broker {
     }
     const remote = this.deps.cluster.remoteProxies();
     const proxyId = auth.proxyId ?? this.newId('p', this.proxies, remote);
-    if (this.deps.cluster.isRevoked(proxyId) && auth.proxyId !== undefined) {
-      // Revoked on another instance whose key file was reloaded first.
-      return refuse('unauthorized', CLOSE.unauthorized, `proxy key ${proxyId} was revoked`);
+    if (auth.keyFingerprint !== undefined && this.deps.cluster.isKeyRevoked(auth.keyFingerprint)) {
+      // Revoked on some instance (this file may be stale): revocations only ever accumulate.
+      return refuse('unauthorized', CLOSE.unauthorized, `proxy key of ${proxyId} was revoked`);
     }
     const previous = this.proxies.get(proxyId);
     const elsewhere = previous === undefined ? this.remoteProxy(proxyId) : undefined;
@@ -273,6 +276,7 @@ export class Broker {
     const entry: ProxyEntry = {
       proxyId,
       peer,
+      ...(auth.keyFingerprint !== undefined ? { keyFingerprint: auth.keyFingerprint } : {}),
       name: m.name,
       httpUrl: m.httpUrl,
       ...(m.quic !== undefined ? { quic: m.quic } : {}),
@@ -334,24 +338,27 @@ export class Broker {
     this.removeProxy(proxy);
   }
 
-  /** Keys were reloaded: proxies whose id lost its key are dropped (revocation). */
-  revokeMissing(keys: ProxyKeys): void {
-    const known = [...this.proxies.keys(), ...[...this.remoteEntries()].map((p) => p.proxyId)];
-    const revoked = known.filter((id) => !keys.has(id));
-    this.deps.cluster.setRevoked(revoked, [...keys.keys()]);
-    if (revoked.length > 0) {
-      this.deps.cluster.broadcast({ kind: 'proxies-revoked', from: this.instanceId, proxyIds: revoked });
-    }
-    this.dropRevoked(revoked);
+  /**
+   * Keys were reloaded: every key the previous file listed and this one does not (under the same
+   * id) is revoked by fingerprint, for every instance and for good, whether or not its proxy is
+   * connected now (issue 31: a proxy offline at the reload registered at another instance, and a
+   * stale file reloaded anywhere un-revoked keys everywhere). Proxies registered with one are dropped.
+   */
+  revokeRemoved(previous: ProxyKeys | undefined, next: ProxyKeys): void {
+    const fingerprints = removedKeys(previous, next);
+    if (fingerprints.length === 0) return;
+    this.deps.cluster.revokeKeys(fingerprints);
+    this.deps.cluster.broadcast({ kind: 'keys-revoked', from: this.instanceId, fingerprints });
+    this.dropRevoked(fingerprints);
   }
 
-  private dropRevoked(proxyIds: readonly string[]): void {
-    for (const proxyId of proxyIds) {
-      // Every instance hears of a revocation (proxies-revoked) and tells its own clients.
-      this.withdraw(proxyId, 'revoked', false);
-      const proxy = this.proxies.get(proxyId);
-      if (proxy === undefined) continue;
-      this.deps.log.warn({ proxyId }, 'proxy key revoked: proxy removed');
+  /** Drops this instance's proxies registered with a revoked key; every instance tells its clients. */
+  private dropRevoked(fingerprints: readonly string[]): void {
+    const revoked = new Set(fingerprints);
+    for (const proxy of [...this.proxies.values()]) {
+      if (proxy.keyFingerprint === undefined || !revoked.has(proxy.keyFingerprint)) continue;
+      this.deps.log.warn({ proxyId: proxy.proxyId }, 'proxy key revoked: proxy removed');
+      this.withdraw(proxy.proxyId, 'revoked', true);
       this.removeProxy(proxy);
       proxy.peer.send({ type: 'error', code: 'unauthorized', message: 'this proxy key was revoked' });
       proxy.peer.close(CLOSE.unauthorized, 'revoked');
@@ -868,8 +875,8 @@ export class Broker {
         client.peer.close(CLOSE.replaced, 'replaced');
         return;
       }
-      case 'proxies-revoked':
-        return this.dropRevoked(m.proxyIds);
+      case 'keys-revoked':
+        return this.dropRevoked(m.fingerprints);
       case 'proxy-withdrawn':
         return this.withdraw(m.proxyId, m.reason, false);
       case 'stage':

@@ -7,6 +7,7 @@
  * http(s) URL (loopback and private networks only when origo runs with --allow-local-proxies: a dev
  * cluster or the namespace testbed).
  */
+import { createHash } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
 import { readFileSync, statSync } from 'node:fs';
 import ipaddr from 'ipaddr.js';
@@ -55,7 +56,27 @@ export function loadProxyKeys(file: string): ProxyKeys {
   return keys;
 }
 
-export type ProxyAuthResult = { ok: true; proxyId?: string; mayReplace: boolean } | { ok: false; reason: string };
+export type ProxyAuthResult =
+  | { ok: true; proxyId?: string; mayReplace: boolean; /** Per-proxy keys only. */ keyFingerprint?: string }
+  | { ok: false; reason: string };
+
+/**
+ * A key's fingerprint (128 bits of its SHA-256, base64url): what revocation records, so a
+ * revoked key stays revoked whatever id it is listed under and whatever file lists it later.
+ */
+export function keyFingerprint(key: string): string {
+  return createHash('sha256').update(key).digest().subarray(0, 16).toString('base64url');
+}
+
+/**
+ * Fingerprints of the keys `previous` listed that `next` no longer lists under the same id
+ * (removed, or replaced by a new key): what a reload revokes.
+ */
+export function removedKeys(previous: ProxyKeys | undefined, next: ProxyKeys): string[] {
+  const out: string[] = [];
+  for (const [id, key] of previous ?? []) if (next.get(id) !== key) out.push(keyFingerprint(key));
+  return out;
+}
 
 /**
  * Checks a registration. With per-proxy keys the id is required and the key proves it, so a
@@ -72,7 +93,7 @@ export function authenticateProxy(
     // Compare against something even for an unknown id, so timing does not tell ids apart.
     const matches = secretsEqual(secret, key ?? '\u0000unknown proxy');
     if (key === undefined || !matches) return { ok: false, reason: 'unknown proxy id or wrong key' };
-    return { ok: true, proxyId, mayReplace: true };
+    return { ok: true, proxyId, mayReplace: true, keyFingerprint: keyFingerprint(key) };
   }
   if (auth.sharedSecret !== undefined && secretsEqual(secret, auth.sharedSecret)) {
     return { ok: true, proxyId, mayReplace: false };

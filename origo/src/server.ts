@@ -83,8 +83,9 @@ export function createOrigo(options: OrigoOptions): Origo {
       const keys = loadProxyKeys(config.proxyKeysFile);
       const exposure = keyFileExposure(config.proxyKeysFile);
       if (exposure !== undefined) log.warn(exposure);
+      const previous = proxyKeys;
       proxyKeys = keys;
-      broker.revokeMissing(keys);
+      broker.revokeRemoved(previous, keys);
       log.info({ proxies: keys.size }, 'proxy keys reloaded');
     },
     async listen() {

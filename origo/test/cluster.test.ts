@@ -218,6 +218,36 @@ test('a key revoked on one instance is refused on every instance, and withdrawn 
   expect(await client.next('withdrawn')).toEqual({ type: 'withdrawn', proxyId: 'edge-1', reason: 'revoked' });
 });
 
+test('revocation is by key and append-only: an offline proxy cannot come back elsewhere, a stale file cannot un-revoke (issue 31)', async () => {
+  const [a, b] = await startPair();
+  // edge-1 is offline (registered nowhere) when B's operator removes its key and reloads.
+  const bKeys = keysFile({ 'edge-2': KEYS['edge-2'] });
+  (b.origo.config as { proxyKeysFile?: string }).proxyKeysFile = bKeys;
+  b.origo.reloadProxyKeys();
+  // Registers until refused: the revocation reaches the other instance through Redis, not at once.
+  const refusedAt = (port: number, what: string) =>
+    waitFor(what, async () => {
+      const peer = await TestPeer.open(port, '/v1/proxy', 'edge-1');
+      peer.send(registerMessage({ proxyId: 'edge-1', name: 'edge-1', secret: KEYS['edge-1'] }));
+      await peer.until(() => peer.received.some((m) => m.type === 'registered' || m.type === 'error'), what);
+      const refused = peer.received.some((m) => m.type === 'error' && m.code === 'unauthorized');
+      await peer.close();
+      return refused ? true : undefined;
+    });
+  // A still lists the key (its file is stale) but refuses it: the revocation went through Redis.
+  await refusedAt(a.port, 'A to refuse the key revoked on B');
+  // A reloads its stale file (which still has the key): that restores nothing.
+  a.origo.reloadProxyKeys();
+  await refusedAt(a.port, 'A to refuse it after reloading a stale file');
+  // A new key for the same id is a new key: accepted wherever it is listed.
+  const fresh = 'new-key-of-edge-1-0123456789';
+  (b.origo.config as { proxyKeysFile?: string }).proxyKeysFile = keysFile({ ...KEYS, 'edge-1': fresh });
+  b.origo.reloadProxyKeys();
+  const back = await TestPeer.open(b.port, '/v1/proxy', 'edge-1 with a new key');
+  back.send(registerMessage({ proxyId: 'edge-1', name: 'edge-1', secret: fresh }));
+  await back.next('registered');
+});
+
 test('a proxy draining on one instance is withdrawn from the clients the other offered it to', async () => {
   const [a, b] = await startPair();
   const proxy = await registerProxy(a.port, 'edge-1');

@@ -108,11 +108,11 @@ const envelope = z.discriminatedUnion('kind', [
     proxyId: z.string().max(128),
     reason: withdrawReason,
   }),
-  /** Keys were reloaded somewhere: drop these proxies wherever they are registered. */
+  /** Keys were revoked somewhere: drop the proxies registered with them wherever they are. */
   z.object({
-    kind: z.literal('proxies-revoked'),
+    kind: z.literal('keys-revoked'),
     from: z.string().max(128),
-    proxyIds: z.array(z.string().max(128)).max(100_000),
+    fingerprints: z.array(z.string().max(64)).max(100_000),
   }),
 ]);
 type Envelope = z.infer<typeof envelope>;
@@ -178,9 +178,13 @@ export interface Cluster {
   picks(proxyId: string): number;
   /** The proxy beat: its load now includes the transfers those picks became. */
   clearPicks(proxyId: string): void;
-  isRevoked(proxyId: string): boolean;
-  /** Records revocations (and un-revokes ids that have a key again) for every instance. */
-  setRevoked(revoked: readonly string[], restored: readonly string[]): void;
+  /** Whether a proxy key (by fingerprint, `keyFingerprint`) was revoked on any instance. */
+  isKeyRevoked(fingerprint: string): boolean;
+  /**
+   * Revokes keys for every instance, for good: the set only grows, so no instance's key file,
+   * however stale, brings a revoked key back (a new key for the same id has a new fingerprint).
+   */
+  revokeKeys(fingerprints: readonly string[]): void;
   /** Sends to one instance; false when it cannot be sent now (no shared bus). */
   send(instanceId: string, message: InstanceMessage): boolean;
   /** Sends to every other instance. */
@@ -217,12 +221,11 @@ export class SoloCluster implements Cluster {
   clearPicks(proxyId: string): void {
     this.pickCounts.delete(proxyId);
   }
-  isRevoked(proxyId: string): boolean {
-    return this.revoked.has(proxyId);
+  isKeyRevoked(fingerprint: string): boolean {
+    return this.revoked.has(fingerprint);
   }
-  setRevoked(revoked: readonly string[], restored: readonly string[]): void {
-    for (const id of revoked) this.revoked.add(id);
-    for (const id of restored) this.revoked.delete(id);
+  revokeKeys(fingerprints: readonly string[]): void {
+    for (const f of fingerprints) this.revoked.add(f);
   }
   send(): boolean {
     return false;

@@ -5,7 +5,7 @@
  *   expiry of the heartbeat timeout, so a dead instance's proxies vanish on Redis's clock without
  *   anyone cleaning up; `proxies` is the set of ids to read them by (stale ids are pruned).
  * - `picks:<id>`: offers of that proxy since its last heartbeat, by every instance (INCR, PX).
- * - `revoked-proxies`: ids whose key was removed on some instance.
+ * - `revoked-keys`: fingerprints of proxy keys removed or replaced on some instance (append-only).
  * - channels `instance:<id>` (one per instance) and `broadcast`: InstanceMessage JSON.
  *
  * The broker never awaits Redis: writes are fire-and-forget (ioredis keeps order per connection),
@@ -119,7 +119,7 @@ export class RedisCluster implements Cluster {
     }
     if (message.from === this.instanceId) return; // our own broadcast
     // Refused from now on, not from the next read of the registry on.
-    if (message.kind === 'proxies-revoked') for (const id of message.proxyIds) this.revoked.add(id);
+    if (message.kind === 'keys-revoked') for (const f of message.fingerprints) this.revoked.add(f);
     this.handlers?.onMessage(message);
   }
 
@@ -165,18 +165,15 @@ export class RedisCluster implements Cluster {
     this.run('clear-picks', () => this.command.del(this.key('picks', proxyId)));
   }
 
-  isRevoked(proxyId: string): boolean {
-    return this.revoked.has(proxyId);
+  isKeyRevoked(fingerprint: string): boolean {
+    return this.revoked.has(fingerprint);
   }
 
-  setRevoked(revoked: readonly string[], restored: readonly string[]): void {
-    for (const id of revoked) this.revoked.add(id);
-    for (const id of restored) this.revoked.delete(id);
-    const key = this.key('revoked-proxies');
-    const tx = this.command.multi();
-    if (revoked.length > 0) tx.sadd(key, ...revoked);
-    if (restored.length > 0) tx.srem(key, ...restored);
-    this.run('set-revoked', () => tx.exec());
+  revokeKeys(fingerprints: readonly string[]): void {
+    if (fingerprints.length === 0) return;
+    for (const f of fingerprints) this.revoked.add(f);
+    // Append-only: nothing ever removes a member (SREM), so a stale key file cannot un-revoke.
+    this.run('revoke-keys', () => this.command.sadd(this.key('revoked-keys'), ...fingerprints));
   }
 
   send(instanceId: string, message: InstanceMessage): boolean {
@@ -205,7 +202,7 @@ export class RedisCluster implements Cluster {
       const [values, picks, revoked] = await Promise.all([
         ids.length > 0 ? this.command.mget(ids.map((id) => this.key('proxy', id))) : Promise.resolve([]),
         ids.length > 0 ? this.command.mget(ids.map((id) => this.key('picks', id))) : Promise.resolve([]),
-        this.command.smembers(this.key('revoked-proxies')),
+        this.command.smembers(this.key('revoked-keys')),
       ]);
       const now = Date.now();
       const next = new Map<string, SharedProxy & { expiresAt: number }>();
@@ -226,7 +223,8 @@ export class RedisCluster implements Cluster {
       // An id whose key expired (its instance died): forget it in the set too.
       if (stale.length > 0) this.run('prune', () => this.command.srem(this.key('proxies'), ...stale));
       this.snapshot = next;
-      this.revoked = new Set(revoked);
+      // Union with what this instance knows: a revocation whose write has not landed yet stays.
+      for (const f of revoked) this.revoked.add(f);
       this.reachable = true;
     } catch (err) {
       if (this.reachable)
