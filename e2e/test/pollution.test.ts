@@ -114,11 +114,16 @@ class HostileProxy {
     if (known) return known.sender.handleDatagram(bytes, performance.now());
     if (m.value.type !== MessageType.Request || !channels['mutp-data']) return;
     const request = m.value;
-    const object = new Uint8Array(await (await fetch(request.url)).arrayBuffer());
+    const response = await fetch(request.url);
+    const object = new Uint8Array(await response.arrayBuffer());
     if (this.senders.some((s) => s.sender.transferId === request.transferId)) return;
+    // The same identity as the honest proxies state (Content-Type included): this proxy pollutes
+    // data, not META (a META that disagrees fails the download instead: wasm/test/integrity.test.ts).
+    const contentType = response.headers.get('content-type') ?? undefined;
     const sender = new Sender({
       request,
       object,
+      ...(contentType !== undefined ? { attributes: { contentType } } : {}),
       digest: sha256(object),
       codec: codecs[request.mode],
       random: seededRandom(7),
