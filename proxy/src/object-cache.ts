@@ -55,6 +55,9 @@ export interface FetchResult {
   contentType?: string;
   /** The origin's Cache-Control: no-store / private / no-cache keep it out, max-age bounds it. */
   cacheControl?: string;
+  /** Expires and Date: a lifetime when Cache-Control gives none (cache-policy.ts). */
+  expires?: string;
+  date?: string;
   /** The version's validators: a response whose validators differ drops the href's entries. */
   etag?: string;
   lastModified?: string;
@@ -536,7 +539,7 @@ export class ObjectCache {
           });
       // An object larger than the whole cache is served but not stored (lru-cache skips it), as
       // is one the origin marked uncacheable.
-      const policy = cachePolicy(fetched.cacheControl);
+      const policy = cachePolicy(fetched);
       if (policy.store) this.store(entry, policy.ttlMs);
       else this.counters.uncacheable++;
       return entry;

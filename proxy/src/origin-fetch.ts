@@ -43,8 +43,10 @@ export interface FetchedObject {
   bytes: Uint8Array;
   /** The origin's Content-Type, only when validContentType accepts it. */
   contentType?: string;
-  /** The origin's Cache-Control, for the cache's policy. */
+  /** The origin's Cache-Control, Expires and Date, for the cache's policy (cache-policy.ts). */
   cacheControl?: string;
+  expires?: string;
+  date?: string;
   /** Validators, to tell whether two responses are of the same version of the resource. */
   etag?: string;
   lastModified?: string;
@@ -320,13 +322,15 @@ function shapeBody(
 /** The response headers the proxy keeps: a valid Content-Type, Cache-Control and validators. */
 function describe(
   headers: http.IncomingHttpHeaders,
-): Pick<FetchedObject, 'contentType' | 'cacheControl' | 'etag' | 'lastModified'> {
+): Pick<FetchedObject, 'contentType' | 'cacheControl' | 'expires' | 'date' | 'etag' | 'lastModified'> {
   const contentType = headers['content-type'];
   const validator = (value: string | undefined) =>
     value !== undefined && value.length > 0 && value.length <= MAX_VALIDATOR_CHARS ? value : undefined;
   return {
     contentType: contentType !== undefined && validContentType(contentType) ? contentType : undefined,
     cacheControl: headers['cache-control'],
+    expires: validator(headers.expires),
+    date: validator(headers.date),
     etag: validator(headers.etag),
     lastModified: validator(headers['last-modified']),
   };

@@ -138,6 +138,36 @@ describe('Cache-Control', () => {
     expect(cachePolicy(header)).toEqual(policy);
   });
 
+  test.each([
+    // Expires against Date, when Cache-Control says nothing of freshness.
+    [
+      { expires: 'Fri, 27 Nov 2026 10:01:00 GMT', date: 'Fri, 27 Nov 2026 10:00:00 GMT' },
+      { store: true, ttlMs: 60_000 },
+    ],
+    [{ expires: 'Fri, 27 Nov 2026 09:00:00 GMT', date: 'Fri, 27 Nov 2026 10:00:00 GMT' }, { store: false }],
+    [{ expires: '0' }, { store: false }],
+    [
+      { cacheControl: 'max-age=5', expires: '0' },
+      { store: true, ttlMs: 5000 },
+    ],
+    // Last-Modified: a tenth of the age, within [1 min, 1 day].
+    [
+      { lastModified: 'Fri, 27 Nov 2026 00:00:00 GMT', date: 'Fri, 27 Nov 2026 10:00:00 GMT' },
+      { store: true, ttlMs: 3_600_000 },
+    ],
+    [
+      { lastModified: 'Fri, 27 Nov 2026 09:59:50 GMT', date: 'Fri, 27 Nov 2026 10:00:00 GMT' },
+      { store: true, ttlMs: 60_000 },
+    ],
+    [
+      { lastModified: 'Mon, 01 Jan 2024 00:00:00 GMT', date: 'Fri, 27 Nov 2026 10:00:00 GMT' },
+      { store: true, ttlMs: 86_400_000 },
+    ],
+    [{ lastModified: 'not a date' }, { store: true }],
+  ])('freshness from %j is %j (issue 31: a changed object is not held for ever)', (headers, policy) => {
+    expect(cachePolicy(headers, Date.parse('Fri, 27 Nov 2026 10:00:00 GMT'))).toEqual(policy);
+  });
+
   test('an object the origin marks no-store is served to its waiters and not kept', async () => {
     const cache = new ObjectCache({
       maxBytes: 1000,
@@ -161,5 +191,29 @@ describe('Cache-Control', () => {
     expect(cache.has('http://o/short')).toBe(true);
     now = 2500;
     expect(cache.has('http://o/short')).toBe(false);
+  });
+
+  test('without Cache-Control, Expires and Last-Modified bound it too', async () => {
+    let now = 1000;
+    const date = 'Fri, 27 Nov 2026 10:00:00 GMT';
+    const cache = new ObjectCache({
+      maxBytes: 1000,
+      fetch: async (url) =>
+        url.endsWith('expires')
+          ? { bytes: bytes(10), date, expires: 'Fri, 27 Nov 2026 10:00:02 GMT' }
+          : { bytes: bytes(10), date, lastModified: 'Fri, 27 Nov 2026 09:00:00 GMT' },
+      now: () => now,
+    });
+    await cache.get('http://o/expires');
+    await cache.get('http://o/modified');
+    now = 2500;
+    expect([cache.has('http://o/expires'), cache.has('http://o/modified')]).toEqual([true, true]);
+    now = 3500;
+    expect(cache.has('http://o/expires')).toBe(false);
+    // A tenth of an hour: 6 minutes.
+    now = 1000 + 359_000;
+    expect(cache.has('http://o/modified')).toBe(true);
+    now = 1000 + 361_000;
+    expect(cache.has('http://o/modified')).toBe(false);
   });
 });
