@@ -10,6 +10,7 @@
  * Connection naming the other end's instance.
  */
 import { randomBytes } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import {
   addressPrefix,
@@ -75,6 +76,8 @@ type ClientSignal = Extract<ClientToOrigo, { type: 'signal' }>;
 type ClientRecord = Extract<ClientToOrigo, { type: 'record' }>;
 type Hello = Extract<ClientToOrigo, { type: 'hello' }>;
 
+/** (proxy, network) offer notes kept (pickedBy); beyond, the oldest count again. */
+const MAX_PICK_NOTES = 100_000;
 /** Proxy ids remembered per client as offered to it (records may only name these). */
 const MAX_OFFERED_PER_CLIENT = 256;
 /**
@@ -169,8 +172,14 @@ export class Broker {
   readonly reports = new ProxyReports();
   /** What clients whose session ended were offered, for a resuming session (departed-offers.ts). */
   private readonly departed = new DepartedOffers();
-  /** Record budgets outlive sockets: per client id (kept across reconnects by its token) and per address. */
+  /** Record budgets outlive sockets: per client id (kept across reconnects by its token) and per network. */
   private readonly recordBudgets = new BudgetBook();
+  /**
+   * (proxy, client network) pairs offered within about a heartbeat: an offer lowers a proxy's
+   * score like a transfer would (selection.ts), so one network's offers count once, or asking
+   * for an honest proxy again and again would push it down for every other client (issue 31).
+   */
+  private readonly pickedBy: LRUCache<string, true>;
   private readonly throughput = new ThroughputBook();
   /** Selection's view of each remote proxy, per registry read (candidate()). */
   private readonly remoteCandidates = new WeakMap<SharedProxy, Candidate>();
@@ -184,6 +193,7 @@ export class Broker {
     private readonly config: OrigoConfig,
     private readonly deps: BrokerDeps,
   ) {
+    this.pickedBy = new LRUCache<string, true>({ max: MAX_PICK_NOTES, ttl: config.heartbeatIntervalMs });
     this.stages = new StageRelay({
       config,
       metrics: deps.metrics,
@@ -700,7 +710,13 @@ export class Broker {
       }
     }
     const chosen = selectProxies(offerable, { count: m.count, mode: m.mode, exclude: m.exclude }, this.deps.random);
-    for (const p of chosen) cluster.notePick(p.proxyId, this.config.heartbeatTimeoutMs);
+    const network = addressPrefix(client.peer.address);
+    for (const p of chosen) {
+      const note = `${p.proxyId}\n${network}`;
+      if (this.pickedBy.has(note)) continue;
+      this.pickedBy.set(note, true);
+      cluster.notePick(p.proxyId, this.config.heartbeatTimeoutMs);
+    }
     // Each offered proxy gets a token valid at it alone: the session token never reaches a proxy.
     const tokens = await Promise.all(chosen.map((p) => this.proxyToken(client, p.proxyId, now)));
     if (this.clients.get(client.clientId) !== client) return; // gone while signing

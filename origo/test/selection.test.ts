@@ -198,6 +198,25 @@ describe('selection from download records', () => {
   });
 });
 
+describe('offers count once per network', () => {
+  test('one network asking for a proxy again and again does not push it down for everyone (issue 31)', async () => {
+    const { port } = await startOrigo({ random: seededRandom(5) });
+    await connectProxy(port, { proxyId: 'honest', name: 'honest', capacityBps: 1_000_000 });
+    await connectProxy(port, { proxyId: 'rogue', name: 'rogue', capacityBps: 1_000_000 });
+    // The attacker's network is offered 'honest' 50 times: before, each offer counted as a
+    // transfer it would soon have, so every victim got 'rogue' until the next heartbeat.
+    const attacker = await connectClient(port, 'attacker', '127.0.9.1');
+    for (let i = 0; i < 50; i++) expect(await requestProxies(attacker, 1, { exclude: ['rogue'] })).toEqual(['honest']);
+    let rogue = 0;
+    for (let v = 0; v < 10; v++) {
+      const victim = await connectClient(port, `victim ${v}`, `127.0.${20 + v}.1`);
+      if ((await requestProxies(victim, 1))[0] === 'rogue') rogue++;
+    }
+    // One offer's worth: the first victim gets 'rogue', then the two alternate.
+    expect(rogue).toBeLessThanOrEqual(6);
+  });
+});
+
 describe('selection draws one place outside the ranking', () => {
   test('the last of several places goes to any eligible proxy, so a clearly best pair is not always the pair', () => {
     const random = seededRandom(7);
