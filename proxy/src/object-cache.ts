@@ -94,6 +94,8 @@ export interface ObjectCacheStats {
   sliced: number;
   /** Entries dropped because a newer response of their href carried other validators. */
   staleDropped: number;
+  /** Staged objects dropped because nobody asked for them in time (dropIfUnrequested). */
+  unrequestedDropped: number;
   /** Body bytes received from origins (the whole body when an origin ignored a Range). */
   originBytes: number;
   entries: number;
@@ -165,6 +167,8 @@ class Entry implements CachedObject {
   users = 0;
   evicted = false;
   cached = false;
+  /** Lookups that returned this entry (staging: whether anyone asked for it after the hint). */
+  lookups = 0;
   /** Slices served from this entry, by range key. */
   readonly slices = new Map<string, Entry>();
   readonly contentType: string | undefined;
@@ -237,6 +241,7 @@ export class ObjectCache {
     uncacheable: 0,
     sliced: 0,
     staleDropped: 0,
+    unrequestedDropped: 0,
     originBytes: 0,
   };
 
@@ -273,6 +278,32 @@ export class ObjectCache {
    * `network` is the client network asking: a new origin fetch counts against its share.
    */
   get(url: string, signal?: AbortSignal, range?: ByteRange, network?: string): Promise<CachedObject> {
+    return this.lookup(url, signal, range, network).then((entry) => {
+      (entry as Entry).lookups++;
+      return entry;
+    });
+  }
+
+  /**
+   * Drops `object` from the cache when no lookup returned it since `lookupsThen` (a staged object
+   * nobody asked for: its bytes go to objects someone wants). A slice, or an entry the LRU no
+   * longer holds, is left alone. Whether it was dropped.
+   */
+  dropIfUnrequested(object: CachedObject, lookupsThen: number): boolean {
+    const entry = object as Entry;
+    if (entry.parent !== undefined || entry.lookups !== lookupsThen || this.lru?.peek(entry.facts.key) !== entry)
+      return false;
+    this.lru.delete(entry.facts.key);
+    this.counters.unrequestedDropped++;
+    return true;
+  }
+
+  /** How many lookups returned `object` so far (see dropIfUnrequested). */
+  lookupsOf(object: CachedObject): number {
+    return (object as Entry).lookups;
+  }
+
+  private lookup(url: string, signal?: AbortSignal, range?: ByteRange, network?: string): Promise<CachedObject> {
     if (signal?.aborted) return Promise.reject(withdrawn());
     const key = rangeKey(url, range);
     const cached = this.lru?.get(key);
@@ -297,7 +328,7 @@ export class ObjectCache {
         (e: unknown) => {
           // A whole object too large for the proxy may still be served range by range.
           if (joinable.range === undefined && e instanceof ServeError && e.kind === 'too-large')
-            return this.get(url, signal, range, network);
+            return this.lookup(url, signal, range, network);
           throw e;
         },
       );

@@ -24,6 +24,16 @@ export class ObjectSource implements ObjectProvider {
     private readonly onRefused?: (error: ServeError) => void,
   ) {}
 
+  /** How many lookups returned `object` so far (staging: whether anyone asked for it since). */
+  lookupsOf(object: CachedObject): number {
+    return this.cache.lookupsOf(object);
+  }
+
+  /** Drops `object` from the cache when no lookup returned it since `lookupsThen` (a staged object nobody asked for). */
+  dropIfUnrequested(object: CachedObject, lookupsThen: number): boolean {
+    return this.cache.dropIfUnrequested(object, lookupsThen);
+  }
+
   /** Whether the object (or exactly that range of it) is in the cache; false for a URL the policy refuses. */
   isCached(url: string, range?: ByteRange): boolean {
     try {

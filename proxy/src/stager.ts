@@ -31,7 +31,7 @@ function hintNetwork(hint: StageHint): string {
 }
 
 export interface StagerOptions {
-  objects: Pick<ObjectSource, 'get' | 'isCached'>;
+  objects: Pick<ObjectSource, 'get' | 'isCached' | 'lookupsOf' | 'dropIfUnrequested'>;
   send(answer: StagedByProxy): void;
   metrics: ProxyMetrics;
   logger: Logger;
@@ -47,16 +47,25 @@ export interface StagerOptions {
   prepare?: PrepareStaged;
   /** What each network's hints may still cost the origin; absent: no byte budget. */
   ledger?: HintLedger;
+  /**
+   * An object a hint fetched that no lookup asked for within this long leaves the cache (its
+   * space goes to objects someone wants). Default DEFAULT_UNREQUESTED_HOLD_MS.
+   */
+  unrequestedHoldMs?: number;
   clock?: () => number;
 }
 
 export const DEFAULT_MAX_STAGING = 16;
+/** A staged segment is asked for within a few segment durations, or not at all. */
+export const DEFAULT_UNREQUESTED_HOLD_MS = 60_000;
 export const DEFAULT_MAX_STAGING_PER_CLIENT = 4;
 
 export class Stager {
   private readonly running = new Map<string, number>();
   private active = 0;
   private readonly abort = new AbortController();
+  /** Timers that drop staged objects nobody asked for (cleared on close). */
+  private readonly holds = new Set<NodeJS.Timeout>();
   private readonly clock: () => number;
   private readonly log: Logger;
 
@@ -96,6 +105,21 @@ export class Stager {
   /** Withdraws every staging fetch (the proxy is closing). */
   close(): void {
     this.abort.abort();
+    for (const timer of this.holds) clearTimeout(timer);
+    this.holds.clear();
+  }
+
+  /** Drops the object this hint fetched unless a lookup asks for it within the hold time. */
+  private holdForRequests(object: CachedObject): void {
+    const { objects } = this.options;
+    const seen = objects.lookupsOf(object);
+    const timer = setTimeout(() => {
+      this.holds.delete(timer);
+      // Counted in the cache's stats (unrequestedDropped, /healthz).
+      objects.dropIfUnrequested(object, seen);
+    }, this.options.unrequestedHoldMs ?? DEFAULT_UNREQUESTED_HOLD_MS);
+    timer.unref();
+    this.holds.add(timer);
   }
 
   private async stage(hint: StageHint, network: string): Promise<void> {
@@ -109,6 +133,8 @@ export class Stager {
       // Served but not kept (larger than the cache, or the origin said no-store): nothing is staged.
       if (!object.cached) return this.answer(hint, 'failed', 'uncacheable', originMs, object.bytes.length);
       const prepared = await this.prepare(hint, object, signal);
+      // Only what this hint made the proxy fetch: an object someone else brought in stays.
+      if (!cached) this.holdForRequests(object);
       this.answer(hint, 'staged', undefined, originMs, object.bytes.length, cached, prepared);
     } catch (e) {
       const error = signal.aborted && !this.abort.signal.aborted ? 'timeout' : asServeError(e).kind;

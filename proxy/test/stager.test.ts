@@ -299,3 +299,20 @@ describe('what hints may cost the origin (issue 31, attack 4)', () => {
     await until(() => fetcher.calls.length === 5, 1000, 'the other network fetches');
   });
 });
+
+test('an object a hint fetched leaves the cache when nobody asks for it in time; one asked for stays (issue 31)', async () => {
+  const t = setUp({ unrequestedHoldMs: 1500 });
+  for (const name of ['asked', 'ignored']) {
+    t.stager.handle(hint(name, `https://o.example/${name}`));
+    await until(() => t.fetcher.calls.some((c) => c.url.endsWith(name)), 1000, `the fetch of ${name}`);
+    t.fetcher.answer(`https://o.example/${name}`, new Uint8Array(1000));
+    await until(() => t.answers.some((a) => a.requestId === name), 1000, `${name} staged`);
+  }
+  // A transfer asks for the first one within the hold time.
+  await t.cache.get('https://o.example/asked');
+  // Its hold ends first (staged first): once the other is dropped, both holds are over.
+  await until(() => t.cache.stats().unrequestedDropped === 1, 5000, 'the unrequested object to be dropped');
+  expect(t.cache.has('https://o.example/ignored')).toBe(false);
+  expect(t.cache.has('https://o.example/asked')).toBe(true);
+  t.stager.close();
+});
