@@ -106,6 +106,8 @@ interface ProxyEntry extends ProxyLoad {
 interface ClientEntry {
   clientId: string;
   peer: ClientPeer;
+  /** The client's network (addressPrefix of its address): what shares, budgets and votes count. */
+  network: string;
   connectedAt: number;
   connections: Set<string>;
   /** Proxies origo offered this client (insertion order: the oldest is forgotten first). */
@@ -598,6 +600,7 @@ export class Broker {
     const entry: ClientEntry = {
       clientId,
       peer,
+      network: addressPrefix(peer.address),
       connectedAt: Date.now(),
       connections: new Set(),
       offered: new Set(inherited),
@@ -606,7 +609,7 @@ export class Broker {
     this.clients.set(clientId, entry);
     if (inherited.length > 0) this.reports.noteOffered(clientId, inherited);
     this.deps.metrics.clients.set(this.clients.size);
-    const issued = await this.deps.tokens.issue(clientId, Date.now(), undefined, addressPrefix(peer.address));
+    const issued = await this.deps.tokens.issue(clientId, Date.now(), undefined, entry.network);
     if (this.clients.get(clientId) !== entry) return undefined; // gone while signing
     peer.send({ type: 'welcome', clientId, ...issued });
     this.scheduleRenewal(entry);
@@ -621,7 +624,7 @@ export class Broker {
   private async proxyToken(client: ClientEntry, proxyId: string, now: number): Promise<string> {
     const held = client.proxyTokens.get(proxyId);
     if (held !== undefined && held.expiresAt - now > (2 / 3) * this.config.tokenTtlMs) return held.token;
-    const issued = await this.deps.tokens.issue(client.clientId, now, proxyId, addressPrefix(client.peer.address));
+    const issued = await this.deps.tokens.issue(client.clientId, now, proxyId, client.network);
     client.proxyTokens.set(proxyId, issued);
     return issued.token;
   }
@@ -633,7 +636,7 @@ export class Broker {
       const recent = [...entry.offered].slice(-MAX_RENEWED_PROXY_TOKENS);
       const now = Date.now();
       void Promise.all([
-        this.deps.tokens.issue(entry.clientId, now, undefined, addressPrefix(entry.peer.address)),
+        this.deps.tokens.issue(entry.clientId, now, undefined, entry.network),
         ...recent.map((proxyId) => this.proxyToken(entry, proxyId, now)),
       ]).then(([issued, ...perProxy]) => {
         if (this.clients.get(entry.clientId) !== entry) return;
@@ -710,7 +713,7 @@ export class Broker {
       }
     }
     const chosen = selectProxies(offerable, { count: m.count, mode: m.mode, exclude: m.exclude }, this.deps.random);
-    const network = addressPrefix(client.peer.address);
+    const network = client.network;
     for (const p of chosen) {
       const note = `${p.proxyId}\n${network}`;
       if (this.pickedBy.has(note)) continue;
@@ -798,7 +801,7 @@ export class Broker {
       type: 'signal',
       connectionId: m.connectionId,
       clientId: client.clientId,
-      clientNetwork: addressPrefix(client.peer.address),
+      clientNetwork: client.network,
       description: m.description,
       candidate: m.candidate,
     });
@@ -808,7 +811,7 @@ export class Broker {
 
   private report(client: ClientEntry, m: ClientReport): void {
     // Reporters count per network: the addresses of one /24 (or /48) are one reporter.
-    const reporter = addressPrefix(client.peer.address);
+    const reporter = client.network;
     const outcome = this.reports.report(client.clientId, reporter, m.proxyId, Date.now());
     const log = outcome === 'banned' ? this.deps.log.warn.bind(this.deps.log) : this.deps.log.info.bind(this.deps.log);
     log({ clientId: client.clientId, proxyId: m.proxyId, kind: m.kind, outcome }, 'pollution report');
@@ -835,7 +838,7 @@ export class Broker {
     if (!this.recordBudgets.take(`c:${client.clientId}`, this.config.recordRatePerSecond, this.config.recordBurst)) {
       return refuse('rate-limited', `record dropped: more than ${this.config.recordRatePerSecond} records/s`);
     }
-    const network = `n:${addressPrefix(client.peer.address)}`;
+    const network = `n:${client.network}`;
     if (!this.recordBudgets.take(network, this.config.recordRatePerAddress, this.config.recordBurstPerAddress)) {
       return refuse(
         'rate-limited',
@@ -846,7 +849,7 @@ export class Broker {
       this.deps.log.debug({ clientId: client.clientId }, 'record shed');
       return;
     }
-    this.throughput.observe(addressPrefix(client.peer.address), m.record);
+    this.throughput.observe(client.network, m.record);
   }
 
   // ------------------------------------------------------------------------------ shared

@@ -12,7 +12,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
-import { addressPrefix, ClientToOrigo, failedStage, StagedAnswer, StagedByProxy, StageHint } from '@mutp/shared';
+import { ClientToOrigo, failedStage, StagedAnswer, StagedByProxy, StageHint } from '@mutp/shared';
 import type { ClientPeer, ProxyPeer } from './broker';
 import type { Cluster } from './cluster/cluster';
 import type { OrigoConfig } from './config';
@@ -49,6 +49,8 @@ interface PendingHint {
 export interface StagingClient {
   clientId: string;
   peer: ClientPeer;
+  /** Its network (IPv4 /24, IPv6 /48), which its staging budget and the proxy's shares count. */
+  network: string;
   /** Proxies origo offered this client. */
   offered: ReadonlySet<string>;
 }
@@ -73,7 +75,7 @@ export class StageRelay {
     const hint: StageHint = {
       type: 'stage',
       clientId: client.clientId,
-      clientNetwork: addressPrefix(client.peer.address),
+      clientNetwork: client.network,
       requestId: m.requestId,
       url: m.url,
       ...(m.range ? { range: m.range } : {}),
