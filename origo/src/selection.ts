@@ -82,9 +82,12 @@ export function selectProxies<P extends ProxyLoad>(
   });
   scored.sort((a, b) => b.score - a.score);
 
+  // With several places asked for and more eligible, the last one is drawn below (rule 5).
+  const drawn = request.count >= 2 && scored.length > request.count;
+  const ranked = drawn ? request.count - 1 : request.count;
   const ordered: P[] = [];
   let start = 0;
-  while (start < scored.length) {
+  while (start < scored.length && ordered.length < ranked) {
     const floor = scored[start].score * (1 - NEAR_EQUAL_FRACTION);
     let end = start + 1;
     while (end < scored.length && scored[end].score >= floor) end++;
@@ -93,10 +96,14 @@ export function selectProxies<P extends ProxyLoad>(
     ordered.push(...group);
     start = end;
   }
-  if (request.count < 2 || ordered.length <= request.count) return ordered.slice(0, request.count);
-  const ranked = ordered.slice(0, request.count - 1);
-  const rest = ordered.slice(request.count - 1);
-  return [...ranked, rest[randomBelow(random, rest.length)]];
+  const top = ordered.slice(0, ranked);
+  if (!drawn) return top;
+  // Uniform over the eligible proxies not ranked in: draw until one is not taken (at most
+  // count - 1 of more than count are, so this ends fast).
+  for (;;) {
+    const pick = scored[randomBelow(random, scored.length)].proxy;
+    if (!top.includes(pick)) return [...top, pick];
+  }
 }
 
 function freeCapacity(p: ProxyLoad): number {
