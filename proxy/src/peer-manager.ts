@@ -8,6 +8,7 @@ import {
   CHANNEL_LABELS,
   DatagramChannel,
   networkShare,
+  shareKey,
   type IceCandidate,
   RtcFactory,
   RtcPeer,
@@ -29,11 +30,6 @@ const SESSION_SENDER_CONFIG: Partial<SenderConfig> = { inFlightRtt: 'smoothed' }
  * at most, and offers that never connect are the cheapest way to hold slots (issue 31).
  */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
-
-/** The network a client's shares count against: origo's word, else the client id alone. */
-function networkOf(m: { clientId: string; clientNetwork?: string }): string {
-  return m.clientNetwork ?? `client:${m.clientId}`;
-}
 
 /** Where the proxy's half of the signalling goes (origo). */
 export interface SignalSink {
@@ -110,7 +106,12 @@ export class PeerManager {
         this.log.debug({ connectionId: message.connectionId }, 'ignored a description');
         return;
       }
-      this.accept(message.connectionId, message.clientId, networkOf(message), message.description);
+      this.accept(
+        message.connectionId,
+        message.clientId,
+        shareKey(message.clientId, message.clientNetwork),
+        message.description,
+      );
       return;
     }
     if (!entry?.peer || entry.clientId !== message.clientId || !message.candidate) {
@@ -188,7 +189,7 @@ export class PeerManager {
   ): string | undefined {
     if (this.peers.has(connectionId)) return 'duplicate session';
     const { clientId } = client;
-    const network = networkOf({ clientId, clientNetwork: client.network });
+    const network = shareKey(clientId, client.network);
     const refused = this.refusal(connectionId, clientId, network);
     if (refused !== undefined) return refused;
     const transport = open();

@@ -17,18 +17,13 @@
  */
 import type { StagedByProxy, StageHint } from '@mutp/shared';
 import type { Logger } from 'pino';
-import { EncoderBudgetError } from '@mutp/shared';
+import { EncoderBudgetError, shareKey } from '@mutp/shared';
 import { asServeError } from './errors';
 import type { ProxyMetrics } from './metrics';
 import type { CachedObject } from './object-cache';
 import type { ObjectSource } from './object-source';
 import { LayoutRefused, PrepareStaged } from './stage-prepare';
 import type { HintLedger } from './hint-ledger';
-
-/** The network a hint's costs count against: origo's word, else its client alone (as for peers). */
-function hintNetwork(hint: StageHint): string {
-  return hint.clientNetwork ?? `client:${hint.clientId}`;
-}
 
 export interface StagerOptions {
   objects: Pick<ObjectSource, 'get' | 'isCached' | 'lookupsOf' | 'dropIfUnrequested'>;
@@ -81,7 +76,7 @@ export class Stager {
 
   handle(hint: StageHint): void {
     // Hints count per client network (origo's word): client ids are free.
-    const network = hintNetwork(hint);
+    const network = shareKey(hint.clientId, hint.clientNetwork);
     const mine = this.running.get(network) ?? 0;
     if (this.abort.signal.aborted) return this.answer(hint, 'failed', 'closing');
     if (this.options.draining?.() === true) return this.answer(hint, 'failed', 'draining');

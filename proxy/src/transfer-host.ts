@@ -20,6 +20,7 @@ import {
   Mode,
   type ScheduleAt,
   SenderConfig,
+  shareKey,
   SourceEndpoint,
 } from '@mutp/shared';
 import { randomBytes } from 'node:crypto';
@@ -106,7 +107,7 @@ export class TransferHost {
   constructor(
     readonly clientId: string,
     private readonly services: TransferServices,
-    readonly network = `client:${clientId}`,
+    readonly network = shareKey(clientId, undefined),
   ) {
     this.lowWater = services.lowWaterBytes ?? DEFAULT_LOW_WATER_BYTES;
     this.clock = services.clock ?? (() => performance.now());

@@ -26,3 +26,11 @@ export function addressPrefix(address: string): string {
   const parts = (parsed as ipaddr.IPv6).parts.slice(0, IPV6_PREFIX_BITS / 16);
   return `${parts.map((p) => p.toString(16)).join(':')}::/${IPV6_PREFIX_BITS}`;
 }
+
+/**
+ * The key a client's shares count against at a proxy: the network origo named for it, or, when
+ * origo named none (an older origo), the client alone.
+ */
+export function shareKey(clientId: string, network: string | undefined): string {
+  return network ?? `client:${clientId}`;
+}

@@ -1,4 +1,4 @@
-import { addressPrefix } from '../src';
+import { addressPrefix, shareKey } from '../src';
 
 describe('addressPrefix', () => {
   test('IPv4 counts per /24, IPv4-mapped IPv6 as IPv4', () => {
@@ -19,4 +19,9 @@ describe('addressPrefix', () => {
     expect(addressPrefix('/run/origo.sock')).toBe('/run/origo.sock');
     expect(addressPrefix('')).toBe('');
   });
+});
+
+test("a client's shares count against origo's network for it, else against the client alone", () => {
+  expect(shareKey('c-1', '203.0.113.0/24')).toBe('203.0.113.0/24');
+  expect(shareKey('c-1', undefined)).toBe('client:c-1');
 });
