@@ -7,6 +7,12 @@
  * A check unit is `generationSize` symbols in uncoded and rlnc mode (one generation; g packets),
  * one source block in fountain mode (a fountain block decodes all at once, so a finer digest
  * would not tell more).
+ *
+ * In uncoded mode a unit's digest is taken over its symbols' digests (the 16-byte digest of each
+ * symbol, concatenated), not over its bytes: a source asked for them (SYMBOL_DIGESTS) proves them
+ * against the agreed unit digest, and the client then judges every packet on its own. Uncoded
+ * packets are systematic, so leaving a source's packets out (how coded units find a polluter)
+ * would need repeats of exactly those symbols, which the partitioned sources never send.
  */
 import { sha256 as portableSha256 } from '@noble/hashes/sha256';
 import { Layout } from './layout';
@@ -65,9 +71,24 @@ export class CheckLayout {
   }
 }
 
-/** The 16-byte digest of one check unit's bytes. */
+/** The 16-byte digest of some bytes (a coded check unit, an uncoded symbol). */
 export function unitDigest(bytes: Uint8Array, sha256: Sha256 = portableSha256): Uint8Array {
   return sha256(bytes).subarray(0, UNIT_DIGEST_BYTES);
+}
+
+/** Uncoded: the digest of each `symbolSize` piece of a check unit's bytes, concatenated. */
+export function symbolDigests(bytes: Uint8Array, symbolSize: number, sha256: Sha256 = portableSha256): Uint8Array {
+  const count = Math.ceil(bytes.length / symbolSize);
+  const out = new Uint8Array(count * UNIT_DIGEST_BYTES);
+  for (let i = 0; i < count; i++)
+    out.set(unitDigest(bytes.subarray(i * symbolSize, (i + 1) * symbolSize), sha256), i * UNIT_DIGEST_BYTES);
+  return out;
+}
+
+/** The digest of one check unit's bytes under `layout` (over its symbol digests in uncoded mode). */
+export function checkUnitDigest(layout: Layout, bytes: Uint8Array, sha256: Sha256 = portableSha256): Uint8Array {
+  if (layout.mode !== 'uncoded') return unitDigest(bytes, sha256);
+  return unitDigest(symbolDigests(bytes, layout.symbolSize, sha256), sha256);
 }
 
 /**
@@ -79,7 +100,8 @@ export function unitDigests(object: Uint8Array, layout: Layout, sha256: Sha256 =
   const out = new Uint8Array(checks.checkCount * UNIT_DIGEST_BYTES);
   for (let k = 0; k < checks.checkCount; k++) {
     const start = checks.byteOffset(k);
-    out.set(unitDigest(object.subarray(start, start + checks.byteLength(k)), sha256), k * UNIT_DIGEST_BYTES);
+    const bytes = object.subarray(start, start + checks.byteLength(k));
+    out.set(checkUnitDigest(layout, bytes, sha256), k * UNIT_DIGEST_BYTES);
   }
   return out;
 }

@@ -37,9 +37,11 @@ export const MessageType = {
   DataRlnc: 0x04,
   DataFountain: 0x05,
   Digests: 0x06,
+  SymbolDigests: 0x07,
   FeedbackUncoded: 0x10,
   FeedbackRlnc: 0x11,
   FeedbackFountain: 0x12,
+  SymbolDigestsRequest: 0x13,
   Stop: 0x20,
   Error: 0x21,
 } as const;
@@ -113,6 +115,10 @@ const META_FLAG_COMPLETE_LENGTH = 0x02;
 export const DIGESTS_HEADER_BYTES = HEADER_BYTES + 6;
 /** Unit digests one DIGESTS datagram carries: 1036 bytes, within one SCTP packet at the default MTU. */
 export const MAX_DIGESTS_PER_MESSAGE = 64;
+/** SYMBOL_DIGESTS: header, check (u32), first (u8), count (u8). */
+export const SYMBOL_DIGESTS_HEADER_BYTES = HEADER_BYTES + 6;
+/** SYMBOL_DIGESTS_REQUEST: header, check (u32). */
+export const SYMBOL_DIGESTS_REQUEST_BYTES = HEADER_BYTES + 4;
 
 export interface RequestMessage {
   type: typeof MessageType.Request;
@@ -173,6 +179,30 @@ export interface DigestsMessage {
   first: number;
   /** count x UNIT_DIGEST_BYTES bytes. */
   digests: Uint8Array;
+}
+
+/**
+ * Uncoded mode: the symbol digests of one check unit (a run of them from `first`), whose
+ * concatenation hashes to that unit's agreed digest. A source sends them only when asked
+ * (SYMBOL_DIGESTS_REQUEST, after the unit failed its check): with them the client tells which
+ * packets were wrong, so which source polluted, without asking anyone for repeats.
+ */
+export interface SymbolDigestsMessage {
+  type: typeof MessageType.SymbolDigests;
+  transferId: number;
+  /** The check unit. */
+  check: number;
+  /** Index within the check unit of the first symbol described. */
+  first: number;
+  /** count x UNIT_DIGEST_BYTES bytes. */
+  digests: Uint8Array;
+}
+
+/** Uncoded mode, client to source: send the symbol digests of check unit `check`. */
+export interface SymbolDigestsRequestMessage {
+  type: typeof MessageType.SymbolDigestsRequest;
+  transferId: number;
+  check: number;
 }
 
 export interface DataUncodedMessage {
@@ -272,6 +302,8 @@ export type Message =
   | RequestMessage
   | MetaMessage
   | DigestsMessage
+  | SymbolDigestsMessage
+  | SymbolDigestsRequestMessage
   | DataUncodedMessage
   | DataRlncMessage
   | DataFountainMessage
@@ -427,6 +459,29 @@ export function encodeDigests(m: Omit<DigestsMessage, 'type'>): Uint8Array {
   v.setUint32(6, m.first);
   v.setUint16(10, m.digests.length / UNIT_DIGEST_BYTES);
   buf.set(m.digests, DIGESTS_HEADER_BYTES);
+  return buf;
+}
+
+export function encodeSymbolDigests(m: Omit<SymbolDigestsMessage, 'type'>): Uint8Array {
+  assertU32('check', m.check);
+  assertRange('first', m.first, 0, MAX_GENERATION_SIZE - 1);
+  if (m.digests.length % UNIT_DIGEST_BYTES !== 0) throw new RangeError('digests must be whole symbol digests');
+  const count = m.digests.length / UNIT_DIGEST_BYTES;
+  assertRange('symbol digest count', count, 1, Math.min(MAX_DIGESTS_PER_MESSAGE, MAX_GENERATION_SIZE - m.first));
+  const buf = new Uint8Array(SYMBOL_DIGESTS_HEADER_BYTES + m.digests.length);
+  const v = header(buf, MessageType.SymbolDigests, m.transferId);
+  v.setUint32(6, m.check);
+  buf[10] = m.first;
+  buf[11] = count;
+  buf.set(m.digests, SYMBOL_DIGESTS_HEADER_BYTES);
+  return buf;
+}
+
+export function encodeSymbolDigestsRequest(m: Omit<SymbolDigestsRequestMessage, 'type'>): Uint8Array {
+  assertU32('check', m.check);
+  const buf = new Uint8Array(SYMBOL_DIGESTS_REQUEST_BYTES);
+  const v = header(buf, MessageType.SymbolDigestsRequest, m.transferId);
+  v.setUint32(6, m.check);
   return buf;
 }
 
@@ -587,6 +642,10 @@ export function encode(m: Message): Uint8Array {
       return encodeMeta(m);
     case MessageType.Digests:
       return encodeDigests(m);
+    case MessageType.SymbolDigests:
+      return encodeSymbolDigests(m);
+    case MessageType.SymbolDigestsRequest:
+      return encodeSymbolDigestsRequest(m);
     case MessageType.DataUncoded:
       return encodeDataUncoded(m);
     case MessageType.DataRlnc:
@@ -642,6 +701,10 @@ export function decode(buf: Uint8Array): Result<Message> {
       return decodeMeta(buf, v, transferId);
     case MessageType.Digests:
       return decodeDigests(buf, v, transferId);
+    case MessageType.SymbolDigests:
+      return decodeSymbolDigests(buf, v, transferId);
+    case MessageType.SymbolDigestsRequest:
+      return decodeSymbolDigestsRequest(buf, v, transferId);
     case MessageType.DataUncoded:
       return decodeDataUncoded(buf, v, transferId);
     case MessageType.DataRlnc:
@@ -809,6 +872,32 @@ function decodeDigests(buf: Uint8Array, v: DataView, transferId: number): Result
     exact(buf, DIGESTS_HEADER_BYTES + count * UNIT_DIGEST_BYTES, 'DIGESTS');
   if (bad) return err(bad);
   return ok({ type: MessageType.Digests, transferId, first, digests: buf.subarray(DIGESTS_HEADER_BYTES) });
+}
+
+function decodeSymbolDigests(buf: Uint8Array, v: DataView, transferId: number): Result<Message> {
+  const short = need(buf, SYMBOL_DIGESTS_HEADER_BYTES, 'SYMBOL_DIGESTS');
+  if (short) return err(short);
+  const check = v.getUint32(6);
+  const first = buf[10];
+  const count = buf[11];
+  const bad =
+    checkRange('first', first, 0, MAX_GENERATION_SIZE - 1) ??
+    checkRange('symbol digest count', count, 1, Math.min(MAX_DIGESTS_PER_MESSAGE, MAX_GENERATION_SIZE - first)) ??
+    exact(buf, SYMBOL_DIGESTS_HEADER_BYTES + count * UNIT_DIGEST_BYTES, 'SYMBOL_DIGESTS');
+  if (bad) return err(bad);
+  return ok({
+    type: MessageType.SymbolDigests,
+    transferId,
+    check,
+    first,
+    digests: buf.subarray(SYMBOL_DIGESTS_HEADER_BYTES),
+  });
+}
+
+function decodeSymbolDigestsRequest(buf: Uint8Array, v: DataView, transferId: number): Result<Message> {
+  const bad = exact(buf, SYMBOL_DIGESTS_REQUEST_BYTES, 'SYMBOL_DIGESTS_REQUEST');
+  if (bad) return err(bad);
+  return ok({ type: MessageType.SymbolDigestsRequest, transferId, check: v.getUint32(6) });
 }
 
 function decodeDataUncoded(buf: Uint8Array, v: DataView, transferId: number): Result<Message> {

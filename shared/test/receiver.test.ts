@@ -834,8 +834,9 @@ describe('completion and verification', () => {
         1,
       );
     expect(receiver.status).toBe('complete');
-    // Every digest goes through it: the unit root over 3 unit digests, each unit, the object.
-    expect(calls).toEqual([48, 100, 100, 100, 300]);
+    // Every digest goes through it: the unit root over 3 unit digests, each unit (uncoded: its one
+    // symbol, then the list of its symbol digests), the object.
+    expect(calls).toEqual([48, 100, 16, 100, 16, 100, 16, 300]);
   });
 
   test('an empty object completes as soon as META is accepted', () => {

@@ -16,6 +16,8 @@ import {
   encodeFeedbackRlnc,
   encodeFeedbackUncoded,
   encodeDigests,
+  encodeSymbolDigests,
+  encodeSymbolDigestsRequest,
   encodeMeta,
   encodeRequest,
   MAX_DIGESTS_PER_MESSAGE,
@@ -410,6 +412,20 @@ describe('encode/decode round trips', () => {
     );
   });
 
+  it('SYMBOL_DIGESTS and SYMBOL_DIGESTS_REQUEST', () => {
+    const answer = fc.record({ transferId: U32, check: U32, first: fc.integer({ min: 0, max: 254 }) }).chain((r) =>
+      fc
+        .integer({ min: 1, max: Math.min(MAX_DIGESTS_PER_MESSAGE, 255 - r.first) })
+        .chain((n) => bytes(16 * n, 16 * n))
+        .map((digests) => ({ ...r, type: MessageType.SymbolDigests, digests })),
+    );
+    const ask = fc.record({ type: fc.constant(MessageType.SymbolDigestsRequest), transferId: U32, check: U32 });
+    fc.assert(
+      fc.property(fc.oneof(answer, ask), (m) => roundTrip(m as Message)),
+      PARAMS,
+    );
+  });
+
   it('DATA_UNCODED and DATA_RLNC', () => {
     const uncoded = fc.record({
       type: fc.constant(MessageType.DataUncoded),
@@ -634,6 +650,22 @@ describe('encoders throw RangeError on out-of-range arguments', () => {
     ['first 2^32', 16, 2 ** 32],
   ])('DIGESTS: %s', (_name, length, first) => {
     expect(() => encodeDigests({ transferId: 1, first, digests: new Uint8Array(length) })).toThrow(RangeError);
+  });
+
+  it.each([
+    ['no digests', 0, 0],
+    ['a partial digest', 15, 0],
+    ['65 digests', 16 * 65, 0],
+    ['past the largest generation', 32, 254],
+    ['first 255', 16, 255],
+  ])('SYMBOL_DIGESTS: %s', (_name, length, first) => {
+    expect(() => encodeSymbolDigests({ transferId: 1, check: 0, first, digests: new Uint8Array(length) })).toThrow(
+      RangeError,
+    );
+  });
+
+  it('SYMBOL_DIGESTS_REQUEST: check 2^32', () => {
+    expect(() => encodeSymbolDigestsRequest({ transferId: 1, check: 2 ** 32 })).toThrow(RangeError);
   });
 
   it.each([

@@ -16,12 +16,20 @@
  *   most 10 decoders), and the first that verifies proves both (issue 31: before, two polluters in
  *   one unit failed the download and neither was reported).
  *
- * Three or more polluters inside one check unit at once are not told apart: the unit then fails
- * (the download falls back); polluters in different units are caught one after another.
+ * - uncoded mode: its packets are systematic, so leaving a source out would need repeats of just
+ *   its symbols, which the partitioned sources never send (issue 31, attack 5: the download
+ *   stalled). A failed unit instead asks the sources for its symbol digests (SYMBOL_DIGESTS);
+ *   an answer that hashes to the agreed unit digest tells every packet's truth on its own, so each
+ *   source with a wrong packet is proven, any number of them, and the unit is rebuilt from the
+ *   right ones. An answer that does not hash to it proves its sender lied.
+ *
+ * In coded modes, three or more polluters inside one check unit at once are not told apart: the
+ * unit then fails (the download falls back); polluters in different units are caught one after
+ * another.
  */
 import { bytesEqual } from '../bytes';
 import { AddResult, Codec, UnitDecoder } from '../codec/types';
-import { CheckLayout, Sha256, unitDigest } from '../integrity';
+import { CheckLayout, checkUnitDigest, Sha256, unitDigest } from '../integrity';
 import { Layout } from '../layout';
 import { UNIT_DIGEST_BYTES } from '../limits';
 
@@ -54,8 +62,21 @@ class CheckUnit {
   logBytes = 0;
   /** Some packet could not be kept (budget): a failure here cannot be traced. */
   unlogged = false;
+  /** Uncoded: the unit failed and its symbol digests were asked for. */
+  asked = false;
+  /** Uncoded: the symbol digests, once an answer proved them; every packet is judged by them. */
+  symbols?: Uint8Array;
+  /** Uncoded: answers being assembled (an answer may span datagrams), by source. */
+  answers?: Map<number, SymbolAnswer>;
 
   constructor(readonly layout: Layout) {}
+}
+
+interface SymbolAnswer {
+  digests: Uint8Array;
+  /** Symbols described so far (each at most once). */
+  have: Uint8Array;
+  count: number;
 }
 
 export interface CheckOutcome {
@@ -66,6 +87,12 @@ export interface CheckOutcome {
   polluters: number[];
   /** The check unit cannot be recovered (the download must fail), with why. */
   unrecoverable?: string;
+  /** Uncoded: this check unit failed; ask the sources for its symbol digests. */
+  askSymbolDigests?: number;
+  /** Sources proven to have answered symbol digests that contradict the agreed unit digest. */
+  liars?: number[];
+  /** Uncoded: this check unit's symbol digests are known now (nobody needs to be asked again). */
+  symbolsKnown?: number;
 }
 
 export class CheckedDecoder {
@@ -140,6 +167,7 @@ export class CheckedDecoder {
     if (this.verified[k]) return none;
     const c = this.unit(k);
     const local = this.checks.localUnit(unit);
+    if (c.symbols && !this.symbolOk(c, local, payload)) return { ...none, result: 'invalid', polluters: [source] };
     if (c.decoder) {
       const result = c.decoder.add(local, key, payload);
       if (result === 'invalid') return { ...none, result };
@@ -173,6 +201,42 @@ export class CheckedDecoder {
       if (kept.length > 0 && complete(c.decoder, c.layout)) outcomes.push(this.onComplete(k, c));
     }
     return outcomes;
+  }
+
+  /**
+   * Uncoded: part of a source's answer with check unit k's symbol digests (from symbol `first`).
+   * Only a unit that asked takes answers; the first whole answer that hashes to the unit's digest
+   * is used, one that does not proves its sender a liar.
+   */
+  symbolDigests(source: number, k: number, first: number, digests: Uint8Array): CheckOutcome {
+    const none: CheckOutcome = { result: 'redundant', verified: false, polluters: [] };
+    const c = this.units.get(k);
+    if (!c || !c.asked || c.symbols || this.verified[k]) return none;
+    const symbols = c.layout.symbolCount;
+    const count = digests.length / UNIT_DIGEST_BYTES;
+    if (first + count > symbols) return { ...none, liars: [source] };
+    c.answers ??= new Map();
+    let answer = c.answers.get(source);
+    if (!answer) {
+      answer = { digests: new Uint8Array(symbols * UNIT_DIGEST_BYTES), have: new Uint8Array(symbols), count: 0 };
+      c.answers.set(source, answer);
+    }
+    for (let i = 0; i < count; i++) {
+      if (answer.have[first + i]) continue;
+      answer.have[first + i] = 1;
+      answer.count++;
+      answer.digests.set(
+        digests.subarray(i * UNIT_DIGEST_BYTES, (i + 1) * UNIT_DIGEST_BYTES),
+        (first + i) * UNIT_DIGEST_BYTES,
+      );
+    }
+    if (answer.count < symbols) return none;
+    c.answers.delete(source);
+    const want = this.digests.subarray(k * UNIT_DIGEST_BYTES, (k + 1) * UNIT_DIGEST_BYTES);
+    if (!bytesEqual(unitDigest(answer.digests, this.sha256), want)) return { ...none, liars: [source] };
+    c.symbols = answer.digests;
+    c.answers = undefined;
+    return this.judge(k, c);
   }
 
   free(): void {
@@ -216,7 +280,41 @@ export class CheckedDecoder {
 
   private digestOk(k: number, bytes: Uint8Array): boolean {
     const want = this.digests.subarray(k * UNIT_DIGEST_BYTES, (k + 1) * UNIT_DIGEST_BYTES);
-    return bytesEqual(unitDigest(bytes, this.sha256), want);
+    return bytesEqual(checkUnitDigest(this.layout, bytes, this.sha256), want);
+  }
+
+  private symbolOk(c: CheckUnit, local: number, payload: Uint8Array): boolean {
+    const symbols = c.symbols as Uint8Array;
+    if (payload.length !== c.layout.payloadLength(local)) return false;
+    const want = symbols.subarray(local * UNIT_DIGEST_BYTES, (local + 1) * UNIT_DIGEST_BYTES);
+    return bytesEqual(unitDigest(payload, this.sha256), want);
+  }
+
+  /**
+   * Uncoded: judges every kept packet of check unit k by symbol digests just proven, and rebuilds
+   * the unit from the right ones; the senders of wrong ones are proven polluters.
+   */
+  private judge(k: number, c: CheckUnit): CheckOutcome {
+    const outcome: CheckOutcome = { result: 'redundant', verified: false, polluters: [], symbolsKnown: k };
+    if (c.unlogged)
+      return {
+        ...outcome,
+        unrecoverable: `check unit ${k} failed its digest and its packets were not all kept (log budget)`,
+      };
+    const polluters = new Set<number>();
+    const right = c.log.filter((p) => {
+      const ok = this.symbolOk(c, p.local, p.payload);
+      if (!ok) polluters.add(p.source);
+      return ok;
+    });
+    this.drop(c);
+    c.decoder = this.decoderFrom(c.layout, right);
+    for (const p of right) this.keep(c, p.source, p.local, p.key, p.payload);
+    if (complete(c.decoder, c.layout)) {
+      const done = this.onComplete(k, c);
+      return { ...done, polluters: [...polluters, ...done.polluters], symbolsKnown: k };
+    }
+    return { ...outcome, polluters: [...polluters] };
   }
 
   private accept(k: number, c: CheckUnit, bytes: Uint8Array): void {
@@ -232,9 +330,21 @@ export class CheckedDecoder {
     const bytes = decoder.readObject();
     if (this.digestOk(k, bytes)) {
       this.accept(k, c, bytes);
-      return { result: 'innovative', verified: true, polluters: [] };
+      return { result: 'innovative', verified: true, polluters: [], symbolsKnown: c.asked ? k : undefined };
     }
     this.failedChecks++;
+    const contributors = [...new Set(c.log.map((p) => p.source))];
+    if (!c.unlogged && contributors.length === 1) {
+      // Only its packets made up the unit, and the digest list was agreed: it polluted.
+      this.drop(c);
+      c.decoder = this.codec.createDecoder(c.layout);
+      return { result: 'innovative', verified: false, polluters: contributors };
+    }
+    if (this.layout.mode === 'uncoded' && !c.symbols) {
+      // Keep the decoder: its full ranks stop the sources from sending the unit again meanwhile.
+      c.asked = true;
+      return { result: 'innovative', verified: false, polluters: [], askSymbolDigests: k };
+    }
     if (c.unlogged)
       return {
         result: 'innovative',
@@ -242,15 +352,8 @@ export class CheckedDecoder {
         polluters: [],
         unrecoverable: `check unit ${k} failed its digest and its packets were not all kept (log budget)`,
       };
-    const contributors = [...new Set(c.log.map((p) => p.source))];
     decoder.free();
     c.decoder = undefined;
-    if (contributors.length === 1) {
-      // Only its packets made up the unit, and the digest list was agreed: it polluted.
-      this.drop(c);
-      c.decoder = this.codec.createDecoder(c.layout);
-      return { result: 'innovative', verified: false, polluters: contributors };
-    }
     c.recovery = contributors.map((left) => this.leaveOut(c, [left]));
     return this.tryRecovery(k, c);
   }

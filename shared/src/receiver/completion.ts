@@ -94,6 +94,13 @@ export class Completion {
     return { outcome, checkFailed };
   }
 
+  /** Uncoded: part of a source's symbol digests for check unit `check`; proven packets rewind. */
+  symbolDigests(source: number, check: number, first: number, digests: Uint8Array): CheckOutcome {
+    const outcome = this.decoding().symbolDigests(source, check, first, digests);
+    if (outcome.polluters.length > 0) this.rewound = true;
+    return outcome;
+  }
+
   /** Discards a polluter's packets; what its absence lets verify (or fail) comes back. */
   exclude(source: number): CheckOutcome[] {
     this.rewound = true;

@@ -58,6 +58,8 @@ export interface ReceiverConfig {
   agreementWaitMs: number;
   /** Packets of unverified check units kept to identify a polluter (bytes, all units together). */
   maxPacketLogBytes: number;
+  /** Uncoded: a failed check unit asks the sources for its symbol digests again after this long. */
+  symbolDigestRetryMs: number;
 }
 
 export const DEFAULT_RECEIVER_CONFIG: ReceiverConfig = {
@@ -81,4 +83,5 @@ export const DEFAULT_RECEIVER_CONFIG: ReceiverConfig = {
   quorum: 2,
   agreementWaitMs: 1000,
   maxPacketLogBytes: 64 * 1024 * 1024,
+  symbolDigestRetryMs: 250,
 };

@@ -27,6 +27,7 @@ import {
   DigestsMessage,
   encodeRequest,
   encodeStop,
+  encodeSymbolDigestsRequest,
   MAX_BLOCK_ROUND,
   MessageType,
   Message,
@@ -37,6 +38,7 @@ import {
   requestLength,
   SchedulerName,
   StopReason,
+  SymbolDigestsMessage,
 } from '../wire';
 import { CheckOutcome } from './check-units';
 import { Completion } from './completion';
@@ -46,6 +48,7 @@ import { encodeSourceFeedback } from './feedback';
 import { IdentityQuorum } from './quorum';
 import { PollutionKind, Polluter, Source, SourceStats } from './source';
 import { Steering } from './steering';
+import { SymbolAsks } from './symbol-asks';
 
 export { DEFAULT_RECEIVER_CONFIG } from './config';
 export type { ReceiverConfig } from './config';
@@ -104,6 +107,7 @@ export class Receiver {
   private readonly steering: Steering;
   private readonly completion: Completion;
   private readonly early: EarlyData;
+  private readonly symbolAsks: SymbolAsks;
   private lastProgressAt: number;
   private readonly startedAt: number;
   private completedAt?: number;
@@ -146,6 +150,7 @@ export class Receiver {
       sha256: hash,
       maxPacketLogBytes: config.maxPacketLogBytes,
     });
+    this.symbolAsks = new SymbolAsks(config.symbolDigestRetryMs);
     // A window's worth per source: what a source sends before it hears any feedback.
     this.early = new EarlyData(opts.sourceCount, Math.max(1, opts.window));
   }
@@ -184,6 +189,9 @@ export class Receiver {
         break;
       case MessageType.Digests:
         this.onDigests(sourceIndex, m, now);
+        break;
+      case MessageType.SymbolDigests:
+        this.onSymbolDigests(sourceIndex, m, now);
         break;
       case MessageType.DataUncoded:
         this.onData(sourceIndex, m.seq, m.index, 0, m.payload, size, now, mode === 'uncoded', arrivedAt);
@@ -316,6 +324,16 @@ export class Receiver {
     this.startIfReady(now);
   }
 
+  private onSymbolDigests(sourceIndex: number, m: SymbolDigestsMessage, now: number): void {
+    const source = this.sources[sourceIndex];
+    source.hear(now);
+    if (!this.completion.started || !source.metaOk || this.opts.mode !== 'uncoded') {
+      source.stats.invalid++;
+      return;
+    }
+    this.afterCheck([this.completion.symbolDigests(sourceIndex, m.check, m.first, m.digests)], now, false);
+  }
+
   /** Data is used only once the identity is agreed and its unit digests are known. */
   private startIfReady(now: number): void {
     if (this.completion.started || this.status !== 'active') return;
@@ -392,6 +410,13 @@ export class Receiver {
         return;
       }
       verified ||= o.verified;
+      if (o.askSymbolDigests !== undefined) this.symbolAsks.want(o.askSymbolDigests, now);
+      if (o.symbolsKnown !== undefined) this.symbolAsks.settle(o.symbolsKnown);
+      for (const p of o.liars ?? []) {
+        if (this.sources[p].stats.polluter) continue;
+        this.dropPolluter(p, 'digests', 'sent symbol digests that do not hash to the agreed unit digest');
+        if (this.status !== 'active') return;
+      }
       for (const p of o.polluters) {
         if (this.sources[p].stats.polluter) continue;
         this.dropPolluter(p, 'data', 'sent data that failed a unit digest');
@@ -529,6 +554,10 @@ export class Receiver {
       this.requestsSent++;
       return this.request(index);
     }
+    if (source.metaOk && !source.stats.polluter && this.symbolAsks.size > 0) {
+      const check = this.symbolAsks.takeFor(index, now);
+      if (check >= 0) return encodeSymbolDigestsRequest({ transferId: this.transferId, check });
+    }
     if (!source.heard || !source.takeFeedback(now)) return null;
     this.feedbackSent++;
     return this.feedback(index, now);
@@ -600,6 +629,8 @@ export class Receiver {
     });
     const wait = this.quorum.nextDeadline();
     if (wait !== null) deadline = Math.min(deadline, wait);
+    const ask = this.symbolAsks.nextDeadline();
+    if (ask !== null) deadline = Math.min(deadline, ask);
     return deadline;
   }
 

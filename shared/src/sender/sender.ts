@@ -8,6 +8,7 @@ import { Codec, UnitEncoder } from '../codec/types';
 import { TransferError } from '../errors';
 import { Layout } from '../layout';
 import { unitDigests, unitRoot, Sha256 } from '../integrity';
+import { SymbolDigestAnswers } from './symbol-digest-answers';
 import { UNIT_DIGEST_BYTES, UNLIMITED_IN_FLIGHT } from '../limits';
 import { Partition } from '../partition';
 import { ObjectAttributes } from '../range';
@@ -258,6 +259,7 @@ export class Sender implements ScheduleView {
    * (testbed, rlnc after a network change: up to 640 redundant packets of 7490).
    */
   private holdDataUntil = -Infinity;
+  private readonly symbolDigestAnswers: SymbolDigestAnswers;
 
   constructor(opts: SenderOptions) {
     const r = opts.request;
@@ -269,6 +271,7 @@ export class Sender implements ScheduleView {
     this.layout = new Layout(r.mode, opts.object.length, r.symbolSize, r.generationSize);
     this.windowUnits = this.layout.windowUnits(r.window);
     this.encoder = opts.codec.createEncoder(opts.object, this.layout);
+    this.symbolDigestAnswers = new SymbolDigestAnswers(this.layout, opts.object, r.transferId, opts.sha256);
     this.scheduler = createScheduler(r.mode, r.scheduler, opts.random);
     this.random = opts.random;
     this.weights = r.weights ? Uint8Array.from(r.weights) : new Uint8Array(r.sourceCount);
@@ -440,6 +443,9 @@ export class Sender implements ScheduleView {
         if (this.status === 'failed')
           this.error = new TransferError('cancelled', `client stopped the transfer (reason ${m.reason})`);
         this.encoder.free();
+        break;
+      case MessageType.SymbolDigestsRequest:
+        this.symbolDigestAnswers.ask(m.check);
         break;
       case MessageType.Request:
         // The client has not seen our META yet: repeat it, but at most once per round trip (META
@@ -618,6 +624,8 @@ export class Sender implements ScheduleView {
       return this.meta;
     }
     if (this.digestCursor < this.digests.length && !this.metaAcked) return this.digests[this.digestCursor++];
+    const answer = this.symbolDigestAnswers.next();
+    if (answer) return answer;
     if (now < this.holdDataUntil) return null;
     this.now = now;
     this.expireStale(now);

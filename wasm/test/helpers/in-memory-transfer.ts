@@ -5,11 +5,39 @@
  * the integrity tests (hostile sources) and the resume tests (a source that starts over).
  */
 import { createHash } from 'node:crypto';
-import { Codec, decode, MessageType, Mode, Receiver, RequestMessage, seededRandom, Sender } from '@mutp/shared';
+import {
+  Codec,
+  decode,
+  DEFAULT_GENERATION_SIZE,
+  DEFAULT_SYMBOL_SIZE,
+  DEFAULT_WINDOW,
+  MessageType,
+  Mode,
+  Receiver,
+  RequestMessage,
+  seededRandom,
+  Sender,
+} from '@mutp/shared';
 
 export const TRANSFER = 0x1a7e0001;
 export const SYMBOL = 256;
 export const G = 8;
+
+/** A transfer's layout as the client asks for it. */
+export interface TransferLayout {
+  symbolSize: number;
+  generationSize: number;
+  window: number;
+}
+
+/** Small units: quick tests that still cross many check units. */
+export const SMALL_LAYOUT: TransferLayout = { symbolSize: SYMBOL, generationSize: G, window: 64 };
+/** What clients ask for in production (DEFAULT_SYMBOL_SIZE, DEFAULT_GENERATION_SIZE, DEFAULT_WINDOW). */
+export const PRODUCTION_LAYOUT: TransferLayout = {
+  symbolSize: DEFAULT_SYMBOL_SIZE,
+  generationSize: DEFAULT_GENERATION_SIZE,
+  window: DEFAULT_WINDOW,
+};
 
 export const sha256 = (d: Uint8Array) => new Uint8Array(createHash('sha256').update(d).digest());
 
@@ -82,6 +110,7 @@ export function download(
   make: (request: RequestMessage, i: number) => Source,
   delays: number[],
   hooks: NetworkHooks = {},
+  layout: TransferLayout = SMALL_LAYOUT,
 ): Run {
   const n = delays.length;
   const receiver = new Receiver({
@@ -89,9 +118,9 @@ export function download(
     url: 'https://origin.example/seg',
     mode,
     sourceCount: n,
-    window: 64,
-    generationSize: G,
-    symbolSize: SYMBOL,
+    window: layout.window,
+    generationSize: layout.generationSize,
+    symbolSize: layout.symbolSize,
     codec,
     now: 0,
     sha256,
