@@ -170,7 +170,7 @@ export class Broker {
   private readonly proxies = new Map<string, ProxyEntry>();
   private readonly clients = new Map<string, ClientEntry>();
   private readonly connections = new Map<string, Connection>();
-  /** Pollution reports; a proxy reported by enough distinct clients is not offered (reports.ts). */
+  /** Pollution reports: told to the operator, never a ban (reports.ts). */
   readonly reports = new ProxyReports();
   /** What clients whose session ended were offered, for a resuming session (departed-offers.ts). */
   private readonly departed = new DepartedOffers();
@@ -704,7 +704,6 @@ export class Broker {
     const offerable: Candidate[] = [];
     for (const p of [this.proxies.values(), this.remoteEntries()]) {
       for (const proxy of p) {
-        if (this.reports.isBanned(proxy.proxyId, now)) continue;
         const c = this.candidate(proxy);
         // Offers since the last heartbeat count as transfers: clients spread over proxies between beats.
         c.recentPicks = cluster.picks(c.proxyId);
@@ -813,10 +812,14 @@ export class Broker {
     // Reporters count per network: the addresses of one /24 (or /48) are one reporter.
     const reporter = client.network;
     const outcome = this.reports.report(client.clientId, reporter, m.proxyId, Date.now());
-    const log = outcome === 'banned' ? this.deps.log.warn.bind(this.deps.log) : this.deps.log.info.bind(this.deps.log);
-    log({ clientId: client.clientId, proxyId: m.proxyId, kind: m.kind, outcome }, 'pollution report');
-    // Bans are this instance's (reports.ts): so is telling the clients.
-    if (outcome === 'banned') this.withdraw(m.proxyId, 'reported', false);
+    const fields = { clientId: client.clientId, proxyId: m.proxyId, kind: m.kind, outcome };
+    this.deps.log.info(fields, 'pollution report');
+    // Not a ban: the clients that proved it avoid it themselves; its operator can look at it.
+    if (outcome === 'flagged')
+      this.deps.log.warn(
+        { proxyId: m.proxyId, networks: this.reports.policy.threshold },
+        'proxy reported as a polluter by clients of several networks: check it (reports alone do not stop offers)',
+      );
   }
 
   /**

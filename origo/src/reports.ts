@@ -1,23 +1,24 @@
 /**
  * Pollution reports: a client that excluded a proxy as a polluter (its Receiver proved the proxy
- * sent a wrong META, wrong DIGESTS or corrupt data) reports it; origo stops offering the proxy
- * once `threshold` distinct reporters did so within `windowMs`, for `banMs`.
+ * sent a wrong META, wrong DIGESTS or corrupt data) reports it. The client's proof is its own:
+ * packets are not signed, so nothing in a report can be checked by origo, and a count of reports
+ * is as cheap as the networks an attacker holds (issue 31, attack 3: 16 reports from 3 addresses
+ * banned every honest proxy for an hour). So reports never ban, withdraw or lower a proxy's
+ * selection: the reporting client avoids the proxy itself (for an hour, `POLLUTER_EXCLUSION_MS`
+ * in the client), and origo tells its operator (`flagged`, a warning) once clients of
+ * `threshold` distinct networks reported a proxy within `windowMs`. The operator, who can look at
+ * the proxy, decides (revoking its key withdraws it everywhere).
  *
  * A reporter is the client's network (IPv4 /24, IPv6 /48: addressPrefix), not its id or address,
- * which are free inside a block: one network, however many sockets, ids and addresses it uses,
- * counts once per proxy and window, so no single network can get an honest proxy banned alone.
- * This still counts; it does not check (issue 31: bans should need a proof origo can verify). A client may only report a proxy origo offered to it, so nobody can report
- * proxies it never used. Memory: at most `threshold` reporters per proxy and
- * `maxOfferedPerClient` offered ids per client.
+ * which are free inside a block. A client may only report a proxy origo offered to it. Memory: at
+ * most `threshold` reporters per proxy and `maxOfferedPerClient` offered ids per client.
  */
 
 export interface ReportPolicy {
-  /** Distinct reporters needed to stop offering a proxy. */
+  /** Distinct reporting networks within `windowMs` that flag a proxy to its operator. */
   threshold: number;
   /** Reports older than this no longer count. */
   windowMs: number;
-  /** How long a reported proxy is not offered. */
-  banMs: number;
   /** Offered proxy ids remembered per client (the oldest are forgotten first). */
   maxOfferedPerClient: number;
 }
@@ -25,17 +26,14 @@ export interface ReportPolicy {
 export const DEFAULT_REPORT_POLICY: ReportPolicy = {
   threshold: 3,
   windowMs: 10 * 60_000,
-  banMs: 60 * 60_000,
   maxOfferedPerClient: 256,
 };
 
-export type ReportOutcome = 'counted' | 'banned' | 'duplicate' | 'not-offered';
+export type ReportOutcome = 'counted' | 'flagged' | 'duplicate' | 'not-offered';
 
 export class ProxyReports {
   /** proxyId -> reporter -> when it reported. */
   private readonly reports = new Map<string, Map<string, number>>();
-  /** proxyId -> banned until. */
-  private readonly bannedUntil = new Map<string, number>();
   /** clientId -> proxy ids origo offered it (insertion order = age). */
   private readonly offered = new Map<string, Set<string>>();
 
@@ -65,7 +63,6 @@ export class ProxyReports {
   /** A report from `clientId`, whose address is `reporter`. */
   report(clientId: string, reporter: string, proxyId: string, now: number): ReportOutcome {
     if (!this.offered.get(clientId)?.has(proxyId)) return 'not-offered';
-    if (this.isBanned(proxyId, now)) return 'duplicate';
     let byReporter = this.reports.get(proxyId);
     if (!byReporter) {
       byReporter = new Map();
@@ -75,16 +72,8 @@ export class ProxyReports {
     if (byReporter.has(reporter)) return 'duplicate';
     byReporter.set(reporter, now);
     if (byReporter.size < this.policy.threshold) return 'counted';
+    // Flagged once per `threshold` networks: the next flag needs as many new reports.
     this.reports.delete(proxyId);
-    this.bannedUntil.set(proxyId, now + this.policy.banMs);
-    return 'banned';
-  }
-
-  isBanned(proxyId: string, now: number): boolean {
-    const until = this.bannedUntil.get(proxyId);
-    if (until === undefined) return false;
-    if (now < until) return true;
-    this.bannedUntil.delete(proxyId);
-    return false;
+    return 'flagged';
   }
 }

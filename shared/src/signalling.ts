@@ -309,7 +309,7 @@ export const clientToOrigo = z.discriminatedUnion('type', [
 ]);
 
 /** Why origo withdrew a proxy from its clients (`withdrawn`). */
-export const withdrawReason = z.enum(['draining', 'reported', 'revoked']);
+export const withdrawReason = z.enum(['draining', 'revoked']);
 export type WithdrawReason = z.infer<typeof withdrawReason>;
 
 export const origoToClient = z.discriminatedUnion('type', [

@@ -166,7 +166,7 @@ describe('proxies that fail', () => {
   test('a proxy origo withdraws (reported) gets no new download from this client; origo is asked for another', async () => {
     const { host, client } = setup({ proxies: [proxy('a'), proxy('b'), proxy('c')] });
     await settle(host.clock, client.get(URL_, { mode: 'rlnc', proxies: 2 }));
-    host.withdraw('b', 'reported');
+    host.withdraw('b', 'revoked');
     await settle(host.clock, Promise.resolve());
     expect(client.leavingProxies()).toEqual(['b']);
     const [a, b] = host.script.proxies.map((p) => p.info);

@@ -512,7 +512,7 @@ export class FakeHost implements ClientHost {
   }
 
   /** Origo withdraws `proxyId` (`withdrawn`: reports stopped it, say) and offers it no more. */
-  withdraw(proxyId: string, reason: 'draining' | 'reported' | 'revoked'): void {
+  withdraw(proxyId: string, reason: 'draining' | 'revoked'): void {
     this.unoffered.add(proxyId);
     for (const socket of this.sockets) socket.push({ type: 'withdrawn', proxyId, reason });
   }
