@@ -2,7 +2,7 @@
  * The client orchestration's host in Node: system clock, crypto randomness, ws, fetch,
  * node-datachannel, QUIC (@mutp/quic), and network changes from the host's addresses (network-watch.ts).
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, createPublicKey, randomBytes, verify } from 'node:crypto';
 import WebSocket from 'ws';
 import { ClientHost, FetchLike, systemClock, WebSocketLike } from '@mutp/shared/client';
 import { createNodeRtcFactory, NodeRtcOptions } from '@mutp/node-rtc';
@@ -18,6 +18,16 @@ export function createNodeHost(rtc: NodeRtcOptions = {}): ClientHost {
     quic: openNodeQuicTransport,
     fetch: globalThis.fetch as unknown as FetchLike,
     sha256: (data) => createHash('sha256').update(data).digest(),
+    verifySignature: verifyEd25519Native,
     onNetworkChange: nodeNetworkWatch(),
   };
+}
+
+/** Ed25519 through node:crypto (about 20 times the portable one's speed). */
+function verifyEd25519Native(signature: Uint8Array, message: Uint8Array, publicKey: Uint8Array): boolean {
+  const key = createPublicKey({
+    key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(publicKey).toString('base64url') },
+    format: 'jwk',
+  });
+  return verify(null, message, key, signature);
 }

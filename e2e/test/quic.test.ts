@@ -67,6 +67,8 @@ interface OfferedProxy {
   quic?: { url: string; certificateHashes: string[] };
   /** The client's token for this proxy alone. */
   token?: string;
+  /** The key the proxy signs its METAs with. */
+  assertionKey?: string;
 }
 
 describe('three proxies with QUIC endpoints', () => {
@@ -99,6 +101,21 @@ describe('three proxies with QUIC endpoints', () => {
       }
     },
   );
+
+  test('every offered proxy publishes its own assertion key, and downloads count only METAs it signed', async () => {
+    const offered = await offeredProxies(cluster);
+    const keys = offered.map((p) => p.assertionKey);
+    expect(keys.every((k) => typeof k === 'string' && /^[A-Za-z0-9_-]{43}$/.test(k))).toBe(true);
+    expect(new Set(keys).size).toBe(offered.length);
+    const client = newClient(cluster, 'auto');
+    try {
+      const result = (await client.get(`${origin.url}/object/300000/31`, { mode: 'rlnc', proxies: 3 })) as GetResult;
+      // A source whose META failed its signature would be 'dropped' ("not signed by the key ...").
+      expect(result.sources.map((s) => ('state' in s ? s.state : 'http'))).toEqual(['active', 'active', 'active']);
+    } finally {
+      client.close();
+    }
+  });
 
   test('auto prefers QUIC; webrtc uses none; both verify the same object', async () => {
     const url = `${origin.url}/object/700000/77`;

@@ -97,6 +97,8 @@ interface ProxyEntry extends ProxyLoad {
   name: string;
   httpUrl: string;
   quic?: QuicEndpoint;
+  /** The key its METAs are signed with (register), published to clients. */
+  assertionKey?: string;
   registeredAt: number;
   lastHeartbeatAt?: number;
   connections: Set<string>;
@@ -292,6 +294,7 @@ export class Broker {
       name: m.name,
       httpUrl: m.httpUrl,
       ...(m.quic !== undefined ? { quic: m.quic } : {}),
+      ...(m.assertionKey !== undefined ? { assertionKey: m.assertionKey } : {}),
       modes: new Set(m.modes),
       capacityBps: m.capacityBps,
       uploadBps: 0,
@@ -449,6 +452,7 @@ export class Broker {
       name: p.name,
       httpUrl: p.httpUrl,
       ...(p.quic !== undefined ? { quic: p.quic } : {}),
+      ...(p.assertionKey !== undefined ? { assertionKey: p.assertionKey } : {}),
       modes: [...p.modes],
       capacityBps: p.capacityBps,
       uploadBps: p.uploadBps,
@@ -728,6 +732,7 @@ export class Broker {
       httpUrl: p.httpUrl,
       capacityBps: p.capacityBps,
       ...(p.quic !== undefined ? { quic: p.quic } : {}),
+      ...(p.assertionKey !== undefined ? { assertionKey: p.assertionKey } : {}),
       token: tokens[i],
     }));
     this.reports.noteOffered(
@@ -961,6 +966,8 @@ interface Candidate extends ProxyLoad {
   name: string;
   httpUrl: string;
   quic?: QuicEndpoint;
+  /** The key its METAs are signed with (register), published to clients. */
+  assertionKey?: string;
 }
 
 function ref(c: Connection): ConnectionRef {

@@ -70,9 +70,17 @@ async function startPair(overrides: Partial<OrigoOptions> = {}): Promise<[TestOr
 
 async function registerProxy(port: number, proxyId: keyof typeof KEYS): Promise<TestPeer> {
   const peer = await TestPeer.open(port, '/v1/proxy', proxyId);
-  peer.send(registerMessage({ proxyId, name: proxyId, secret: KEYS[proxyId] }));
+  peer.send({
+    ...registerMessage({ proxyId, name: proxyId, secret: KEYS[proxyId] }),
+    assertionKey: assertionKeyOf(proxyId),
+  });
   await peer.next('registered');
   return peer;
+}
+
+/** A well-formed Ed25519 public key per proxy id (origo only passes it on). */
+function assertionKeyOf(proxyId: string): string {
+  return Buffer.alloc(32, proxyId.length).toString('base64url');
 }
 
 /** Until `client` (on some instance) is offered exactly these proxies. */
@@ -95,6 +103,10 @@ test('a proxy on one instance is offered and signalled by a client on the other,
   const client = await connectClient(b.port);
   await offered(client, ['edge-1'], 'B to offer the proxy registered on A');
   expect(await listedInstances(b)).toEqual({ 'edge-1': 'A' });
+  // Its assertion key crosses instances with it: B's clients check its signed METAs too.
+  client.send({ type: 'request-proxies', requestId: 'key', count: 1 });
+  const { proxies } = await client.next('proxies', (m) => m.requestId === 'key');
+  expect(proxies).toEqual([expect.objectContaining({ proxyId: 'edge-1', assertionKey: assertionKeyOf('edge-1') })]);
 
   client.send({ type: 'signal', connectionId: 'x1', proxyId: 'edge-1', description: OFFER });
   const atProxy = await proxy.next('signal', (m) => m.connectionId === 'x1');

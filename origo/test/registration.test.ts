@@ -239,13 +239,7 @@ describe('proxy registration', () => {
     const hash = (fill: string) => Buffer.alloc(32, fill).toString('base64');
     const quic = (url: string, hashes = [hash('a')]) => ({ url, certificateHashes: hashes });
 
-    async function offered(port: number): Promise<{ proxyId: string; quic?: unknown }[]> {
-      const client = await connectClient(port);
-      client.send({ type: 'request-proxies', requestId: 'q1', count: 4 });
-      const answer = await client.next('proxies', (m) => m.requestId === 'q1');
-      client.close();
-      return answer.proxies as { proxyId: string; quic?: unknown }[];
-    }
+    const offered = offeredTo;
 
     test('is offered to clients with its certificate hashes, and a heartbeat rotates them', async () => {
       const { port } = await startOrigo();
@@ -285,4 +279,40 @@ describe('proxy registration', () => {
       expect(String(error.message)).toMatch(why);
     });
   });
+  describe('assertion key (signed METAs)', () => {
+    const key = Buffer.alloc(32, 7).toString('base64url');
+
+    const offered = offeredTo;
+
+    test('is published to the clients the proxy is offered to; a proxy without one is offered without', async () => {
+      const { port } = await startOrigo();
+      const signed = await TestPeer.open(port, '/v1/proxy', 'proxy');
+      signed.send({ ...registerMessage({ name: 'signed', proxyId: 'signed' }), assertionKey: key });
+      await signed.next('registered');
+      await connectProxy(port, { name: 'plain', proxyId: 'plain' });
+      const byId = new Map((await offered(port)).map((p) => [p.proxyId, p.assertionKey]));
+      expect(byId.get('signed')).toBe(key);
+      expect(byId.get('plain')).toBeUndefined();
+    });
+
+    test.each([
+      ['standard base64', Buffer.alloc(32, 7).toString('base64')],
+      ['31 bytes', Buffer.alloc(31, 7).toString('base64url')],
+    ])('is refused as %s', async (_what, assertionKey) => {
+      const { port } = await startOrigo();
+      const peer = await TestPeer.open(port, '/v1/proxy', 'proxy');
+      peer.send({ ...registerMessage({ name: 'edge' }), assertionKey });
+      const error = await peer.next('error');
+      expect(error.code).toBe('bad-message');
+    });
+  });
 });
+
+/** The proxies a fresh client is offered (up to 4), as origo describes them. */
+async function offeredTo(port: number): Promise<{ proxyId: string; quic?: unknown; assertionKey?: string }[]> {
+  const client = await connectClient(port);
+  client.send({ type: 'request-proxies', requestId: 'q1', count: 4 });
+  const answer = await client.next('proxies', (m) => m.requestId === 'q1');
+  client.close();
+  return answer.proxies as { proxyId: string; quic?: unknown; assertionKey?: string }[];
+}

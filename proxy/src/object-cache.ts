@@ -21,6 +21,7 @@
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import {
+  AssertionProvenance,
   ByteRange,
   IdleEncoders,
   LayoutDigests,
@@ -28,6 +29,7 @@ import {
   networkShare,
   servedRangeProblem,
   SharedEncoders,
+  validValidator,
 } from '@mutp/shared';
 import { cachePolicy } from './cache-policy';
 import { ServeError } from './errors';
@@ -48,6 +50,8 @@ export interface CachedObject {
   readonly cached: boolean;
   /** Marks one user (a transfer) of the bytes; call the returned function when it is done. */
   hold(): () => void;
+  /** When the origin sent the bytes, and its validator: what a signed META asserts of them. */
+  readonly provenance: AssertionProvenance;
 }
 
 export interface FetchResult {
@@ -160,6 +164,8 @@ interface EntryFacts {
   /** Where the bytes sit in the resource (a whole object: from 0, complete). */
   extent: ResourceExtent;
   validators: Validators;
+  /** When the origin's answer arrived (ms since the epoch). */
+  fetchedAt: number;
 }
 
 /** A cache entry (or a slice of one) and its users; `evicted` once the LRU dropped it. */
@@ -173,6 +179,7 @@ class Entry implements CachedObject {
   readonly slices = new Map<string, Entry>();
   readonly contentType: string | undefined;
   readonly range: { start: number; completeLength?: number } | undefined;
+  readonly provenance: AssertionProvenance;
 
   constructor(
     readonly bytes: Uint8Array,
@@ -186,6 +193,7 @@ class Entry implements CachedObject {
   ) {
     this.contentType = facts.contentType;
     this.range = facts.range;
+    this.provenance = provenanceOf(facts);
   }
 
   hold(): () => void {
@@ -465,6 +473,7 @@ export class ObjectCache {
         range: { start: range.start, completeLength },
         extent: { start: range.start, completeLength },
         validators: parent.facts.validators,
+        fetchedAt: parent.facts.fetchedAt,
       },
       shared ? parent : undefined,
     );
@@ -550,6 +559,7 @@ export class ObjectCache {
         if (problem) throw new ServeError('origin-error', problem);
       }
       const validators: Validators = { etag: fetched.etag, lastModified: fetched.lastModified };
+      const fetchedAt = Date.now();
       this.dropStale(href, validators);
       // An origin that sent the whole resource (ignoring Range) gives the cache the whole object.
       const entry = whole
@@ -559,6 +569,7 @@ export class ObjectCache {
             contentType: fetched.contentType,
             extent: { start: 0, completeLength: whole.byteLength },
             validators,
+            fetchedAt,
           })
         : this.newEntry(fetched.bytes, {
             key: fetching.key,
@@ -567,6 +578,7 @@ export class ObjectCache {
             range: fetched.range,
             extent: { ...fetched.range! },
             validators,
+            fetchedAt,
           });
       // An object larger than the whole cache is served but not stored (lru-cache skips it), as
       // is one the origin marked uncacheable.
@@ -666,4 +678,17 @@ export class ObjectCache {
 
 function withdrawn(): ServeError {
   return new ServeError('internal', 'request withdrawn');
+}
+
+/**
+ * What a signed META says of where the bytes came from: a strong ETag names the version best
+ * (a weak one does not promise these bytes), else Last-Modified, else nothing.
+ */
+function provenanceOf(facts: EntryFacts): AssertionProvenance {
+  const { etag, lastModified } = facts.validators;
+  if (etag !== undefined && !etag.startsWith('W/') && validValidator(etag))
+    return { fetchedAt: facts.fetchedAt, validator: { kind: 'etag', value: etag } };
+  if (lastModified !== undefined && validValidator(lastModified))
+    return { fetchedAt: facts.fetchedAt, validator: { kind: 'last-modified', value: lastModified } };
+  return { fetchedAt: facts.fetchedAt };
 }

@@ -11,6 +11,7 @@ import { type Codec, type Mode, MODES, RtcFactory } from '@mutp/shared';
 import { createNodeRtcFactory } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import pino, { Logger } from 'pino';
+import { AssertionKey } from './assertion-key';
 import { AddressClass, LookupAll, OriginPolicy } from './address-policy';
 import type { ProxyConfig } from './config';
 import { ClientTokenVerifier } from './client-tokens';
@@ -163,6 +164,9 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
     // With an upload limit the proxy knows its capacity: a new client's first transfer starts at it.
     uploadCapBps: capacityBps > 0 ? capacityBps : undefined,
   };
+  // Signed METAs only where origo publishes the key: a standalone proxy has nobody to vouch for it.
+  const assertionKey = config.origoUrl ? new AssertionKey() : undefined;
+  if (assertionKey) services.signer = assertionKey.signer(() => link?.proxyId);
   const rtc =
     deps.rtc ??
     createNodeRtcFactory({
@@ -309,6 +313,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
           capacityBps,
           maxTransfers: config.maxTransfers,
           modes,
+          ...(assertionKey ? { assertionKey: assertionKey.publicKey } : {}),
           ...(quicService && quicUrl
             ? { quic: () => ({ url: quicUrl!, certificateHashes: quicService.certificateHashes() }) }
             : {}),

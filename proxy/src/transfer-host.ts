@@ -17,6 +17,7 @@ import {
   EndpointEvent,
   EndpointLimits,
   MAX_DATAGRAM_BYTES,
+  type MetaSigner,
   Mode,
   type ScheduleAt,
   SenderConfig,
@@ -53,6 +54,8 @@ export interface TransferServices {
   /** Seeds of the per-transfer coefficient generators (default: crypto random). */
   seed?: () => number;
   clock?: () => number;
+  /** Signs every META (the proxy's assertion key); unsigned without it (no origo to publish a key). */
+  signer?: MetaSigner;
 }
 
 export const DEFAULT_LOW_WATER_BYTES = 4 * 1200;
@@ -123,6 +126,7 @@ export class TransferHost {
       uploadCapBps: services.uploadCapBps,
       limits: services.endpointLimits,
       sha256,
+      signer: services.signer,
     });
     const guarded = {
       nextDeadline: () => this.endpoint.nextDeadline(),

@@ -15,7 +15,7 @@ export * from './partition';
 export * from './codec';
 export { Sender, DEFAULT_SENDER_CONFIG } from './sender/sender';
 export type { PathEstimate } from './sender/sender';
-export type { SenderConfig, SenderOptions, SenderStatus, SenderStats } from './sender/sender';
+export type { MetaSigner, SenderConfig, SenderOptions, SenderStatus, SenderStats } from './sender/sender';
 export * from './modes';
 export * from './window-size';
 export { createScheduler } from './sender/schedulers';
@@ -34,8 +34,10 @@ export type {
   PollutionKind,
 } from './receiver/receiver';
 export { RateEstimator } from './receiver/rate-estimator';
+export type { SourceSigner } from './receiver/meta-signatures';
 export * from './endpoint';
 export * from './link';
 export * from './signalling';
 export * from './transport';
 export * from './driver';
+export * from './assertion';

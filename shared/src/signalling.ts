@@ -127,6 +127,9 @@ export const quicEndpoint = z.object({
 });
 export type QuicEndpoint = z.infer<typeof quicEndpoint>;
 
+/** An Ed25519 public key, 32 raw bytes as base64url (JWK `x`): what a proxy signs its METAs with. */
+export const assertionKey = z.string().regex(/^[A-Za-z0-9_-]{43}$/, { message: 'an Ed25519 public key, base64url' });
+
 /** A `signal` message carries the SDP or one ICE candidate of one client–proxy connection. */
 const signalFields = {
   type: z.literal('signal'),
@@ -160,6 +163,8 @@ export const proxyToOrigo = z.discriminatedUnion('type', [
     modes: z.array(mode).min(1).max(3),
     /** Its QUIC endpoint, when it runs one (same host as httpUrl). */
     quic: quicEndpoint.optional(),
+    /** The key its METAs are signed with (docs/protocol.md §4.2c), published to clients. */
+    assertionKey: assertionKey.optional(),
   }),
   z.object({
     type: z.literal('heartbeat'),
@@ -226,6 +231,8 @@ export const proxyInfo = z.object({
   capacityBps: rate,
   /** The proxy's QUIC endpoint, when it runs one: clients prefer it to WebRTC. */
   quic: quicEndpoint.optional(),
+  /** The key the proxy signs its METAs with: a META whose signature fails never counts. */
+  assertionKey: assertionKey.optional(),
   /** A client token for this proxy only (`proxyTokenAudience`): what the client presents to it. */
   token: token.optional(),
 });

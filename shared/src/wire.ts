@@ -112,6 +112,15 @@ export const MAX_BLOCK_ROUND = 0xffffff;
 export const META_ATTRIBUTES_BYTES = 14;
 const META_FLAG_RANGED = 0x01;
 const META_FLAG_COMPLETE_LENGTH = 0x02;
+/** A signature block follows the Content-Type (MetaSignature). */
+const META_FLAG_SIGNED = 0x04;
+/** An Ed25519 signature. */
+export const SIGNATURE_BYTES = 64;
+/** A META signature block without its validator: fetchedAt (u48), kind (u8), length (u8), signature. */
+export const META_SIGNATURE_FIXED_BYTES = 8 + SIGNATURE_BYTES;
+/** Longest origin validator a signed META carries (a longer one is left out by the source). */
+export const MAX_VALIDATOR_BYTES = 128;
+const VALIDATOR_KINDS: readonly (ValidatorKind | undefined)[] = [undefined, 'etag', 'last-modified'];
 export const DIGESTS_HEADER_BYTES = HEADER_BYTES + 6;
 /** Unit digests one DIGESTS datagram carries: 1036 bytes, within one SCTP packet at the default MTU. */
 export const MAX_DIGESTS_PER_MESSAGE = 64;
@@ -169,6 +178,35 @@ export interface MetaMessage {
    * resource. Part of the identity the sources must agree on (a source cannot relabel the bytes).
    */
   attributes?: ObjectAttributes;
+  /**
+   * The source's signature over what this META asserts (assertion.ts `assertionMessage`: the
+   * proxy, the URL and range asked for, every field above and the origin's validator), with the
+   * key origo publishes for it: a lie it signs is evidence anyone can check against the origin.
+   */
+  signed?: MetaSignature;
+}
+
+/** Which of the origin's validators a source saw: a strong ETag, else Last-Modified. */
+export type ValidatorKind = 'etag' | 'last-modified';
+
+export interface OriginValidator {
+  kind: ValidatorKind;
+  /** Visible ASCII and spaces, at most MAX_VALIDATOR_BYTES. */
+  value: string;
+}
+
+export interface MetaSignature {
+  /** When the source fetched the object from the origin (ms since the epoch; 0 unknown). */
+  fetchedAt: number;
+  /** The origin's validator of the version the source holds, when the origin sent one. */
+  validator?: OriginValidator;
+  /** Ed25519 (SIGNATURE_BYTES). */
+  signature: Uint8Array;
+}
+
+/** Whether a validator fits a signed META: visible ASCII and spaces, 1..MAX_VALIDATOR_BYTES. */
+export function validValidator(value: string): boolean {
+  return value.length > 0 && value.length <= MAX_VALIDATOR_BYTES && /^[\x20-\x7e]+$/.test(value);
 }
 
 /** A run of the object's unit digests (UNIT_DIGEST_BYTES each), verified against META's unitRoot. */
@@ -421,8 +459,17 @@ export function encodeMeta(m: Omit<MetaMessage, 'type'>): Uint8Array {
   assertRange('generationSize', m.generationSize, 1, MAX_GENERATION_SIZE);
   if (m.digest.length !== DIGEST_BYTES) throw new RangeError('digest must be 32 bytes');
   if (m.unitRoot.length !== DIGEST_BYTES) throw new RangeError('unitRoot must be 32 bytes');
-  const attributes = m.attributes && (m.attributes.range || m.attributes.contentType) ? m.attributes : undefined;
+  const signed = m.signed;
+  const attributes =
+    (m.attributes && (m.attributes.range || m.attributes.contentType)) || signed ? (m.attributes ?? {}) : undefined;
   const type = attributes?.contentType !== undefined ? utf8Encoder.encode(attributes.contentType) : undefined;
+  const validator = signed?.validator !== undefined ? utf8Encoder.encode(signed.validator.value) : undefined;
+  if (signed) {
+    assertRange('fetchedAt', signed.fetchedAt, 0, MAX_RANGE_OFFSET);
+    if (signed.signature.length !== SIGNATURE_BYTES) throw new RangeError(`signature must be ${SIGNATURE_BYTES} bytes`);
+    if (signed.validator !== undefined && !validValidator(signed.validator.value))
+      throw new RangeError(`validator must be 1..${MAX_VALIDATOR_BYTES} visible ASCII characters`);
+  }
   if (attributes?.contentType !== undefined && !validContentType(attributes.contentType))
     throw new RangeError(`contentType must be 1..${MAX_CONTENT_TYPE_BYTES} visible ASCII characters`);
   if (attributes?.range) {
@@ -430,7 +477,10 @@ export function encodeMeta(m: Omit<MetaMessage, 'type'>): Uint8Array {
     if (attributes.range.completeLength !== undefined)
       assertRange('completeLength', attributes.range.completeLength, 0, MAX_RANGE_OFFSET);
   }
-  const buf = new Uint8Array(META_BYTES + (attributes ? META_ATTRIBUTES_BYTES + (type?.length ?? 0) : 0));
+  const signatureBytes = signed ? META_SIGNATURE_FIXED_BYTES + (validator?.length ?? 0) : 0;
+  const buf = new Uint8Array(
+    META_BYTES + (attributes ? META_ATTRIBUTES_BYTES + (type?.length ?? 0) : 0) + signatureBytes,
+  );
   const v = header(buf, MessageType.Meta, m.transferId);
   v.setUint32(6, m.objectLength);
   v.setUint16(10, m.symbolSize);
@@ -441,11 +491,22 @@ export function encodeMeta(m: Omit<MetaMessage, 'type'>): Uint8Array {
   if (attributes) {
     const range = attributes.range;
     const complete = range?.completeLength;
-    buf[META_BYTES] = (range ? META_FLAG_RANGED : 0) | (complete !== undefined ? META_FLAG_COMPLETE_LENGTH : 0);
+    buf[META_BYTES] =
+      (range ? META_FLAG_RANGED : 0) |
+      (complete !== undefined ? META_FLAG_COMPLETE_LENGTH : 0) |
+      (signed ? META_FLAG_SIGNED : 0);
     setUint48(v, META_BYTES + 1, range?.start ?? 0);
     setUint48(v, META_BYTES + 7, complete ?? 0);
     buf[META_BYTES + 13] = type?.length ?? 0;
     if (type) buf.set(type, META_BYTES + META_ATTRIBUTES_BYTES);
+  }
+  if (signed) {
+    const at = buf.length - signatureBytes;
+    setUint48(v, at, signed.fetchedAt);
+    buf[at + 6] = signed.validator ? VALIDATOR_KINDS.indexOf(signed.validator.kind) : 0;
+    buf[at + 7] = validator?.length ?? 0;
+    if (validator) buf.set(validator, at + 8);
+    buf.set(signed.signature, buf.length - SIGNATURE_BYTES);
   }
   return buf;
 }
@@ -814,10 +875,14 @@ function decodeMeta(buf: Uint8Array, v: DataView, transferId: number): Result<Me
   if (bad) return err(bad);
   if (mode === undefined) return fail('out-of-range', `mode ${buf[13]}`);
   let attributes: ObjectAttributes | undefined;
+  let signed: MetaSignature | undefined;
   if (buf.length > META_BYTES) {
     const decoded = decodeMetaAttributes(buf, v);
     if (!decoded.ok) return decoded;
-    attributes = decoded.value;
+    signed = decoded.value.signed;
+    const a = decoded.value.attributes;
+    // A signed META carries the attributes block for its flags alone: empty attributes are none.
+    attributes = signed && !a.range && a.contentType === undefined ? undefined : a;
   }
   return ok({
     type: MessageType.Meta,
@@ -829,18 +894,28 @@ function decodeMeta(buf: Uint8Array, v: DataView, transferId: number): Result<Me
     digest: buf.subarray(14, 14 + DIGEST_BYTES),
     unitRoot: buf.subarray(14 + DIGEST_BYTES, 14 + 2 * DIGEST_BYTES),
     ...(attributes ? { attributes } : {}),
+    ...(signed ? { signed } : {}),
   });
 }
 
 /** META's optional part (after the fixed 78 bytes); the caller checked it has its fixed 14 bytes. */
-function decodeMetaAttributes(buf: Uint8Array, v: DataView): Result<ObjectAttributes> {
+function decodeMetaAttributes(
+  buf: Uint8Array,
+  v: DataView,
+): Result<{ attributes: ObjectAttributes; signed?: MetaSignature }> {
   const flags = buf[META_BYTES];
   const start = getUint48(v, META_BYTES + 1);
   const complete = getUint48(v, META_BYTES + 7);
   const typeLength = buf[META_BYTES + 13];
   const ranged = (flags & META_FLAG_RANGED) !== 0;
+  const isSigned = (flags & META_FLAG_SIGNED) !== 0;
+  const typeEnd = META_BYTES + META_ATTRIBUTES_BYTES + typeLength;
+  const signature = isSigned ? need(buf, typeEnd + META_SIGNATURE_FIXED_BYTES, 'META') : null;
+  if (signature) return err(signature);
+  const validatorKind = isSigned ? buf[typeEnd + 6] : 0;
+  const validatorLength = isSigned ? buf[typeEnd + 7] : 0;
   const bad =
-    (flags & ~(META_FLAG_RANGED | META_FLAG_COMPLETE_LENGTH)
+    (flags & ~(META_FLAG_RANGED | META_FLAG_COMPLETE_LENGTH | META_FLAG_SIGNED)
       ? new WireError('out-of-range', `reserved META flags 0x${flags.toString(16)}`)
       : null) ??
     (!ranged && flags & META_FLAG_COMPLETE_LENGTH
@@ -850,16 +925,34 @@ function decodeMetaAttributes(buf: Uint8Array, v: DataView): Result<ObjectAttrib
     checkRange('range start', start, 0, MAX_RANGE_OFFSET) ??
     checkRange('completeLength', complete, 0, MAX_RANGE_OFFSET) ??
     checkRange('contentType length', typeLength, 0, MAX_CONTENT_TYPE_BYTES) ??
-    exact(buf, META_BYTES + META_ATTRIBUTES_BYTES + typeLength, 'META');
+    checkRange('validator kind', validatorKind, 0, VALIDATOR_KINDS.length - 1) ??
+    checkRange(
+      'validator length',
+      validatorLength,
+      validatorKind === 0 ? 0 : 1,
+      validatorKind === 0 ? 0 : MAX_VALIDATOR_BYTES,
+    ) ??
+    exact(buf, typeEnd + (isSigned ? META_SIGNATURE_FIXED_BYTES + validatorLength : 0), 'META');
   if (bad) return err(bad);
   const attributes: ObjectAttributes = {};
   if (typeLength > 0) {
-    const type = String.fromCharCode(...buf.subarray(META_BYTES + META_ATTRIBUTES_BYTES));
+    const type = String.fromCharCode(...buf.subarray(META_BYTES + META_ATTRIBUTES_BYTES, typeEnd));
     if (!validContentType(type)) return fail('out-of-range', 'contentType is not visible ASCII');
     attributes.contentType = type;
   }
   if (ranged) attributes.range = flags & META_FLAG_COMPLETE_LENGTH ? { start, completeLength: complete } : { start };
-  return ok(attributes);
+  if (!isSigned) return ok({ attributes });
+  const signed: MetaSignature = {
+    fetchedAt: getUint48(v, typeEnd),
+    signature: buf.subarray(buf.length - SIGNATURE_BYTES),
+  };
+  const kind = VALIDATOR_KINDS[validatorKind];
+  if (kind) {
+    const value = String.fromCharCode(...buf.subarray(typeEnd + 8, typeEnd + 8 + validatorLength));
+    if (!validValidator(value)) return fail('out-of-range', 'validator is not visible ASCII');
+    signed.validator = { kind, value };
+  }
+  return ok({ attributes, signed });
 }
 
 function decodeDigests(buf: Uint8Array, v: DataView, transferId: number): Result<Message> {

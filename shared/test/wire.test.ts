@@ -83,6 +83,7 @@ function toJson(m: Message): Record<string, unknown> {
   for (const [k, v] of Object.entries(m)) {
     out[k] = v instanceof Uint8Array ? toHex(v) : v instanceof Uint16Array ? Array.from(v) : v;
   }
+  if (m.type === MessageType.Meta && m.signed) out.signed = { ...m.signed, signature: toHex(m.signed.signature) };
   return out;
 }
 
@@ -90,6 +91,8 @@ function fromJson(o: Record<string, unknown>): Message {
   const m: Record<string, unknown> = { ...o };
   for (const k of BYTE_FIELDS) if (typeof m[k] === 'string') m[k] = fromHex(m[k] as string);
   if (Array.isArray(m.missing)) m.missing = Uint16Array.from(m.missing as number[]);
+  const signed = m.signed as { signature: string } | undefined;
+  if (signed) m.signed = { ...signed, signature: fromHex(signed.signature) };
   return m as unknown as Message;
 }
 
@@ -382,19 +385,46 @@ describe('encode/decode round trips', () => {
     );
   });
 
+  const metaFields = {
+    type: fc.constant(MessageType.Meta),
+    transferId: U32,
+    objectLength: fc.integer({ min: 0, max: 1 << 30 }),
+    symbolSize: fc.integer({ min: 16, max: MAX_SYMBOL_SIZE }),
+    generationSize: fc.integer({ min: 1, max: 255 }),
+    mode: fc.constantFrom('uncoded' as const, 'rlnc' as const, 'fountain' as const),
+    digest: bytes(32, 32),
+    unitRoot: bytes(32, 32),
+  };
+
   it('META', () => {
+    fc.assert(
+      fc.property(fc.record(metaFields), (m) => roundTrip(m)),
+      PARAMS,
+    );
+  });
+
+  it('META signed, with and without attributes and validator', () => {
+    const validator = fc.option(
+      fc.record({
+        kind: fc.constantFrom('etag' as const, 'last-modified' as const),
+        value: fc.stringMatching(/^[\x20-\x7e]{1,128}$/),
+      }),
+      { nil: undefined },
+    );
     const arb = fc.record({
-      type: fc.constant(MessageType.Meta),
-      transferId: U32,
-      objectLength: fc.integer({ min: 0, max: 1 << 30 }),
-      symbolSize: fc.integer({ min: 16, max: MAX_SYMBOL_SIZE }),
-      generationSize: fc.integer({ min: 1, max: 255 }),
-      mode: fc.constantFrom('uncoded' as const, 'rlnc' as const, 'fountain' as const),
-      digest: bytes(32, 32),
-      unitRoot: bytes(32, 32),
+      ...metaFields,
+      contentType: fc.option(fc.constantFrom('video/mp2t', 'audio/mp4'), { nil: undefined }),
+      signed: fc.record({ fetchedAt: fc.integer({ min: 0, max: 2 ** 48 - 1 }), validator, signature: bytes(64, 64) }),
     });
     fc.assert(
-      fc.property(arb, (m) => roundTrip(m)),
+      fc.property(arb, ({ contentType, signed, ...m }) => {
+        const { validator: v, ...rest } = signed;
+        roundTrip({
+          ...m,
+          ...(contentType ? { attributes: { contentType } } : {}),
+          signed: v ? { ...rest, validator: v } : rest,
+        });
+      }),
       PARAMS,
     );
   });

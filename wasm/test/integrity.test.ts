@@ -8,6 +8,7 @@
  * votes settles, so the download fails (the client falls back to the origin) and nobody is blamed.
  * It lives with the WebAssembly codecs because the fountain mode needs wirehair.
  */
+import { generateKeyPairSync, sign } from 'node:crypto';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import {
   Codec,
@@ -19,6 +20,7 @@ import {
   ErrorCode,
   Layout,
   MessageType,
+  MetaSigner,
   Mode,
   RequestMessage,
   unitDigests,
@@ -28,6 +30,7 @@ import {
   DATA_RLNC_HEADER_BYTES,
   DATA_UNCODED_HEADER_BYTES,
   Sender,
+  SourceSigner,
 } from '@mutp/shared';
 import {
   asSource,
@@ -398,6 +401,66 @@ describe('uncoded symbol digests (issue 31, attack 5)', () => {
     );
     expect(cost.receiver.status).toBe('complete');
     expect(cost.receiver.polluters().map((p) => p.source)).toEqual([3]);
+  });
+});
+
+describe.each(MODES)('%s with keys origo published (issue 31, signed METAs)', (mode) => {
+  const object = makeObject(30_000 + 11, 12);
+  const keys = [0, 1, 2, 3].map(() => generateKeyPairSync('ed25519'));
+  const signerOf = (i: number): MetaSigner => ({
+    proxyId: `edge-${i}`,
+    sign: (m) => new Uint8Array(sign(null, m, keys[i].privateKey)),
+  });
+  const published: SourceSigner[] = keys.map((k, i) => ({
+    proxyId: `edge-${i}`,
+    publicKey: new Uint8Array(Buffer.from(k.publicKey.export({ format: 'jwk' }).x as string, 'base64url')),
+  }));
+  const signedDownload = (make: (request: RequestMessage, i: number) => Source, delays: number[]) =>
+    run(mode, codecs[mode], object, make, delays, {}, undefined, published.slice(0, delays.length));
+
+  test('signed sources agree and complete', () => {
+    const r = signedDownload(
+      (request, i) => asSource(honestFor(codecs[mode], object, request, 60 + i, signerOf(i))),
+      [5, 5, 5],
+    );
+    expect(r.receiver.status).toBe('complete');
+    expect(Buffer.from(r.receiver.takeObject()).equals(Buffer.from(object))).toBe(true);
+  });
+
+  test('a rogue that does not sign its other object cannot fail the download: it is dropped, not reported', () => {
+    const fake = makeObject(object.length, 13);
+    const r = signedDownload(
+      (request, i) =>
+        asSource(
+          i === 0 ? honest(fake, request, mode, 70) : honestFor(codecs[mode], object, request, 70 + i, signerOf(i)),
+        ),
+      // It answers first, before and after the others agree.
+      [1, 5, 5, 5],
+    );
+    expect(r.receiver.status).toBe('complete');
+    expect(Buffer.from(r.receiver.takeObject()).equals(Buffer.from(object))).toBe(true);
+    expect(r.receiver.stats().sources[0]).toMatchObject({ state: 'dropped', polluter: false });
+    expect(r.receiver.stats().sources[0].error).toMatch(/not signed by the key origo published/);
+    expect(r.receiver.polluters()).toEqual([]);
+  });
+
+  test('a META signed with another proxy key does not count either', () => {
+    const r = signedDownload(
+      (request, i) => asSource(honestFor(codecs[mode], object, request, 80 + i, signerOf(i === 2 ? 0 : i))),
+      [5, 5, 1],
+    );
+    expect(r.receiver.status).toBe('complete');
+    expect(r.receiver.stats().sources[2].state).toBe('dropped');
+  });
+
+  test('a rogue that signs its other object still fails the download: its lie is now signed evidence', () => {
+    const fake = makeObject(object.length, 14);
+    const r = signedDownload(
+      (request, i) => asSource(honestFor(codecs[mode], i === 0 ? fake : object, request, 90 + i, signerOf(i))),
+      [1, 5, 5, 5],
+    );
+    expect(r.receiver.status).toBe('failed');
+    expect(r.receiver.error?.code).toBe('metadata-conflict');
   });
 });
 

@@ -18,6 +18,7 @@ import {
   origoToProxy,
   QuicEndpoint,
   quicEndpoint,
+  assertionKey,
   StagedAnswer,
   StageHint,
   withdrawReason,
@@ -32,6 +33,7 @@ export interface SharedProxy {
   name: string;
   httpUrl: string;
   quic?: QuicEndpoint;
+  assertionKey?: string;
   modes: SelectableMode[];
   capacityBps: number;
   uploadBps: number;
@@ -48,6 +50,7 @@ const sharedProxy = z.object({
   name: z.string().max(256),
   httpUrl: z.string().max(2048),
   quic: quicEndpoint.optional(),
+  assertionKey: assertionKey.optional(),
   modes: z.array(z.enum(['uncoded', 'rlnc', 'fountain'])).max(3),
   capacityBps: z.number().nonnegative(),
   uploadBps: z.number().nonnegative(),

@@ -414,6 +414,7 @@ export class MutpClient {
         range: o.range,
         signal: o.signal,
         sha256: this.host.sha256 ?? sha256,
+        verifySignature: this.host.verifySignature,
         receiverConfig: {
           maxObjectBytes: this.config.maxObjectBytes,
           ...(this.config.stallTimeoutMs !== undefined ? { stallTimeoutMs: this.config.stallTimeoutMs } : {}),

@@ -6,16 +6,20 @@ import {
   ByteRange,
   Codec,
   DeadlineTimer,
+  decodeAssertionKey,
   Mode,
   ObjectAttributes,
   PollutionKind,
   Receiver,
   ReceiverConfig,
   SchedulerName,
+  SourceSigner,
   SourceStats,
   TransferError,
+  VerifySignature,
 } from '..';
 import { ClientError } from './errors';
+import type { ProxyInfo } from '../signalling';
 import { Clock } from './host';
 import { ProxyLink } from './proxy-link';
 
@@ -33,6 +37,7 @@ export interface DownloadOptions {
   signal?: AbortSignal;
   receiverConfig?: Partial<ReceiverConfig>;
   sha256?: (data: Uint8Array) => Uint8Array;
+  verifySignature?: VerifySignature;
   /**
    * Proxies the Receiver excluded as polluters (wrong META or DIGESTS, or data that failed a
    * verified unit), told once the download ends, whether it completed or failed.
@@ -82,6 +87,8 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
     capacityHints: links.map((link) => link.proxy.capacityBps),
     config: o.receiverConfig,
     sha256: o.sha256,
+    signers: links.map((link) => signerOf(link.proxy)),
+    verifySignature: o.verifySignature,
   });
 
   return new Promise<DownloadResult>((resolve, reject) => {
@@ -198,4 +205,10 @@ function summarize(receiver: Receiver, links: ProxyLink[], startedAt: number, no
     })),
     ...(attributes ? { attributes } : {}),
   };
+}
+
+/** The key origo published for a proxy, as the Receiver checks its META with (none: unsigned). */
+function signerOf(proxy: ProxyInfo): SourceSigner | undefined {
+  const publicKey = proxy.assertionKey === undefined ? undefined : decodeAssertionKey(proxy.assertionKey);
+  return publicKey && { proxyId: proxy.proxyId, publicKey };
 }

@@ -3,6 +3,7 @@
  * clock with timers, randomness, WebSockets, HTTP fetch and WebRTC. Injected, so the same code
  * runs everywhere and tests can drive it.
  */
+import { VerifySignature } from '../assertion';
 import { RtcFactory } from '..';
 import type { LinkTransport } from './link-transport';
 
@@ -67,6 +68,8 @@ export interface ClientHost {
   fetch: FetchLike;
   /** SHA-256 for verification; defaults to the core's portable one. */
   sha256?: (data: Uint8Array) => Uint8Array;
+  /** Ed25519 verification of signed METAs; defaults to the core's portable one (about 1 ms each). */
+  verifySignature?: VerifySignature;
   /**
    * Calls `listener` when the host's network changes (an address it had is gone; the browser came
    * back online or changed its connection type); returns the unsubscribe. Optional: without it,

@@ -14,7 +14,8 @@ import { Layout } from '../layout';
 import { schedulerSupports } from '../modes';
 import { seededRandom } from '../random';
 import { ByteRange, ObjectAttributes, servedRangeProblem, validContentType } from '../range';
-import { DEFAULT_SENDER_CONFIG, PathEstimate, Sender, SenderConfig } from '../sender/sender';
+import { AssertionProvenance } from '../assertion';
+import { DEFAULT_SENDER_CONFIG, MetaSigner, PathEstimate, Sender, SenderConfig } from '../sender/sender';
 import { CONNECTION_TRANSFER_ID, decode, encodeError, ErrorCode, MessageType, Mode, RequestMessage } from '../wire';
 import { Admission, Grant } from './admission';
 import { LayoutDigests } from './layout-digests';
@@ -37,6 +38,8 @@ export interface SourceObject {
   contentType?: string;
   /** For a ranged REQUEST: where the bytes sit in the resource (servedRangeProblem must pass). */
   range?: { start: number; completeLength?: number };
+  /** When the bytes came from the origin and its validator: what a signed META asserts of them. */
+  provenance?: AssertionProvenance;
 }
 
 export interface EndpointLimits {
@@ -107,6 +110,8 @@ export interface SourceEndpointOptions {
   limits?: Partial<EndpointLimits>;
   /** SHA-256 for integrity digests (Node hosts pass node:crypto's; default a portable one). */
   sha256?: Sha256;
+  /** Signs every META's assertion (a proxy's key, published by origo); unsigned without it. */
+  signer?: MetaSigner;
 }
 
 export type EndpointEvent =
@@ -263,6 +268,8 @@ export class SourceEndpoint {
         unitDigests: object.digests?.of(layout),
         attributes,
         sha256: this.opts.sha256,
+        signer: this.opts.signer,
+        provenance: object.provenance,
         codec: sharingCodec(codec, object.encoders),
         random: seededRandom(this.opts.seed()),
         now,

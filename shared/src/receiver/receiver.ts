@@ -49,6 +49,8 @@ import { IdentityQuorum } from './quorum';
 import { PollutionKind, Polluter, Source, SourceStats } from './source';
 import { Steering } from './steering';
 import { SymbolAsks } from './symbol-asks';
+import { MetaSignatures, SourceSigner } from './meta-signatures';
+import { VerifySignature } from '../assertion';
 
 export { DEFAULT_RECEIVER_CONFIG } from './config';
 export type { ReceiverConfig } from './config';
@@ -73,6 +75,13 @@ export interface ReceiverOptions {
   config?: Partial<ReceiverConfig>;
   /** SHA-256 used to verify the object; defaults to a portable one, Node hosts pass node:crypto's. */
   sha256?: (data: Uint8Array) => Uint8Array;
+  /**
+   * Per source, the key origo published for it: such a source's META counts only when that key
+   * signed it (meta-signatures.ts). Undefined entries (and no array) are unsigned sources.
+   */
+  signers?: readonly (SourceSigner | undefined)[];
+  /** Ed25519 verification (default portable; Node hosts pass node:crypto's). */
+  verifySignature?: VerifySignature;
 }
 
 export type ReceiverStatus = 'active' | 'complete' | 'failed';
@@ -108,6 +117,7 @@ export class Receiver {
   private readonly completion: Completion;
   private readonly early: EarlyData;
   private readonly symbolAsks: SymbolAsks;
+  private readonly signatures: MetaSignatures;
   private lastProgressAt: number;
   private readonly startedAt: number;
   private completedAt?: number;
@@ -151,6 +161,13 @@ export class Receiver {
       maxPacketLogBytes: config.maxPacketLogBytes,
     });
     this.symbolAsks = new SymbolAsks(config.symbolDigestRetryMs);
+    if (opts.signers && opts.signers.length !== opts.sourceCount)
+      throw new RangeError(`${opts.signers.length} signers for ${opts.sourceCount} sources`);
+    this.signatures = new MetaSignatures(
+      opts.signers ?? [],
+      { url: opts.url, ...(opts.range ? { range: opts.range } : {}) },
+      opts.verifySignature,
+    );
     // A window's worth per source: what a source sends before it hears any feedback.
     this.early = new EarlyData(opts.sourceCount, Math.max(1, opts.window));
   }
@@ -234,10 +251,29 @@ export class Receiver {
       this.dropPolluter(sourceIndex, 'meta', rangeMismatch);
       return;
     }
+    this.signatures.record(sourceIndex, m);
+    // Before agreement every META may make or break it: only a signed one counts.
+    if (!this.quorum.identity() && !this.signatures.signed(sourceIndex)) {
+      this.dropUnsigned(sourceIndex);
+      return;
+    }
     this.quorum.onMeta(sourceIndex, m, now);
     if (this.quorum.identity()) this.checkAgainstAgreed(sourceIndex);
     else this.evaluateAgreement(now);
     this.startIfReady(now);
+  }
+
+  /**
+   * A source whose META its published key did not sign: its word does not count, for or against.
+   * Not reported: an unsigned META proves nothing to origo (and an honest proxy that restarted
+   * since it was offered has a new key).
+   */
+  private dropUnsigned(sourceIndex: number): void {
+    const source = this.sources[sourceIndex];
+    if (source.live) source.stopDue = StopReason.Cancelled;
+    this.endSource(source, 'dropped', 'its META is not signed by the key origo published for it');
+    this.discardEarly(sourceIndex);
+    if (!this.quorum.identity()) this.evaluateAgreement(this.lastProgressAt);
   }
 
   /** Why a META's bytes are not the range asked for (a ranged answer to an unranged request too). */
@@ -286,6 +322,10 @@ export class Receiver {
       return;
     }
     if (!this.quorum.agrees(sourceIndex)) {
+      if (!this.signatures.signed(sourceIndex)) {
+        this.dropUnsigned(sourceIndex);
+        return;
+      }
       // However many agreed, a source that disagrees may be the honest one: only the origin can
       // tell, so the download fails (and falls back) instead of dropping and blaming it.
       this.fail('metadata-conflict', 'a source disagrees with the identity the others agreed on');

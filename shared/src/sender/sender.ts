@@ -9,6 +9,7 @@ import { TransferError } from '../errors';
 import { Layout } from '../layout';
 import { unitDigests, unitRoot, Sha256 } from '../integrity';
 import { SymbolDigestAnswers } from './symbol-digest-answers';
+import { assertionMessage, AssertionProvenance } from '../assertion';
 import { UNIT_DIGEST_BYTES, UNLIMITED_IN_FLIGHT } from '../limits';
 import { Partition } from '../partition';
 import { ObjectAttributes } from '../range';
@@ -128,6 +129,10 @@ export interface SenderOptions {
   attributes?: ObjectAttributes;
   /** SHA-256 for the unit digests when they are computed here (Node hosts pass node:crypto's). */
   sha256?: Sha256;
+  /** Signs what META asserts (assertion.ts) with the source's key; META goes unsigned without it. */
+  signer?: MetaSigner;
+  /** When and with which validator the object came from the origin: part of the signed assertion. */
+  provenance?: AssertionProvenance;
   codec: Codec;
   random: Random;
   now: number;
@@ -147,6 +152,14 @@ export interface PathEstimate {
 }
 
 export type SenderStatus = 'active' | 'done' | 'failed';
+
+/** A source's signing key, as its host holds it (the Sender never sees the private key). */
+export interface MetaSigner {
+  /** The id origo knows the source by: the statement names it. */
+  readonly proxyId: string;
+  /** An Ed25519 signature (64 bytes) over `message`. */
+  sign(message: Uint8Array): Uint8Array;
+}
 
 export interface SenderStats {
   dataSent: number;
@@ -296,8 +309,7 @@ export class Sender implements ScheduleView {
     }
     this.enteredAt.fill(opts.now, this.wMin, Math.min(this.wMin + this.windowUnits, this.layout.unitCount));
     const digests = opts.unitDigests ?? unitDigests(opts.object, this.layout, opts.sha256);
-    this.meta = encodeMeta({
-      transferId: r.transferId,
+    const identity = {
       objectLength: opts.object.length,
       symbolSize: r.symbolSize,
       generationSize: r.generationSize,
@@ -305,7 +317,13 @@ export class Sender implements ScheduleView {
       digest: opts.digest,
       unitRoot: unitRoot(digests, opts.sha256),
       attributes: opts.attributes,
-    });
+    };
+    const provenance = opts.provenance ?? { fetchedAt: 0 };
+    const signed = opts.signer && {
+      ...provenance,
+      signature: opts.signer.sign(assertionMessage(identity, provenance, r, opts.signer.proxyId)),
+    };
+    this.meta = encodeMeta({ transferId: r.transferId, ...identity, ...(signed ? { signed } : {}) });
     this.digests = [];
     const perMessage = MAX_DIGESTS_PER_MESSAGE * UNIT_DIGEST_BYTES;
     for (let at = 0; at < digests.length; at += perMessage) {

@@ -16,7 +16,9 @@ import {
   Receiver,
   RequestMessage,
   seededRandom,
+  MetaSigner,
   Sender,
+  SourceSigner,
 } from '@mutp/shared';
 
 export const TRANSFER = 0x1a7e0001;
@@ -53,8 +55,15 @@ export interface Source {
   tick(now: number): void;
 }
 
-export function honest(codec: Codec, object: Uint8Array, request: RequestMessage, seed: number): Sender {
+export function honest(
+  codec: Codec,
+  object: Uint8Array,
+  request: RequestMessage,
+  seed: number,
+  signer?: MetaSigner,
+): Sender {
   return new Sender({
+    ...(signer ? { signer } : {}),
     request,
     object,
     digest: sha256(object),
@@ -111,9 +120,12 @@ export function download(
   delays: number[],
   hooks: NetworkHooks = {},
   layout: TransferLayout = SMALL_LAYOUT,
+  /** Per source, the key the client holds for it (signed METAs); none: unsigned sources. */
+  signers?: readonly (SourceSigner | undefined)[],
 ): Run {
   const n = delays.length;
   const receiver = new Receiver({
+    ...(signers ? { signers } : {}),
     transferId: TRANSFER,
     url: 'https://origin.example/seg',
     mode,
