@@ -5,7 +5,7 @@
 import { hostname } from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { MAX_DATAGRAM_BYTES, MAX_OBJECT_BYTES, MAX_SYMBOL_SIZE, MIN_SYMBOL_SIZE } from '@mutp/shared';
-import { normalizeOrigins } from './address-policy';
+import { normalizeOrigins } from '@mutp/origin-fetch';
 import { DEFAULT_DRAIN_TIMEOUT_MS } from './drain';
 import { applyConfigFile } from '@mutp/cli-options';
 

@@ -31,6 +31,7 @@ import {
   SharedEncoders,
   validValidator,
 } from '@mutp/shared';
+import type { FetchedObject } from '@mutp/origin-fetch';
 import { cachePolicy } from './cache-policy';
 import { ServeError } from './errors';
 import { locateRange, rangeKey, ResourceExtent, sameVersion, Validators } from './range-cache';
@@ -54,22 +55,11 @@ export interface CachedObject {
   readonly provenance: AssertionProvenance;
 }
 
-export interface FetchResult {
-  bytes: Uint8Array;
-  contentType?: string;
-  /** The origin's Cache-Control: no-store / private / no-cache keep it out, max-age bounds it. */
-  cacheControl?: string;
-  /** Expires and Date: a lifetime when Cache-Control gives none (cache-policy.ts). */
-  expires?: string;
-  date?: string;
-  /** The version's validators: a response whose validators differ drops the href's entries. */
-  etag?: string;
-  lastModified?: string;
-  /** For a ranged fetch, where bytes sit in the resource; absent: bytes are the whole resource. */
-  range?: { start: number; completeLength?: number };
-  /** The whole resource, when the origin sent it to a ranged fetch (bytes is a view into it). */
-  wholeBody?: Uint8Array;
-}
+/**
+ * What the cache needs of an origin's answer: the fetch's result without where it ended up
+ * (tests and other fetchers need not follow redirects).
+ */
+export type FetchResult = Omit<FetchedObject, 'finalUrl' | 'redirects'>;
 
 export interface FetchControl {
   /** Aborted when nobody waits for the fetch any more. */

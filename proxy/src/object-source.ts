@@ -4,7 +4,7 @@
  * miss.
  */
 import { ByteRange, rangeProblem } from '@mutp/shared';
-import { checkUrl, OriginPolicy } from './address-policy';
+import { checkUrl, OriginPolicy } from '@mutp/origin-fetch';
 import { asServeError, ServeError } from './errors';
 import { CachedObject, ObjectCache } from './object-cache';
 

@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import ipaddr from 'ipaddr.js';
-import { checkUrl, classifyAddress, hostOf, OriginPolicy } from '../src/address-policy';
+import { checkUrl, classifyAddress, hostOf, OriginPolicy } from '@mutp/origin-fetch';
 import { ServeError } from '../src/errors';
 
 const STRICT: OriginPolicy = { allowedOrigins: '*', allowPrivateOrigins: false };

@@ -3,9 +3,9 @@
  * contacted: refusals of other addresses happen before any connection (a test resolver maps
  * invented host names to the addresses under test).
  */
-import { AddressClass, checkUrl, classifyAddress, isAddressAllowed, LookupAll } from '../src/address-policy';
+import { AddressClass, checkUrl, classifyAddress, isAddressAllowed, LookupAll } from '@mutp/origin-fetch';
 import { ServeError, ServeErrorKind } from '../src/errors';
-import { fetchOrigin, OriginFetchOptions } from '../src/origin-fetch';
+import { fetchOrigin, OriginFetchOptions } from '@mutp/origin-fetch';
 import { makeObject, startServer, TestServer } from './helpers';
 
 const BODY = makeObject(100_000, 3);

@@ -7,7 +7,7 @@
 import type { ServerResponse } from 'node:http';
 import { ByteRange, MemoryBudget, seededRandom } from '@mutp/shared';
 import { CachedObject, ObjectCache, ObjectCacheOptions, RANGE_ENTRY_OVERHEAD_BYTES, sha256 } from '../src/object-cache';
-import { fetchOrigin } from '../src/origin-fetch';
+import { fetchOrigin } from '@mutp/origin-fetch';
 import { expectKind, LOOPBACK_ONLY, makeObject, startServer, TestServer, until, within } from './helpers';
 
 interface OriginFile {

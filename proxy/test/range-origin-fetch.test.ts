@@ -6,8 +6,8 @@
  */
 import type { ServerResponse } from 'node:http';
 import { ByteRange } from '@mutp/shared';
-import { fetchOrigin, MAX_VALIDATOR_CHARS, OriginFetchOptions } from '../src/origin-fetch';
-import { parseContentRange, partialProblem } from '../src/range-response';
+import { fetchOrigin, MAX_VALIDATOR_CHARS, OriginFetchOptions } from '@mutp/origin-fetch';
+import { parseContentRange, partialProblem } from '@mutp/origin-fetch';
 import { expectKind, LOOPBACK_ONLY, makeObject, startServer, TestServer } from './helpers';
 
 const FILE = makeObject(10_000, 11);

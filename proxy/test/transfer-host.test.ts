@@ -20,7 +20,7 @@ import { loadNodeCodecs } from '@mutp/wasm/node';
 import { ProxyMetrics } from '../src/metrics';
 import { ObjectCache } from '../src/object-cache';
 import { ObjectSource } from '../src/object-source';
-import { fetchOrigin } from '../src/origin-fetch';
+import { fetchOrigin } from '@mutp/origin-fetch';
 import { RateMeter } from '../src/rate-meter';
 import { TokenBucket } from '../src/token-bucket';
 import { TransferHost, TransferServices } from '../src/transfer-host';

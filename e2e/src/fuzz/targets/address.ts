@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import ipaddr from 'ipaddr.js';
 import { isIP } from 'node:net';
-import { checkUrl, classifyAddress, hostOf, OriginPolicy, ServeError } from '@mutp/proxy/address-policy';
+import { checkUrl, classifyAddress, hostOf, OriginPolicy, ServeError } from '@mutp/origin-fetch';
 import { FuzzTarget, invariant, jsonBytes } from '../target';
 
 const STRICT: OriginPolicy = { allowedOrigins: '*', allowPrivateOrigins: false };

@@ -16,7 +16,7 @@ import * as https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { ByteRange, MAX_OBJECT_BYTES, validContentType } from '@mutp/shared';
 import { checkUrl, LookupAll, OriginPolicy, resolveChecked } from './address-policy';
-import { ServeError } from './errors';
+import { ServeError } from './serve-error';
 import { parseContentRange, partialProblem, rangeHeader, sliceOfWhole } from './range-response';
 
 export interface OriginFetchOptions extends OriginPolicy {

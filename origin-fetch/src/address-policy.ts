@@ -9,10 +9,7 @@
  */
 import { lookup as dnsLookup } from 'node:dns';
 import { isIP } from 'node:net';
-import { ServeError } from './errors';
-
-// Callers catch what checkUrl throws: the error type is part of this entry (@mutp/proxy/address-policy).
-export { ServeError };
+import { ServeError } from './serve-error';
 
 export type AddressClass =
   | 'public'
