@@ -91,7 +91,7 @@ export interface Cluster {
 
 export interface ClusterOptions {
   proxies: ProxySpec[];
-  /** Lets proxies fetch from loopback origins (the local test origin). */
+  /** Lets proxies fetch from loopback origins (the local test origin), and origo judge conflicts about them. */
   allowPrivateOrigins?: boolean;
   logLevel?: string;
   /** Per-process output goes here too (the demo shows nothing, tests keep it for failures). */
@@ -209,6 +209,8 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
         '--log-level',
         logLevel,
         '--allow-local-proxies',
+        // Conflicts about this cluster's loopback origin are judged too (origo fetches it).
+        ...(o.allowPrivateOrigins ? ['--allow-private-origins'] : []),
         '--proxy-keys',
         keysFile,
         '--token-key',

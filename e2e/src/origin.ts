@@ -137,7 +137,9 @@ function route(req: IncomingMessage, res: ServerResponse, path: string, root: st
       res.writeHead(413).end();
       return;
     }
-    sendBytes(req, res, Buffer.from(syntheticObject(bytes, Number(object[2]))), 'application/octet-stream');
+    // A strong ETag as static servers send one: proxies sign it into META, origo judges by it.
+    const etag = `"${bytes}-${Number(object[2])}"`;
+    sendBytes(req, res, Buffer.from(syntheticObject(bytes, Number(object[2]))), 'application/octet-stream', etag);
     return;
   }
   const big = /^\/big\/(\d+)$/.exec(path);
@@ -197,14 +199,19 @@ function sendFile(req: IncomingMessage, res: ServerResponse, file: string, size:
   createReadStream(file, { start, end }).pipe(res);
 }
 
-function sendBytes(req: IncomingMessage, res: ServerResponse, bytes: Buffer, type: string): void {
+function sendBytes(req: IncomingMessage, res: ServerResponse, bytes: Buffer, type: string, etag?: string): void {
   const range = parseRange(req.headers.range, bytes.length);
   if (range === 'invalid') {
     res.writeHead(416, { 'content-range': `bytes */${bytes.length}` }).end();
     return;
   }
   const [start, end] = range ?? [0, bytes.length - 1];
-  const headers = { 'content-type': type, 'content-length': String(end - start + 1), 'accept-ranges': 'bytes' };
+  const headers = {
+    'content-type': type,
+    'content-length': String(end - start + 1),
+    'accept-ranges': 'bytes',
+    ...(etag ? { etag } : {}),
+  };
   if (range) res.writeHead(206, { ...headers, 'content-range': `bytes ${start}-${end}/${bytes.length}` });
   else res.writeHead(200, headers);
   res.end(req.method === 'HEAD' ? undefined : bytes.subarray(start, end + 1));

@@ -4,8 +4,13 @@
  * proxy, answers WebRTC offers, speaks MUTP with a real Sender over the real object, and corrupts
  * every third DATA payload it sends. The download must complete byte-exact from the honest
  * proxies (no HTTP fallback), name the hostile one, and the client must report it to origo.
+ *
+ * Then a liar (issue 31, evidence): a proxy that registers an assertion key and signs a META for
+ * another object under the origin's own ETag. The download fails (`metadata-conflict`, the
+ * caller falls back), the client hands origo both signed METAs, origo fetches the origin, finds
+ * the liar's statement contradicted and stops offering it.
  */
-import { createHash } from 'node:crypto';
+import { createHash, generateKeyPairSync, KeyObject, sign } from 'node:crypto';
 import WebSocket from 'ws';
 import {
   Codec,
@@ -15,13 +20,14 @@ import {
   DatagramChannel,
   decode,
   MessageType,
+  MetaSigner,
   Mode,
   RtcPeer,
   seededRandom,
   Sender,
   SIGNALLING_VERSION,
 } from '@mutp/shared';
-import { DownloadResult, MutpClient } from '@mutp/shared/client';
+import { ClientError, DownloadResult, MutpClient } from '@mutp/shared/client';
 import { createNodeRtcFactory, releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import { createNodeHost } from '@mutp/client';
@@ -36,7 +42,10 @@ let origin: Origin;
 let cluster: Cluster;
 let hostile: HostileProxy;
 
-/** A proxy that pollutes: real signalling, real WebRTC, real MUTP, corrupt payloads. */
+/** What a hostile proxy does: corrupt every third DATA payload, or sign a META for another object. */
+type Hostility = 'corrupt-data' | 'signed-lie';
+
+/** A proxy that pollutes: real signalling, real WebRTC, real MUTP, corrupt payloads or a signed lie. */
 class HostileProxy {
   private readonly ws: WebSocket;
   private readonly peers = new Map<string, RtcPeer>();
@@ -46,8 +55,18 @@ class HostileProxy {
   private readonly senders: { sender: Sender; data: DatagramChannel }[] = [];
   proxyId?: string;
   corrupted = 0;
+  private readonly key: KeyObject;
+  private readonly publicKey: string;
 
-  constructor(url: string, proxyId: string, secret: string) {
+  constructor(
+    url: string,
+    proxyId: string,
+    secret: string,
+    private readonly hostility: Hostility = 'corrupt-data',
+  ) {
+    const pair = generateKeyPairSync('ed25519');
+    this.key = pair.privateKey;
+    this.publicKey = pair.publicKey.export({ format: 'jwk' }).x as string;
     this.ws = new WebSocket(url);
     this.ws.on('open', () =>
       this.send({
@@ -55,7 +74,9 @@ class HostileProxy {
         version: SIGNALLING_VERSION,
         proxyId,
         secret,
-        name: 'hostile',
+        name: proxyId,
+        // The liar signs its METAs like an honest proxy: its lie is then evidence.
+        ...(hostility === 'signed-lie' ? { assertionKey: this.publicKey } : {}),
         httpUrl: 'http://127.0.0.1:9/',
         // Claims the most capacity, so origo offers it first (finding 1's other half).
         capacityBps: 1e9,
@@ -115,11 +136,18 @@ class HostileProxy {
     if (m.value.type !== MessageType.Request || !channels['mutp-data']) return;
     const request = m.value;
     const response = await fetch(request.url);
-    const object = new Uint8Array(await response.arrayBuffer());
+    const real = new Uint8Array(await response.arrayBuffer());
     if (this.senders.some((s) => s.sender.transferId === request.transferId)) return;
-    // The same identity as the honest proxies state (Content-Type included): this proxy pollutes
-    // data, not META (a META that disagrees fails the download instead: wasm/test/integrity.test.ts).
+    // The corrupter states the honest proxies' identity (Content-Type included) and pollutes data;
+    // the liar states another object of the same length under the origin's own ETag, and signs it.
+    const lie = this.hostility === 'signed-lie';
+    const object = lie ? syntheticObject(real.length, 4242) : real;
     const contentType = response.headers.get('content-type') ?? undefined;
+    const etag = response.headers.get('etag') ?? undefined;
+    const signer: MetaSigner = {
+      proxyId: this.proxyId!,
+      sign: (message) => new Uint8Array(sign(null, message, this.key)),
+    };
     const sender = new Sender({
       request,
       object,
@@ -129,6 +157,15 @@ class HostileProxy {
       random: seededRandom(7),
       now: performance.now(),
       sha256,
+      ...(lie
+        ? {
+            signer,
+            provenance: {
+              fetchedAt: Date.now(),
+              ...(etag ? { validator: { kind: 'etag' as const, value: etag } } : {}),
+            },
+          }
+        : {}),
     });
     this.senders.push({ sender, data: channels['mutp-data']! });
   }
@@ -142,7 +179,7 @@ class HostileProxy {
         const d = sender.pollDatagram(now);
         if (!d) break;
         const header = { 3: DATA_UNCODED_HEADER_BYTES, 4: DATA_RLNC_HEADER_BYTES, 5: DATA_FOUNTAIN_HEADER_BYTES }[d[1]];
-        if (header !== undefined && sender.stats.dataSent % 3 === 0) {
+        if (this.hostility === 'corrupt-data' && header !== undefined && sender.stats.dataSent % 3 === 0) {
           d[header] ^= 0xa5;
           this.corrupted++;
         }
@@ -167,7 +204,7 @@ beforeAll(async () => {
     proxies: [0, 1].map((i) => ({ name: `honest${i}`, uploadKBps: 0 })),
     allowPrivateOrigins: true,
     logLevel: 'info',
-    extraProxyIds: ['hostile'],
+    extraProxyIds: ['hostile', 'liar'],
   });
   hostile = new HostileProxy(
     `${cluster.origoUrl.replace(/^http/, 'ws')}/v1/proxy`,
@@ -217,3 +254,43 @@ test.each<Mode>(['rlnc', 'uncoded', 'fountain'])(
     }
   },
 );
+
+test("a proxy that signs a META for another object under the origin's ETag is proven false by origo and no longer offered", async () => {
+  const liar = new HostileProxy(
+    `${cluster.origoUrl.replace(/^http/, 'ws')}/v1/proxy`,
+    'liar',
+    cluster.proxyKeys.liar,
+    'signed-lie',
+  );
+  const client = new MutpClient(createNodeHost(), {
+    origoUrl: `${cluster.origoUrl.replace(/^http/, 'ws')}/v1/client`,
+    codecs,
+  });
+  try {
+    await liar.registered();
+    const url = `${origin.url}/object/200000/9`;
+    // The two honest proxies and the liar (the data polluter is left out).
+    const failure = await client.get(url, { mode: 'rlnc', proxies: 3, exclude: ['hostile'] }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(failure).toBeInstanceOf(ClientError);
+    expect((failure as ClientError).code).toBe('download-failed');
+    expect((failure as ClientError).message).toMatch(/disagrees|disagree/);
+    const until = Date.now() + 15_000;
+    while (!cluster.origoLog.some((l) => l.includes('proxy proven false') && l.includes('liar'))) {
+      if (Date.now() > until)
+        throw new Error(
+          `origo proved nothing within 15 s:\n${cluster.origoLog.filter((l) => l.includes('conflict')).join('\n')}`,
+        );
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    // Not offered any more: the same download now completes from the honest proxies alone.
+    const result = (await client.get(url, { mode: 'rlnc', proxies: 3, exclude: ['hostile'] })) as DownloadResult;
+    expect(sha(result.object)).toBe(sha(syntheticObject(200_000, 9)));
+    expect(result.sources.map((s) => s.proxyId)).not.toContain('liar');
+  } finally {
+    client.close();
+    liar.close();
+  }
+});

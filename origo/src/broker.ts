@@ -44,6 +44,8 @@ import { IssuedToken, TokenIssuer } from './tokens';
 import { ProxyLoad, selectProxies, SelectableMode } from './selection';
 import { DepartedOffers } from './departed-offers';
 import { ProxyReports } from './reports';
+import { ConflictDesk } from './conflict-desk';
+import { ConflictJudge, OriginFetcher } from './conflicts';
 import { StageRelay } from './stage-relay';
 
 /** WebSocket close codes origo uses (docs/signalling.md, "Limits and errors"). */
@@ -166,7 +168,12 @@ export interface BrokerDeps {
   cluster: Cluster;
   /** How proxies' httpUrl names resolve (default: the system's resolver). */
   lookup?: Lookup;
+  /** How origo fetches an object to judge a conflict (server.ts: the SSRF-guarded origin fetch). */
+  fetchOrigin: OriginFetcher;
 }
+
+/** How long a proxy whose signed statement the origin contradicted is not offered. */
+export const PROVEN_FALSE_BAN_MS = 24 * 60 * 60_000;
 
 export class Broker {
   private readonly proxies = new Map<string, ProxyEntry>();
@@ -192,6 +199,9 @@ export class Broker {
   private readonly withdrawNotices = new Map<string, number>();
   /** Staging hints from clients to proxies and the proxies' answers (stage-relay.ts). */
   private readonly stages: StageRelay;
+  private readonly conflicts: ConflictDesk;
+  /** Proxies a conflict verdict proved false, by until when they are not offered (conflicts.ts). */
+  private readonly provenFalse = new Map<string, number>();
 
   constructor(
     private readonly config: OrigoConfig,
@@ -207,6 +217,33 @@ export class Broker {
       remoteInstance: (proxyId) => this.remoteProxy(proxyId)?.instanceId,
       localClient: (clientId) => this.clients.get(clientId)?.peer,
     });
+    this.conflicts = new ConflictDesk({
+      judge: new ConflictJudge(deps.fetchOrigin, () => Date.now()),
+      log: deps.log,
+      metrics: deps.metrics,
+      assertionKeyOf: (proxyId) => (this.proxies.get(proxyId) ?? this.remoteProxy(proxyId))?.assertionKey,
+      wasOffered: (clientId, proxyId) => this.reports.wasOffered(clientId, proxyId),
+      provenFalse: (proxyId, url) => {
+        this.deps.log.warn({ proxyId, url }, 'proxy proven false against the origin: not offered for a day');
+        this.banProvenFalse(proxyId);
+        this.withdraw(proxyId, 'proven-false', true);
+      },
+    });
+  }
+
+  /** Evidence is global: every instance that hears of a proven-false proxy stops offering it. */
+  private banProvenFalse(proxyId: string): void {
+    this.provenFalse.delete(proxyId);
+    this.provenFalse.set(proxyId, Date.now() + PROVEN_FALSE_BAN_MS);
+    if (this.provenFalse.size > MAX_WITHDRAW_NOTICES) this.provenFalse.delete(this.provenFalse.keys().next().value!);
+  }
+
+  private isProvenFalse(proxyId: string, now: number): boolean {
+    const until = this.provenFalse.get(proxyId);
+    if (until === undefined) return false;
+    if (now < until) return true;
+    this.provenFalse.delete(proxyId);
+    return false;
   }
 
   /** Joins the cluster: messages from other instances arrive here from now on. */
@@ -677,6 +714,8 @@ export class Broker {
         return this.record(client, m);
       case 'report':
         return this.report(client, m);
+      case 'conflict':
+        return this.conflicts.handle(client, m);
       case 'stage':
         return this.stages.fromClient(client, m);
       case 'ping':
@@ -708,6 +747,7 @@ export class Broker {
     const offerable: Candidate[] = [];
     for (const p of [this.proxies.values(), this.remoteEntries()]) {
       for (const proxy of p) {
+        if (this.isProvenFalse(proxy.proxyId, now)) continue;
         const c = this.candidate(proxy);
         // Offers since the last heartbeat count as transfers: clients spread over proxies between beats.
         c.recentPicks = cluster.picks(c.proxyId);
@@ -905,6 +945,7 @@ export class Broker {
       case 'keys-revoked':
         return this.dropRevoked(m.fingerprints);
       case 'proxy-withdrawn':
+        if (m.reason === 'proven-false') this.banProvenFalse(m.proxyId);
         return this.withdraw(m.proxyId, m.reason, false);
       case 'stage':
         return this.stages.fromInstance(m.from, m.proxyId, m.message);

@@ -62,6 +62,12 @@ export function buildCli(): Command {
     )
     .addOption(
       new Option(
+        '--allow-private-origins',
+        'dev and testbed: judge conflicts about objects on loopback or private-network origins (any port)',
+      ).env('MUTP_ORIGO_ALLOW_PRIVATE_ORIGINS'),
+    )
+    .addOption(
+      new Option(
         '--token-key <file>',
         'PEM (PKCS#8) Ed25519 private key signing client tokens (default: generated)',
       ).env('MUTP_ORIGO_TOKEN_KEY'),
@@ -291,6 +297,8 @@ export function parseCli(argv: string[]): OrigoOptions {
     proxySecret: keys === undefined ? secret : undefined,
     proxyKeysFile: keys,
     allowLocalProxies: o.allowLocalProxies === true || o.allowLocalProxies === 'true' || o.allowLocalProxies === '1',
+    allowPrivateOrigins:
+      o.allowPrivateOrigins === true || o.allowPrivateOrigins === 'true' || o.allowPrivateOrigins === '1',
     tokenKeyFile: (o.tokenKey as string | undefined) || undefined,
     tokenTtlMs: o.tokenTtlMs as number,
     maxSocketsPerAddress: o.maxSocketsPerAddress as number,

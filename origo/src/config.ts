@@ -15,6 +15,11 @@ export interface OrigoConfig {
   proxyKeysFile?: string;
   /** Dev/local: proxies may advertise loopback `httpUrl`s. */
   allowLocalProxies: boolean;
+  /**
+   * Dev/testbed: conflicts about objects on loopback or private-network origins (any port) are
+   * judged too; otherwise origo fetches only public addresses on ports 80 and 443.
+   */
+  allowPrivateOrigins: boolean;
   /** PEM (PKCS#8) Ed25519 private key signing client tokens; generated at start when absent. */
   tokenKeyFile?: string;
   /** Lifetime of a client token; origo sends a renewed one a third into it. */
@@ -136,6 +141,7 @@ export const DEFAULT_CONFIG: Omit<
   stageTimeoutMs: 60_000,
   greetingTimeoutMs: 3000,
   allowLocalProxies: false,
+  allowPrivateOrigins: false,
   tokenTtlMs: 5 * 60_000,
   tokenGraceMs: 60 * 60_000,
   maxSocketsPerAddress: 32,

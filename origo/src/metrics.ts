@@ -70,6 +70,18 @@ export function createMetrics() {
       labelNames: ['outcome'] as const,
       registers,
     }),
+    conflictVerdicts: new Counter({
+      name: 'mutp_origo_conflict_verdicts_total',
+      help: 'Conflicts clients handed in, by outcome (judged, no-conflict, refused, origin-failed)',
+      labelNames: ['outcome'] as const,
+      registers,
+    }),
+    conflictStatements: new Counter({
+      name: 'mutp_origo_conflict_statements_total',
+      help: 'Signed statements of judged conflicts, by result (matches-origin, proven-false, inconclusive)',
+      labelNames: ['result'] as const,
+      registers,
+    }),
     heartbeatTimeouts: new Counter({
       name: 'mutp_origo_heartbeat_timeouts_total',
       help: 'Proxies removed for missing heartbeats',

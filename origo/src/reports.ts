@@ -56,13 +56,18 @@ export class ProxyReports {
     }
   }
 
+  /** Whether origo offered `proxyId` to this client (among the last maxOfferedPerClient). */
+  wasOffered(clientId: string, proxyId: string): boolean {
+    return this.offered.get(clientId)?.has(proxyId) === true;
+  }
+
   forgetClient(clientId: string): void {
     this.offered.delete(clientId);
   }
 
   /** A report from `clientId`, whose address is `reporter`. */
   report(clientId: string, reporter: string, proxyId: string, now: number): ReportOutcome {
-    if (!this.offered.get(clientId)?.has(proxyId)) return 'not-offered';
+    if (!this.wasOffered(clientId, proxyId)) return 'not-offered';
     let byReporter = this.reports.get(proxyId);
     if (!byReporter) {
       byReporter = new Map();

@@ -6,6 +6,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import pino, { Logger } from 'pino';
+import { fetchOrigin } from '@mutp/origin-fetch';
+import type { OriginFetcher } from './conflicts';
 import { Broker } from './broker';
 import { OrigoConfig, OrigoOptions, resolveConfig } from './config';
 import { createMetrics, Metrics } from './metrics';
@@ -67,6 +69,7 @@ export function createOrigo(options: OrigoOptions): Origo {
     proxyKeys: () => proxyKeys,
     cluster,
     ...(options.lookup !== undefined ? { lookup: options.lookup } : {}),
+    fetchOrigin: judgingFetch(config),
   });
   const sessions = new Sessions(config, broker, log, metrics);
   const app = createHttpApp({ config, log, metrics, broker, sessions, records, tokens });
@@ -135,4 +138,24 @@ function createCluster(config: OrigoConfig, log: Logger, metrics: Metrics): Clus
     log: log.child({ instanceId }),
     onError: (operation) => metrics.clusterErrors.inc({ operation }),
   });
+}
+
+/**
+ * How origo fetches an object to judge a conflict: the proxies' own SSRF-guarded fetch, anonymous,
+ * public addresses on ports 80 and 443 only (any address and port with allowPrivateOrigins).
+ */
+function judgingFetch(config: OrigoConfig): OriginFetcher {
+  return async (url, range, maxBytes) => {
+    const fetched = await fetchOrigin(url, {
+      allowedOrigins: '*',
+      allowPrivateOrigins: config.allowPrivateOrigins,
+      originPorts: config.allowPrivateOrigins ? '*' : [80, 443],
+      maxBytes,
+      headersTimeoutMs: 5000,
+      totalTimeoutMs: 15_000,
+      userAgent: 'mutp-origo (conflict verdict)',
+      ...(range ? { range } : {}),
+    });
+    return { bytes: fetched.bytes, etag: fetched.etag, lastModified: fetched.lastModified };
+  };
 }

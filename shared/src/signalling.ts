@@ -95,6 +95,17 @@ const stageOutcome = {
 /** Most proxies one hint may name: a client stages at the proxies it downloads from. */
 export const MAX_STAGE_PROXIES = 8;
 
+/** Statements one `conflict` carries at most (one per source of the download, the first four). */
+export const MAX_CONFLICT_STATEMENTS = 4;
+/** A proxy's signed META as a client hands it on: the datagram, base64 (at most 419 bytes). */
+const signedStatement = z.object({
+  proxyId: id,
+  meta: z
+    .string()
+    .max(600)
+    .regex(/^[A-Za-z0-9+/]+={0,2}$/),
+});
+
 export const sessionDescription = z.object({
   type: z.enum(['offer', 'answer']),
   sdp: z
@@ -313,10 +324,21 @@ export const clientToOrigo = z.discriminatedUnion('type', [
     layout: stageLayout.optional(),
     proxyIds: z.array(id).min(1).max(MAX_STAGE_PROXIES),
   }),
+  /**
+   * A download failed because proxies origo offered this client signed different identities for
+   * one URL and range: their signed METAs (base64), for origo to judge against the origin
+   * (docs/signalling.md, "Conflicts"). No reply.
+   */
+  z.object({
+    type: z.literal('conflict'),
+    url: stageUrl,
+    range: stageRange.optional(),
+    statements: z.array(signedStatement).min(2).max(MAX_CONFLICT_STATEMENTS),
+  }),
 ]);
 
-/** Why origo withdrew a proxy from its clients (`withdrawn`). */
-export const withdrawReason = z.enum(['draining', 'revoked']);
+/** Why origo withdrew a proxy from its clients (`withdrawn`): `proven-false`, a signed META the origin contradicts. */
+export const withdrawReason = z.enum(['draining', 'revoked', 'proven-false']);
 export type WithdrawReason = z.infer<typeof withdrawReason>;
 
 export const origoToClient = z.discriminatedUnion('type', [
@@ -367,6 +389,7 @@ export type OrigoToClient = z.infer<typeof origoToClient>;
 export type ProxyInfo = z.infer<typeof proxyInfo>;
 export type DownloadRecord = z.infer<typeof downloadRecord>;
 export type ProxyReport = Extract<z.infer<typeof clientToOrigo>, { type: 'report' }>;
+export type ConflictReport = Extract<z.infer<typeof clientToOrigo>, { type: 'conflict' }>;
 export type TokenPublicKey = z.infer<typeof tokenPublicKey>;
 export type StageHint = Extract<z.infer<typeof origoToProxy>, { type: 'stage' }>;
 export type StagedByProxy = Extract<z.infer<typeof proxyToOrigo>, { type: 'staged' }>;

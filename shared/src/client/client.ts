@@ -421,6 +421,7 @@ export class MutpClient {
         },
         onProgress: o.onProgress,
         onPolluters: (polluters) => this.onPolluters(session, polluters),
+        onConflict: (statements) => this.onConflict(session, url, o.range, statements),
       });
       this.report(session, url, mode, result, scheduler, links.length);
       return result;
@@ -809,6 +810,21 @@ export class MutpClient {
   }
 
   /** Where a download's record or report goes: its own session, or the one that replaced it since. */
+  /**
+   * Hands a conflict's signed METAs to origo, which judges them against the origin. Only for a
+   * URL this client would show origo anyway (recordUrl leaves it whole): origo must fetch the very
+   * URL the proxies signed, and a redacted one (a signed CDN token in the query) stays here.
+   */
+  private onConflict(
+    session: OrigoSession,
+    url: string,
+    range: ByteRange | undefined,
+    statements: { proxyId: string; meta: Uint8Array }[],
+  ): void {
+    if (this.recordUrl(url) !== url) return;
+    this.liveSession(session).sendConflict(url, range, statements);
+  }
+
   private liveSession(session: OrigoSession): OrigoSession {
     return !session.isOpen && this.session?.isOpen ? this.session : session;
   }

@@ -43,6 +43,11 @@ export interface DownloadOptions {
    * verified unit), told once the download ends, whether it completed or failed.
    */
   onPolluters?: (polluters: { proxyId: string; kind: PollutionKind; reason: string }[]) => void;
+  /**
+   * The download failed because sources signed different identities: their signed METAs (one per
+   * identity first), for origo to judge against the origin.
+   */
+  onConflict?: (statements: { proxyId: string; meta: Uint8Array }[]) => void;
   /** Progress: DoF received / needed (0 before the object's length is known). */
   onProgress?: (progress: { dof: number; totalDof: number; bytes: number }) => void;
 }
@@ -125,6 +130,9 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
         o.onPolluters?.(
           polluters.map((p) => ({ proxyId: links[p.source].proxy.proxyId, kind: p.kind, reason: p.reason })),
         );
+      const evidence = receiver.conflictEvidence();
+      if (evidence.length > 0)
+        o.onConflict?.(evidence.map((e) => ({ proxyId: links[e.source].proxy.proxyId, meta: e.meta })));
       if (receiver.status === 'complete') resolve(summarize(receiver, links, startedAt, clock.now(), o.mode));
       else reject(toClientError(receiver.error));
     };

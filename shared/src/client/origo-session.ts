@@ -6,6 +6,7 @@ import {
   ClientToOrigo,
   DownloadRecord,
   IceCandidate,
+  MAX_CONFLICT_STATEMENTS,
   Mode,
   origoToClient,
   OrigoToClient,
@@ -274,6 +275,21 @@ export class OrigoSession {
     this.send({ type: 'report', proxyId, kind });
   }
 
+  /**
+   * Hands origo the signed METAs of a download whose sources disagreed (at most
+   * MAX_CONFLICT_STATEMENTS, one per identity first): origo judges them against the origin.
+   */
+  sendConflict(url: string, range: ByteRange | undefined, statements: { proxyId: string; meta: Uint8Array }[]): void {
+    this.send({
+      type: 'conflict',
+      url,
+      ...(range ? { range } : {}),
+      statements: statements
+        .slice(0, MAX_CONFLICT_STATEMENTS)
+        .map((s) => ({ proxyId: s.proxyId, meta: toBase64(s.meta) })),
+    });
+  }
+
   close(reason = 'closed by the client'): void {
     this.shutdown(reason);
     const socket = this.socket;
@@ -360,4 +376,11 @@ function decodeFrame(data: unknown): string | undefined {
   if (data instanceof Uint8Array) return new TextDecoder().decode(data);
   if (data instanceof ArrayBuffer) return new TextDecoder().decode(new Uint8Array(data));
   return undefined;
+}
+
+/** Standard base64 (btoa: browsers and Node alike). */
+function toBase64(bytes: Uint8Array): string {
+  let text = '';
+  for (const b of bytes) text += String.fromCharCode(b);
+  return btoa(text);
 }

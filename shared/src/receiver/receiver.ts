@@ -40,6 +40,7 @@ import {
   StopReason,
   SymbolDigestsMessage,
 } from '../wire';
+import { Identity, sameIdentity } from './agreement';
 import { CheckOutcome } from './check-units';
 import { Completion } from './completion';
 import { DEFAULT_RECEIVER_CONFIG, ReceiverConfig } from './config';
@@ -520,6 +521,28 @@ export class Receiver {
     this.discardEarly(sourceIndex);
     this.failIfNoSourceLeft();
     if (!this.quorum.identity()) this.evaluateAgreement(this.lastProgressAt);
+  }
+
+  /**
+   * After a `metadata-conflict`: each source's META that its published key signed (encoded as it
+   * was sent), when they state at least two identities. Evidence a third party can judge against
+   * the origin (origo's `conflict`); empty without keys or without two signed sides.
+   */
+  conflictEvidence(): { source: number; meta: Uint8Array }[] {
+    if (this.error?.code !== 'metadata-conflict') return [];
+    // One statement per identity first, so a caller keeping only a few keeps both sides.
+    const firsts: { source: number; meta: Uint8Array }[] = [];
+    const rest: { source: number; meta: Uint8Array }[] = [];
+    const identities: Identity[] = [];
+    for (let i = 0; i < this.sources.length; i++) {
+      const meta = this.signatures.evidence(i);
+      const identity = this.quorum.proposalOf(i);
+      if (!meta || !identity) continue;
+      const known = identities.some((other) => sameIdentity(other, identity));
+      if (!known) identities.push(identity);
+      (known ? rest : firsts).push({ source: i, meta });
+    }
+    return identities.length >= 2 ? [...firsts, ...rest] : [];
   }
 
   /** Sources excluded as polluters, with why: the client reports them to origo. */
