@@ -75,8 +75,8 @@ class HostileProxy {
         proxyId,
         secret,
         name: proxyId,
-        // The liar signs its METAs like an honest proxy: its lie is then evidence.
-        ...(hostility === 'signed-lie' ? { assertionKey: this.publicKey } : {}),
+        // Every proxy registers the key it signs its METAs with.
+        assertionKey: this.publicKey,
         httpUrl: 'http://127.0.0.1:9/',
         // Claims the most capacity, so origo offers it first (finding 1's other half).
         capacityBps: 1e9,
@@ -157,15 +157,9 @@ class HostileProxy {
       random: seededRandom(7),
       now: performance.now(),
       sha256,
-      ...(lie
-        ? {
-            signer,
-            provenance: {
-              fetchedAt: Date.now(),
-              ...(etag ? { validator: { kind: 'etag' as const, value: etag } } : {}),
-            },
-          }
-        : {}),
+      // Both sign what they state, as any registered proxy does (an unsigned META would not count).
+      signer,
+      provenance: { fetchedAt: Date.now(), ...(etag ? { validator: { kind: 'etag' as const, value: etag } } : {}) },
     });
     this.senders.push({ sender, data: channels['mutp-data']! });
   }

@@ -205,6 +205,8 @@ export class SimProxy {
       capacityBps: 2_000_000,
       maxTransfers: 1000,
       modes: ['uncoded', 'rlnc', 'fountain'],
+      // A well-formed key: origo only passes it on (the simulated proxies send no METAs).
+      assertionKey: 'A'.repeat(43),
     });
     const greeted = await handshake(`${spec.url}/v1/proxy`, spec.localAddress, register, 'registered', spec.timeoutMs);
     return new SimProxy(spec, greeted, book);

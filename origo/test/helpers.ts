@@ -180,6 +180,9 @@ export interface ProxyOptions {
   secret?: string;
 }
 
+/** A well-formed Ed25519 public key for fake proxies (origo only passes it on). */
+export const TEST_ASSERTION_KEY = 'A'.repeat(43);
+
 export function registerMessage(o: ProxyOptions = {}): Json {
   const name = o.name ?? 'edge';
   return {
@@ -192,6 +195,7 @@ export function registerMessage(o: ProxyOptions = {}): Json {
     capacityBps: o.capacityBps ?? 1_000_000,
     maxTransfers: o.maxTransfers ?? 16,
     modes: o.modes ?? ['uncoded', 'rlnc', 'fountain'],
+    assertionKey: TEST_ASSERTION_KEY,
   };
 }
 

@@ -12,6 +12,7 @@ import {
   TestPeer,
   track,
   within,
+  TEST_ASSERTION_KEY,
 } from './helpers';
 
 afterEach(closeAll);
@@ -132,6 +133,7 @@ describe('invalid frames', () => {
       capacityBps: 0,
       maxTransfers: 1,
       modes: ['rlnc'],
+      assertionKey: TEST_ASSERTION_KEY,
     });
     expect((await second.next('error')).code).toBe('busy');
     expect((await second.closed()).code).toBe(1013);

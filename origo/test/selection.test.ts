@@ -1,6 +1,15 @@
 import { seededRandom } from '@mutp/shared';
 import { ProxyLoad, selectProxies, SelectableMode } from '../src/selection';
-import { closeAll, connectClient, connectProxy, heartbeat, proxyBarrier, requestProxies, startOrigo } from './helpers';
+import {
+  closeAll,
+  connectClient,
+  connectProxy,
+  heartbeat,
+  proxyBarrier,
+  requestProxies,
+  startOrigo,
+  TEST_ASSERTION_KEY,
+} from './helpers';
 
 afterEach(closeAll);
 
@@ -124,7 +133,14 @@ describe('selection over sockets', () => {
     client.send({ type: 'request-proxies', requestId: 'info', count: 1 });
     const { proxies } = await client.next('proxies', (m) => m.requestId === 'info');
     expect(proxies).toEqual([
-      { proxyId: 'b', name: 'b', httpUrl: 'http://b.test:8800/', capacityBps: 4_000_000, token: expect.any(String) },
+      {
+        proxyId: 'b',
+        name: 'b',
+        httpUrl: 'http://b.test:8800/',
+        capacityBps: 4_000_000,
+        assertionKey: TEST_ASSERTION_KEY,
+        token: expect.any(String),
+      },
     ]);
   });
 

@@ -19,6 +19,7 @@ import {
   startOrigo,
   TestPeer,
   within,
+  TEST_ASSERTION_KEY,
 } from './helpers';
 
 afterEach(closeAll);
@@ -50,6 +51,7 @@ describe('client tokens', () => {
       capacityBps: 0,
       maxTransfers: 4,
       modes: ['rlnc'],
+      assertionKey: TEST_ASSERTION_KEY,
     });
     const registered = await proxy.next('registered');
     const client = await TestPeer.open(port, '/v1/client');

@@ -53,7 +53,7 @@ export interface OrigoLinkOptions {
   /** The QUIC endpoint, when the proxy runs one (asked at each registration: hashes rotate). */
   quic?: () => QuicEndpoint;
   /** The public half of the key the proxy signs its METAs with (AssertionKey), for origo to publish. */
-  assertionKey?: string;
+  assertionKey: string;
   logger: Logger;
   load: () => Load;
   onSignal: (message: {
@@ -218,7 +218,7 @@ export class OrigoLink implements SignalSink {
         maxTransfers: this.options.maxTransfers,
         modes: this.options.modes,
         ...(this.options.quic ? { quic: this.options.quic() } : {}),
-        ...(this.options.assertionKey ? { assertionKey: this.options.assertionKey } : {}),
+        assertionKey: this.options.assertionKey,
       });
     });
     ws.on('message', (data: WebSocket.RawData, isBinary: boolean) => {

@@ -313,7 +313,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
           capacityBps,
           maxTransfers: config.maxTransfers,
           modes,
-          ...(assertionKey ? { assertionKey: assertionKey.publicKey } : {}),
+          assertionKey: assertionKey!.publicKey,
           ...(quicService && quicUrl
             ? { quic: () => ({ url: quicUrl!, certificateHashes: quicService.certificateHashes() }) }
             : {}),

@@ -284,6 +284,9 @@ export function testConfig(
   };
 }
 
+/** A well-formed Ed25519 public key for OrigoLink options (origo only passes it on). */
+export const TEST_ASSERTION_KEY = 'A'.repeat(43);
+
 /** Only loopback besides public addresses: tests never reach any other address. */
 export const LOOPBACK_ONLY: ReadonlySet<'loopback'> = new Set(['loopback'] as const);
 

@@ -14,7 +14,7 @@ import pino from 'pino';
 import { ADMIN, closeAll, getJson, SECRET, startOrigo, TestOrigo } from '../../origo/test/helpers';
 import { OrigoLink, OrigoLinkOptions } from '../src/origo-link';
 import { createProxy, Proxy } from '../src/proxy';
-import { silentLogger, testConfig, until } from './helpers';
+import { silentLogger, TEST_ASSERTION_KEY, testConfig, until } from './helpers';
 
 const FAILOVER_MS = 10_000;
 
@@ -53,6 +53,7 @@ function linkOptions(url: string[], over: Partial<OrigoLinkOptions> = {}): Origo
     capacityBps: 917504,
     maxTransfers: 32,
     modes: ['uncoded'],
+    assertionKey: TEST_ASSERTION_KEY,
     logger: silentLogger(),
     load: () => ({ activeTransfers: 0, uploadBps: 0, capacityBps: 917504 }),
     onSignal: () => undefined,

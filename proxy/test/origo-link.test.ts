@@ -10,7 +10,17 @@ import { loadNodeCodecs } from '@mutp/wasm/node';
 import { OrigoLink, OrigoLinkOptions } from '../src/origo-link';
 import { createProxy } from '../src/proxy';
 import { FakeOrigo, startFakeOrigo } from './fake-origo';
-import { download, LOOPBACK_ONLY, makeObject, objectOrigin, silentLogger, testConfig, until, within } from './helpers';
+import {
+  download,
+  LOOPBACK_ONLY,
+  makeObject,
+  objectOrigin,
+  silentLogger,
+  TEST_ASSERTION_KEY,
+  testConfig,
+  until,
+  within,
+} from './helpers';
 
 afterAll(() => releaseNodeRtc());
 
@@ -23,6 +33,7 @@ function linkOptions(url: string, over: Partial<OrigoLinkOptions> = {}): OrigoLi
     capacityBps: 917504,
     maxTransfers: 32,
     modes: ['uncoded', 'rlnc', 'fountain'],
+    assertionKey: TEST_ASSERTION_KEY,
     logger: silentLogger(),
     load: () => ({ activeTransfers: 3, uploadBps: 1234, capacityBps: 917504 }),
     onSignal: () => undefined,
@@ -92,6 +103,7 @@ test('registers, beats, and re-registers with the same proxyId after origo resta
       capacityBps: 917504,
       maxTransfers: 32,
       modes: ['uncoded', 'rlnc', 'fountain'],
+      assertionKey: TEST_ASSERTION_KEY,
     });
     await until(() => origo.received.some((m) => m.type === 'heartbeat'), 5000, 'a heartbeat');
     expect(origo.received.find((m) => m.type === 'heartbeat')).toEqual({

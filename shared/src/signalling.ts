@@ -174,8 +174,12 @@ export const proxyToOrigo = z.discriminatedUnion('type', [
     modes: z.array(mode).min(1).max(3),
     /** Its QUIC endpoint, when it runs one (same host as httpUrl). */
     quic: quicEndpoint.optional(),
-    /** The key its METAs are signed with (docs/protocol.md §4.2c), published to clients. */
-    assertionKey: assertionKey.optional(),
+    /**
+     * The key its METAs are signed with (docs/protocol.md §4.2), published to clients. Required:
+     * a proxy that could leave it out would keep unsigned METAs counting, and could fail
+     * downloads with identities it never has to answer for.
+     */
+    assertionKey,
   }),
   z.object({
     type: z.literal('heartbeat'),

@@ -3,7 +3,7 @@
  * source whose key the client holds counts toward agreement, or can cause a conflict, only with
  * a META its key signed: a lie that makes a download fall back is then a signed statement,
  * evidence anyone can check against the origin, not a word against a word. Sources without a
- * known key (no origo, an older proxy) count as before.
+ * known key (a client without origo; origo refuses proxies that register none) count as before.
  *
  * Verification costs about 1 ms in portable JavaScript (50 µs with node:crypto), so a META is
  * verified only when it matters: each one that arrives before agreement (it may make or break

@@ -42,6 +42,7 @@ const VALID: Record<string, unknown>[] = [
     capacityBps: 896_000,
     maxTransfers: 64,
     modes: ['uncoded', 'rlnc', 'fountain'],
+    assertionKey: 'kAJ0vQ2Pq3vQw1b6d1Bz7Sx5uS3Qy8Jb0mHc5gX2T4E',
   },
   { type: 'heartbeat', activeTransfers: 3, uploadBps: 500_000, capacityBps: 896_000 },
   { type: 'signal', connectionId: 'c-1', description: { type: 'answer', sdp } },
