@@ -47,6 +47,7 @@ const schemas: { schema: Schema; message: fc.Arbitrary<unknown> }[] = [
         capacityBps: rate,
         maxTransfers: fc.integer({ min: 1, max: 100_000 }),
         modes: fc.uniqueArray(fc.constantFrom('uncoded', 'rlnc', 'fountain'), { minLength: 1, maxLength: 3 }),
+        assertionKey: fc.uint8Array({ minLength: 32, maxLength: 32 }).map((k) => Buffer.from(k).toString('base64url')),
       }),
       fc.record({ type: fc.constant('heartbeat'), activeTransfers: count, uploadBps: rate, capacityBps: rate }),
       fc.tuple(id, descriptionOrCandidate).map(([connectionId, x]) => ({ type: 'signal', connectionId, ...x })),
@@ -78,6 +79,17 @@ const schemas: { schema: Schema; message: fc.Arbitrary<unknown> }[] = [
       fc.record({ type: fc.constant('hello'), version: fc.constant(1) }),
       fc.record({ type: fc.constant('hello'), version: fc.constant(1), token: jwt }),
       fc.record({ type: fc.constant('report'), proxyId: id, kind: fc.constantFrom('meta', 'digests', 'data') }),
+      fc.record({
+        type: fc.constant('conflict'),
+        url: fc.webUrl({ size: 'small' }).filter((u) => u.length <= 4096),
+        statements: fc.array(
+          fc.record({
+            proxyId: id,
+            meta: fc.uint8Array({ minLength: 78, maxLength: 419 }).map((b) => Buffer.from(b).toString('base64')),
+          }),
+          { minLength: 2, maxLength: 4 },
+        ),
+      }),
       fc.record({
         type: fc.constant('request-proxies'),
         requestId: id,
