@@ -18,7 +18,7 @@
  * `originTimeoutMs`; one fetch per URL and range serves every conflict about it for `reuseMs`.
  */
 import { createHash } from 'node:crypto';
-import { ByteRange, MetaMessage, OriginValidator } from '@mutp/shared';
+import { ByteRange, MetaMessage, OriginValidator, sameIdentity } from '@mutp/shared';
 
 /** A signed META whose signature origo checked, with the proxy that signed it. */
 export interface Statement {
@@ -159,14 +159,7 @@ function sameValidator(a: OriginValidator | undefined, b: OriginValidator): bool
 }
 
 function distinctIdentities(statements: Statement[]): number {
-  const seen = new Set<string>();
-  for (const { meta } of statements) {
-    const attributes = JSON.stringify(meta.attributes ?? {});
-    seen.add(`${meta.objectLength}/${hex(meta.digest)}/${hex(meta.unitRoot)}/${attributes}`);
-  }
-  return seen.size;
-}
-
-function hex(bytes: Uint8Array): string {
-  return Buffer.from(bytes).toString('hex');
+  const distinct: MetaMessage[] = [];
+  for (const { meta } of statements) if (!distinct.some((d) => sameIdentity(d, meta))) distinct.push(meta);
+  return distinct.length;
 }

@@ -35,6 +35,8 @@ export type {
 } from './receiver/receiver';
 export { RateEstimator } from './receiver/rate-estimator';
 export type { SourceSigner } from './receiver/meta-signatures';
+export { sameIdentity } from './receiver/agreement';
+export type { Identity } from './receiver/agreement';
 export * from './endpoint';
 export * from './link';
 export * from './signalling';

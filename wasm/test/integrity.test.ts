@@ -109,7 +109,7 @@ function pollutedDownload(
   let dataSent = 0;
   let now = 0;
   const isData = (d: Uint8Array) => d[1] >= MessageType.DataUncoded && d[1] <= MessageType.DataFountain;
-  const run = run_(
+  const run = productionDownload(
     mode,
     object,
     (request, i) => {
@@ -141,7 +141,7 @@ function pollutedDownload(
   return { run, excludedAfterMs: excludedAt - firstAt, packetsBeforeExclusion: before, dataSent };
 }
 
-function run_(
+function productionDownload(
   mode: Mode,
   object: Uint8Array,
   make: (request: RequestMessage, i: number) => Source,
@@ -347,7 +347,7 @@ describe('uncoded symbol digests (issue 31, attack 5)', () => {
   }
 
   test('a polluter that answers first with made-up symbol digests is proven a liar; the honest answer still judges', () => {
-    const cost = run_(
+    const cost = productionDownload(
       'uncoded',
       object,
       (request, i) => {
@@ -381,7 +381,7 @@ describe('uncoded symbol digests (issue 31, attack 5)', () => {
   });
 
   test('a polluter that never answers costs nothing more: the others answer', () => {
-    const cost = run_(
+    const cost = productionDownload(
       'uncoded',
       object,
       (request, i) => {

@@ -149,6 +149,7 @@ export class Agreement {
   }
 }
 
+/** Whether two sources state the same object (what agreement and a conflict verdict compare). */
 export function sameIdentity(a: Identity, b: Identity): boolean {
   return (
     a.objectLength === b.objectLength &&
