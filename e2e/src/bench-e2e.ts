@@ -74,6 +74,10 @@ const program = new Command()
       .choices(['webrtc', 'quic', 'auto'])
       .default('webrtc'),
   )
+  .option(
+    '--integrity-baseline',
+    'each warm repeat of a coded mode also downloads once without integrity (no quorum, digests, signatures or polluter log), the order alternating; rows gain uncheckedEfficiency and integrityCost',
+  )
   .option('--modes <list>', 'modes to run, comma-separated (default http,uncoded,rlnc,fountain)')
   .option('--object-bytes <list>', 'object sizes, comma-separated (default 1 MiB and 2 MiB; --quick: 2 MiB)')
   .option(
@@ -100,6 +104,7 @@ const opts = program.opts<{
   timeoutMs: number;
   transport: TransportPreference;
   modes?: string;
+  integrityBaseline?: boolean;
 }>();
 
 const ALL_MODES = ['http', 'uncoded', 'rlnc', 'fountain'] as const;
@@ -296,41 +301,62 @@ async function main(): Promise<void> {
                 );
               await new Promise((resolve) => setTimeout(resolve, opts.stageLeadMs));
             };
+            const unchecked: GetResult[] = [];
+            let uncheckedFailed = 0;
             for (let r = -opts.coldRepeats; r < opts.repeats; r++) {
               const target = r < 0 ? coldUrls[r + opts.coldRepeats] : url;
               if (r < 0) await stage(target);
               if (r === 0 && testbed) offsetMs = Date.now() - testbed.startedAtMs;
               const track = opts.timeline && mode !== 'http' && r === opts.repeats - 1;
-              const t0 = performance.now();
-              timeline = [];
-              try {
-                const result = await client.get(target, {
-                  mode,
-                  proxies: n,
-                  exclude,
-                  ...(staged ? { use: staged } : {}),
-                  signal: AbortSignal.timeout(GET_TIMEOUT_MS),
-                  ...(track
-                    ? {
-                        onProgress: (p: { dof: number; totalDof: number }) => {
-                          const bin = Math.floor((performance.now() - t0) / TIMELINE_BIN_MS);
-                          while (timeline.length <= bin) timeline.push(timeline.at(-1) ?? 0);
-                          timeline[bin] = round(p.dof / Math.max(1, p.totalDof));
-                        },
-                      }
-                    : {}),
-                });
-                if (r < 0) colds.push(result);
-                else results.push(result);
-                if (track) shares = result.sources.map((x) => `${x.name}:${round(x.share)}`);
-              } catch (e) {
-                failed++;
-                const code = e instanceof ClientError ? e.code : 'timeout';
-                failures[code] = (failures[code] ?? 0) + 1;
-                process.stderr.write(`bench:e2e ${mode} N=${n} ${kind}: ${String(e)}\n`);
-                // What the extension does: fetch from the origin directly; the time it took is the row's fallback.
-                if (r >= 0) fallbackMs.push(await directFetchMs(url));
-              }
+              const cellGet = { mode, proxies: n, exclude, ...(staged ? { use: staged } : {}) };
+              const checkedOnce = async () => {
+                const t0 = performance.now();
+                timeline = [];
+                try {
+                  const result = await client.get(target, {
+                    ...cellGet,
+                    signal: AbortSignal.timeout(GET_TIMEOUT_MS),
+                    ...(track
+                      ? {
+                          onProgress: (p: { dof: number; totalDof: number }) => {
+                            const bin = Math.floor((performance.now() - t0) / TIMELINE_BIN_MS);
+                            while (timeline.length <= bin) timeline.push(timeline.at(-1) ?? 0);
+                            timeline[bin] = round(p.dof / Math.max(1, p.totalDof));
+                          },
+                        }
+                      : {}),
+                  });
+                  if (r < 0) colds.push(result);
+                  else results.push(result);
+                  if (track) shares = result.sources.map((x) => `${x.name}:${round(x.share)}`);
+                } catch (e) {
+                  failed++;
+                  const code = e instanceof ClientError ? e.code : 'timeout';
+                  failures[code] = (failures[code] ?? 0) + 1;
+                  process.stderr.write(`bench:e2e ${mode} N=${n} ${kind}: ${String(e)}\n`);
+                  // What the extension does: fetch from the origin directly; the time it took is the row's fallback.
+                  if (r >= 0) fallbackMs.push(await directFetchMs(url));
+                }
+              };
+              const uncheckedOnce = async () => {
+                try {
+                  const result = await client.get(target, {
+                    ...cellGet,
+                    integrity: 'unchecked',
+                    signal: AbortSignal.timeout(GET_TIMEOUT_MS),
+                  });
+                  unchecked.push(result);
+                } catch (e) {
+                  uncheckedFailed++;
+                  process.stderr.write(`bench:e2e ${mode} N=${n} ${kind} unchecked: ${String(e)}\n`);
+                }
+              };
+              // --integrity-baseline: each warm repeat also downloads once without integrity, the
+              // order alternating, so both series see the same machine at the same moments.
+              if (opts.integrityBaseline && mode !== 'http' && r >= 0)
+                for (const once of r % 2 === 0 ? [checkedOnce, uncheckedOnce] : [uncheckedOnce, checkedOnce])
+                  await once();
+              else await checkedOnce();
             }
             const linkDrops = testbed && linksBefore ? diffDrops(sumLinkDrops(testbed), linksBefore) : undefined;
             const goodput = median(results.map((x) => x.goodputBps));
@@ -370,6 +396,9 @@ async function main(): Promise<void> {
               ),
               coldDownloadMs: colds.length ? round(median(colds.map((x) => x.durationMs)), 1) : null,
               coldEfficiency: colds.length ? round(median(colds.map((x) => ideal / x.durationMs))) : null,
+              ...(opts.integrityBaseline && mode !== 'http'
+                ? integrityColumns(results, unchecked, uncheckedFailed, ideal)
+                : {}),
             };
             rows.push(row);
             process.stderr.write(
@@ -400,6 +429,20 @@ async function main(): Promise<void> {
     );
   const extra = load ? [{ mode: 'rlnc', measurement: 'proxy-load', ...load }] : [];
   if (opts.json) console.log(JSON.stringify([...rows, ...extra]));
+}
+
+/**
+ * --integrity-baseline: the same warm downloads without integrity (ReceiverConfig.integrity), and
+ * what integrity costs: 1 - efficiency / uncheckedEfficiency (0.01 = 1 %), from the medians.
+ */
+function integrityColumns(checked: GetResult[], unchecked: GetResult[], failed: number, ideal: number) {
+  const efficiency = median(checked.map((x) => ideal / x.durationMs));
+  const uncheckedEfficiency = median(unchecked.map((x) => ideal / x.durationMs));
+  return {
+    uncheckedEfficiency: round(uncheckedEfficiency),
+    uncheckedFailed: failed,
+    integrityCost: round(1 - efficiency / uncheckedEfficiency, 4),
+  };
 }
 
 const sizeLabel = (bytes: number) => (bytes >= 1 << 20 ? `${bytes / (1 << 20)} MiB` : `${bytes >> 10} KiB`);

@@ -518,6 +518,28 @@ describe('quorum', () => {
     expect(run.receiver.error?.code).toBe('metadata-conflict');
   });
 
+  test.each(['uncoded', 'rlnc', 'fountain'] as const)(
+    '%s: the unchecked baseline (what bench:e2e --integrity-baseline compares with) checks nothing',
+    (mode) => {
+      // Its figures mean something only if it really skips every check: a polluter's bytes get
+      // through and nobody is blamed, where the checked receiver excludes it (tests above).
+      const object = makeObject(40_000, 6);
+      const make = (request: RequestMessage, i: number) => {
+        const s = honest(object, request, mode, 600 + i);
+        return i === 1 ? corruptingData(s, 2) : asSource(s);
+      };
+      const unchecked = run(mode, codecs[mode], object, make, [5, 5, 5], {}, undefined, undefined, {
+        integrity: 'unchecked',
+      });
+      expect(unchecked.receiver.status).toBe('complete');
+      expect(Buffer.from(unchecked.receiver.takeObject()).equals(Buffer.from(object))).toBe(false);
+      expect(unchecked.receiver.polluters()).toEqual([]);
+      const checked = download(mode, object, make, [5, 5, 5]);
+      expect(checked.receiver.status).toBe('complete');
+      expect(Buffer.from(checked.receiver.takeObject()).equals(Buffer.from(object))).toBe(true);
+    },
+  );
+
   test('one source is trusted alone when it is the only one (documented)', () => {
     const object = makeObject(5000, 3);
     const run = download('rlnc', object, (request, i) => asSource(honest(object, request, 'rlnc', i)), [5]);

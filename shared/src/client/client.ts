@@ -158,6 +158,12 @@ export interface GetOptions {
   origoTimeoutMs?: number;
   connectTimeoutMs?: number;
   onProgress?: (progress: { dof: number; totalDof: number; bytes: number }) => void;
+  /**
+   * 'unchecked' only to measure what integrity costs (bench:e2e --integrity-baseline): the
+   * download believes the first proxy and checks nothing (ReceiverConfig.integrity). No product
+   * path sets it.
+   */
+  integrity?: 'checked' | 'unchecked';
 }
 
 interface Limits {
@@ -418,6 +424,7 @@ export class MutpClient {
         receiverConfig: {
           maxObjectBytes: this.config.maxObjectBytes,
           ...(this.config.stallTimeoutMs !== undefined ? { stallTimeoutMs: this.config.stallTimeoutMs } : {}),
+          ...(o.integrity ? { integrity: o.integrity } : {}),
         },
         onProgress: o.onProgress,
         onPolluters: (polluters) => this.onPolluters(session, polluters),

@@ -19,6 +19,8 @@ export interface CompletionOptions {
   codec: Codec;
   sha256: Sha256;
   maxPacketLogBytes: number;
+  /** false: the integrity-cost baseline (ReceiverConfig.integrity); default true. */
+  checked?: boolean;
 }
 
 /** What one FEEDBACK reports of the window, by mode, and the DoF it still misses in all. */
@@ -66,7 +68,7 @@ export class Completion {
   start(objectLength: number, digests: Uint8Array): void {
     const o = this.opts;
     this.layout = new Layout(o.mode, objectLength, o.symbolSize, o.generationSize);
-    this.decoder = new CheckedDecoder(this.layout, o.codec, digests, o.sha256, o.maxPacketLogBytes);
+    this.decoder = new CheckedDecoder(this.layout, o.codec, digests, o.sha256, o.maxPacketLogBytes, o.checked ?? true);
     this.unitsPerCheck = this.decoder.checks.unitsPerCheck;
     this.windowUnits = this.layout.windowUnits(o.window);
   }
@@ -128,7 +130,7 @@ export class Completion {
         message: `reassembled ${object.length} bytes, expected ${identity.objectLength}`,
       };
     }
-    if (!bytesEqual(this.opts.sha256(object), identity.digest)) {
+    if (this.opts.checked !== false && !bytesEqual(this.opts.sha256(object), identity.digest)) {
       return {
         code: 'digest-mismatch',
         message: 'SHA-256 of the reassembled object differs from the digest the sources reported',

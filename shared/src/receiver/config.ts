@@ -60,6 +60,13 @@ export interface ReceiverConfig {
   maxPacketLogBytes: number;
   /** Uncoded: a failed check unit asks the sources for its symbol digests again after this long. */
   symbolDigestRetryMs: number;
+  /**
+   * 'unchecked' is the baseline that measures what integrity costs (bench:e2e --integrity-baseline),
+   * never a way to download: the first META is believed (quorum 1, signed or not), no unit digest
+   * is waited for or checked, no packet is kept to find a polluter and the object's SHA-256 is not
+   * compared. Only the caller's own config can set it; nothing on the wire can.
+   */
+  integrity: 'checked' | 'unchecked';
 }
 
 export const DEFAULT_RECEIVER_CONFIG: ReceiverConfig = {
@@ -84,4 +91,5 @@ export const DEFAULT_RECEIVER_CONFIG: ReceiverConfig = {
   agreementWaitMs: 1000,
   maxPacketLogBytes: 64 * 1024 * 1024,
   symbolDigestRetryMs: 250,
+  integrity: 'checked',
 };

@@ -18,7 +18,7 @@ import { Codec } from '../codec/types';
 import { TransferError, TransferErrorCode } from '../errors';
 import { CheckLayout } from '../integrity';
 import { Layout } from '../layout';
-import { MAX_DATAGRAM_BYTES, MAX_OBJECT_BYTES, MAX_SOURCES } from '../limits';
+import { MAX_DATAGRAM_BYTES, MAX_OBJECT_BYTES, MAX_SOURCES, UNIT_DIGEST_BYTES } from '../limits';
 import { DEFAULT_SCHEDULER, schedulerSupports } from '../modes';
 import { ByteRange, ObjectAttributes, rangeProblem, servedRangeProblem } from '../range';
 import {
@@ -114,6 +114,8 @@ export class Receiver {
   /** Fountain: per source index, the round after the highest block id it sent (REQUEST resume). */
   private readonly nextBlockRound: Uint32Array;
   private readonly quorum: IdentityQuorum;
+  /** Integrity on (always, but for the baseline that measures its cost: ReceiverConfig.integrity). */
+  private readonly checked: boolean;
   private readonly steering: Steering;
   private readonly completion: Completion;
   private readonly early: EarlyData;
@@ -150,7 +152,9 @@ export class Receiver {
     const hash = opts.sha256 ?? sha256;
     const checkCountOf = (length: number) =>
       new CheckLayout(new Layout(opts.mode, length, opts.symbolSize, opts.generationSize)).checkCount;
-    this.quorum = new IdentityQuorum(opts.sourceCount, checkCountOf, hash, config.quorum, config.agreementWaitMs);
+    this.checked = config.integrity === 'checked';
+    const quorum = this.checked ? config.quorum : 1;
+    this.quorum = new IdentityQuorum(opts.sourceCount, checkCountOf, hash, quorum, config.agreementWaitMs);
     this.steering = new Steering(config, opts.capacityHints);
     this.completion = new Completion({
       mode: opts.mode,
@@ -160,6 +164,7 @@ export class Receiver {
       codec: opts.codec,
       sha256: hash,
       maxPacketLogBytes: config.maxPacketLogBytes,
+      checked: this.checked,
     });
     this.symbolAsks = new SymbolAsks(config.symbolDigestRetryMs);
     if (opts.signers && opts.signers.length !== opts.sourceCount)
@@ -254,7 +259,7 @@ export class Receiver {
     }
     this.signatures.record(sourceIndex, m);
     // Before agreement every META may make or break it: only a signed one counts.
-    if (!this.quorum.identity() && !this.signatures.signed(sourceIndex)) {
+    if (this.checked && !this.quorum.identity() && !this.signatures.signed(sourceIndex)) {
       this.dropUnsigned(sourceIndex);
       return;
     }
@@ -379,13 +384,21 @@ export class Receiver {
   private startIfReady(now: number): void {
     if (this.completion.started || this.status !== 'active') return;
     const agreed = this.quorum.identity();
-    const digests = this.quorum.digests();
+    // The unchecked baseline waits for no digest list (the decoder then compares none).
+    const digests = this.checked ? this.quorum.digests() : agreed && this.placeholderDigests(agreed.objectLength);
     if (!agreed || !digests) return;
     this.completion.start(agreed.objectLength, digests);
     this.lastProgressAt = now;
     for (const s of this.sources) if (s.metaOk) s.feedbackDue = true;
     if (this.completion.allUnitsComplete) this.finish(now);
     for (let i = 0; i < this.sources.length && this.status === 'active'; i++) this.replayEarly(i, now);
+  }
+
+  /** The unchecked baseline's stand-in for the digest list: the right size, never compared. */
+  private placeholderDigests(objectLength: number): Uint8Array {
+    const o = this.opts;
+    const checks = new CheckLayout(new Layout(o.mode, objectLength, o.symbolSize, o.generationSize)).checkCount;
+    return new Uint8Array(checks * UNIT_DIGEST_BYTES);
   }
 
   private onData(

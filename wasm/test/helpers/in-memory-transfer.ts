@@ -14,6 +14,7 @@ import {
   MessageType,
   Mode,
   Receiver,
+  ReceiverConfig,
   RequestMessage,
   seededRandom,
   MetaSigner,
@@ -122,10 +123,12 @@ export function download(
   layout: TransferLayout = SMALL_LAYOUT,
   /** Per source, the key the client holds for it (signed METAs); none: unsigned sources. */
   signers?: readonly (SourceSigner | undefined)[],
+  config?: Partial<ReceiverConfig>,
 ): Run {
   const n = delays.length;
   const receiver = new Receiver({
     ...(signers ? { signers } : {}),
+    ...(config ? { config } : {}),
     transferId: TRANSFER,
     url: 'https://origin.example/seg',
     mode,
