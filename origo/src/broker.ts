@@ -47,6 +47,7 @@ import { ProxyReports } from './reports';
 import { ConflictDesk } from './conflict-desk';
 import { ConflictJudge, OriginFetcher } from './conflicts';
 import { StageRelay } from './stage-relay';
+import { bannedUntil, banSubjects, PROVEN_FALSE_BAN_MS } from './proven-false-bans';
 
 /** WebSocket close codes origo uses (docs/signalling.md, "Limits and errors"). */
 export const CLOSE = {
@@ -172,9 +173,6 @@ export interface BrokerDeps {
   fetchOrigin: OriginFetcher;
 }
 
-/** How long a proxy whose signed statement the origin contradicted is not offered. */
-export const PROVEN_FALSE_BAN_MS = 24 * 60 * 60_000;
-
 export class Broker {
   private readonly proxies = new Map<string, ProxyEntry>();
   private readonly clients = new Map<string, ClientEntry>();
@@ -200,8 +198,6 @@ export class Broker {
   /** Staging hints from clients to proxies and the proxies' answers (stage-relay.ts). */
   private readonly stages: StageRelay;
   private readonly conflicts: ConflictDesk;
-  /** Proxies a conflict verdict proved false, by until when they are not offered (conflicts.ts). */
-  private readonly provenFalse = new Map<string, number>();
 
   constructor(
     private readonly config: OrigoConfig,
@@ -224,26 +220,13 @@ export class Broker {
       assertionKeyOf: (proxyId) => (this.proxies.get(proxyId) ?? this.remoteProxy(proxyId))?.assertionKey,
       wasOffered: (clientId, proxyId) => this.reports.wasOffered(clientId, proxyId),
       provenFalse: (proxyId, url) => {
+        // Evidence is global: banned by id and key in the cluster's shared state (proven-false-bans.ts).
+        const keyFingerprint = (this.proxies.get(proxyId) ?? this.remoteProxy(proxyId))?.keyFingerprint;
+        this.deps.cluster.banProvenFalse(banSubjects({ proxyId, keyFingerprint }), Date.now() + PROVEN_FALSE_BAN_MS);
         this.deps.log.warn({ proxyId, url }, 'proxy proven false against the origin: not offered for a day');
-        this.banProvenFalse(proxyId);
         this.withdraw(proxyId, 'proven-false', true);
       },
     });
-  }
-
-  /** Evidence is global: every instance that hears of a proven-false proxy stops offering it. */
-  private banProvenFalse(proxyId: string): void {
-    this.provenFalse.delete(proxyId);
-    this.provenFalse.set(proxyId, Date.now() + PROVEN_FALSE_BAN_MS);
-    if (this.provenFalse.size > MAX_WITHDRAW_NOTICES) this.provenFalse.delete(this.provenFalse.keys().next().value!);
-  }
-
-  private isProvenFalse(proxyId: string, now: number): boolean {
-    const until = this.provenFalse.get(proxyId);
-    if (until === undefined) return false;
-    if (now < until) return true;
-    this.provenFalse.delete(proxyId);
-    return false;
   }
 
   /** Joins the cluster: messages from other instances arrive here from now on. */
@@ -297,6 +280,11 @@ export class Broker {
     if (auth.keyFingerprint !== undefined && this.deps.cluster.isKeyRevoked(auth.keyFingerprint)) {
       // Revoked on some instance (this file may be stale): revocations only ever accumulate.
       return refuse('unauthorized', CLOSE.unauthorized, `proxy key of ${proxyId} was revoked`);
+    }
+    const banned = bannedUntil(this.deps.cluster, { proxyId, keyFingerprint: auth.keyFingerprint }, Date.now());
+    if (banned !== undefined) {
+      const why = `${proxyId} was proven false against the origin (banned until ${new Date(banned).toISOString()})`;
+      return refuse('unauthorized', CLOSE.unauthorized, why);
     }
     const previous = this.proxies.get(proxyId);
     const elsewhere = previous === undefined ? this.remoteProxy(proxyId) : undefined;
@@ -490,6 +478,7 @@ export class Broker {
       httpUrl: p.httpUrl,
       ...(p.quic !== undefined ? { quic: p.quic } : {}),
       ...(p.assertionKey !== undefined ? { assertionKey: p.assertionKey } : {}),
+      ...(p.keyFingerprint !== undefined ? { keyFingerprint: p.keyFingerprint } : {}),
       modes: [...p.modes],
       capacityBps: p.capacityBps,
       uploadBps: p.uploadBps,
@@ -747,7 +736,7 @@ export class Broker {
     const offerable: Candidate[] = [];
     for (const p of [this.proxies.values(), this.remoteEntries()]) {
       for (const proxy of p) {
-        if (this.isProvenFalse(proxy.proxyId, now)) continue;
+        if (bannedUntil(cluster, proxy, now) !== undefined) continue;
         const c = this.candidate(proxy);
         // Offers since the last heartbeat count as transfers: clients spread over proxies between beats.
         c.recentPicks = cluster.picks(c.proxyId);
@@ -945,7 +934,7 @@ export class Broker {
       case 'keys-revoked':
         return this.dropRevoked(m.fingerprints);
       case 'proxy-withdrawn':
-        if (m.reason === 'proven-false') this.banProvenFalse(m.proxyId);
+        // A proven-false ban came with it (the cluster noted it) or comes with the next read.
         return this.withdraw(m.proxyId, m.reason, false);
       case 'stage':
         return this.stages.fromInstance(m.from, m.proxyId, m.message);

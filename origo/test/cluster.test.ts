@@ -2,14 +2,16 @@
  * Several origo instances sharing state through a real redis-server (cluster/redis.ts): a proxy
  * registered on one is offered by the other, signalling crosses instances both ways, a killed
  * instance's proxies move and its stale entries expire, Redis restarted empty is refilled without
- * waiting for heartbeats, a revocation on one instance holds on all, a client keeps its id when
- * it fails over, and cross-instance relay with Redis down fails with a clear error.
+ * waiting for heartbeats, a revocation on one instance holds on all, a proven-false ban holds on
+ * instances started after the verdict, a client keeps its id when it fails over, and
+ * cross-instance relay with Redis down fails with a clear error.
  */
 import { ChildProcess, spawn } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { SIGNALLING_VERSION } from '@mutp/shared';
 import { RedisServer, startRedis } from '@mutp/testing/redis';
 import { waitFor } from '@mutp/testing/wait';
@@ -29,6 +31,7 @@ import {
   TestOrigo,
   TestPeer,
 } from './helpers';
+import { conflictAbout, Key, newKey, startOrigin } from './signed-statements';
 
 const KEYS = { 'edge-1': 'key-of-edge-1-0123456789', 'edge-2': 'key-of-edge-2-0123456789' };
 
@@ -52,7 +55,15 @@ afterAll(async () => {
 
 /** Two instances on one Redis under a key prefix of their own (tests do not see each other's state). */
 async function startPair(overrides: Partial<OrigoOptions> = {}): Promise<[TestOrigo, TestOrigo, OrigoOptions]> {
-  const options: OrigoOptions = {
+  const options = clusterOptions(overrides);
+  const a = await startOrigo({ ...options, instanceId: 'A' });
+  const b = await startOrigo({ ...options, instanceId: 'B' });
+  return [a, b, options];
+}
+
+/** Options of instances sharing one Redis under a key prefix of this test's own. */
+function clusterOptions(overrides: Partial<OrigoOptions> = {}): OrigoOptions {
+  return {
     redisUrl: redis.url,
     redisPrefix: `t${++prefixes}:`,
     tokenKeyFile: tokenKey,
@@ -63,19 +74,29 @@ async function startPair(overrides: Partial<OrigoOptions> = {}): Promise<[TestOr
     proxyKeysFile: keysFile(KEYS),
     ...overrides,
   };
-  const a = await startOrigo({ ...options, instanceId: 'A' });
-  const b = await startOrigo({ ...options, instanceId: 'B' });
-  return [a, b, options];
 }
 
-async function registerProxy(port: number, proxyId: keyof typeof KEYS): Promise<TestPeer> {
+async function registerProxy(port: number, proxyId: keyof typeof KEYS, assertionKey?: Key): Promise<TestPeer> {
   const peer = await TestPeer.open(port, '/v1/proxy', proxyId);
-  peer.send({
-    ...registerMessage({ proxyId, name: proxyId, secret: KEYS[proxyId] }),
-    assertionKey: assertionKeyOf(proxyId),
-  });
+  peer.send(registration(proxyId, KEYS[proxyId], assertionKey));
   await peer.next('registered');
   return peer;
+}
+
+function registration(proxyId: string, secret: string, assertionKey?: Key): Record<string, unknown> {
+  return {
+    ...registerMessage({ proxyId, name: proxyId, secret }),
+    assertionKey: assertionKey?.text ?? assertionKeyOf(proxyId),
+  };
+}
+
+/** The error origo answers a registration with (the peer is closed after it). */
+async function refusal(port: number, proxyId: string, secret: string): Promise<Record<string, unknown>> {
+  const peer = await TestPeer.open(port, '/v1/proxy', `${proxyId} again`);
+  peer.send(registration(proxyId, secret));
+  const error = await peer.next('error');
+  await peer.closed();
+  return error;
 }
 
 /** A well-formed Ed25519 public key per proxy id (origo only passes it on). */
@@ -258,6 +279,57 @@ test('revocation is by key and append-only: an offline proxy cannot come back el
   const back = await TestPeer.open(b.port, '/v1/proxy', 'edge-1 with a new key');
   back.send(registerMessage({ proxyId: 'edge-1', name: 'edge-1', secret: fresh }));
   await back.next('registered');
+});
+
+test('a proxy proven false on one instance is banned by id and key on instances started after the verdict, after a restart of them all, and after Redis restarted empty (issue 31)', async () => {
+  const originUrl = await startOrigin();
+  // The rogue's key is also listed under another id: the ban names the key as well as the id.
+  const proxyKeysFile = keysFile({ ...KEYS, 'edge-2b': KEYS['edge-2'] });
+  const options = clusterOptions({ allowPrivateOrigins: true, proxyKeysFile });
+  const a = await startOrigo({ ...options, instanceId: 'A' });
+  const keys = { honest: newKey(), rogue: newKey() };
+  await registerProxy(a.port, 'edge-1', keys.honest);
+  const rogue = await registerProxy(a.port, 'edge-2', keys.rogue);
+  const victim = await connectClient(a.port);
+  expect((await requestProxies(victim, 2)).sort()).toEqual(['edge-1', 'edge-2']);
+  victim.send(
+    conflictAbout(originUrl, { proxyId: 'edge-1', key: keys.honest }, { proxyId: 'edge-2', key: keys.rogue }),
+  );
+  expect(await victim.next('withdrawn')).toEqual({ type: 'withdrawn', proxyId: 'edge-2', reason: 'proven-false' });
+
+  // B joins after the verdict (no broadcast reached it): it lists the rogue, still on A, but never offers it.
+  const b = await startOrigo({ ...options, instanceId: 'B' });
+  await waitFor('B to list both proxies of A', async () =>
+    Object.keys(await listedInstances(b)).length === 2 ? true : undefined,
+  );
+  const client = await connectClient(b.port);
+  for (let i = 0; i < 5; i++) expect(await requestProxies(client, 2)).toEqual(['edge-1']);
+  // Moving to B under its id, or under another id its key opens, is refused.
+  await rogue.close();
+  expect(await refusal(b.port, 'edge-2', KEYS['edge-2'])).toMatchObject({ code: 'unauthorized' });
+  expect(await refusal(b.port, 'edge-2b', KEYS['edge-2'])).toMatchObject({ code: 'unauthorized' });
+
+  // Every instance stops, so no memory holds the ban; a new one starts on the same Redis.
+  await a.origo.close();
+  await b.origo.close();
+  const c = await startOrigo({ ...options, instanceId: 'C' });
+  expect(await refusal(c.port, 'edge-2', KEYS['edge-2'])).toMatchObject({
+    code: 'unauthorized',
+    message: expect.stringContaining('proven false'),
+  });
+  await registerProxy(c.port, 'edge-1', keys.honest);
+
+  // Redis restarted empty: C writes back the bans it knows, and an instance started later refuses too.
+  const store = new Redis(redis.url);
+  try {
+    await redis.restart();
+    const key = `${options.redisPrefix}proven-false`;
+    await waitFor('C to write its bans back', async () => ((await store.zcard(key)) === 2 ? true : undefined));
+  } finally {
+    store.disconnect();
+  }
+  const d = await startOrigo({ ...options, instanceId: 'D' });
+  expect(await refusal(d.port, 'edge-2b', KEYS['edge-2'])).toMatchObject({ code: 'unauthorized' });
 });
 
 test('a proxy draining on one instance is withdrawn from the clients the other offered it to', async () => {

@@ -4,67 +4,23 @@
  * judge with a scripted origin, then the whole path: a real origo, a loopback origin, signed
  * METAs from registered keys, a client handing in the conflict and a bystander told.
  */
-import { createHash, generateKeyPairSync, KeyObject, sign } from 'node:crypto';
-import { createServer, Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import {
-  assertionMessage,
-  ByteRange,
-  decode,
-  encodeMeta,
-  MessageType,
-  MetaMessage,
-  OriginValidator,
-} from '@mutp/shared';
+import { OriginValidator } from '@mutp/shared';
 import { ConflictJudge, ConflictPolicy, DEFAULT_CONFLICT_POLICY, OriginAnswer, Statement } from '../src/conflicts';
 import { barrier, closeAll, connectClient, registerMessage, requestProxies, startOrigo, TestPeer } from './helpers';
+import {
+  bytesOf,
+  conflictAbout,
+  ETAG,
+  FAKE_BYTES,
+  Key,
+  newKey,
+  startOrigin,
+  statement,
+  TRUE_BYTES,
+  URL_,
+} from './signed-statements';
 
 afterEach(closeAll);
-
-const sha256 = (d: Uint8Array) => new Uint8Array(createHash('sha256').update(d).digest());
-const bytesOf = (text: string) => new TextEncoder().encode(text);
-const TRUE_BYTES = bytesOf('the object the origin serves');
-const FAKE_BYTES = bytesOf('an object a rogue made up!!!');
-const URL_ = 'http://origin.test/seg-1.ts';
-
-interface Key {
-  privateKey: KeyObject;
-  text: string;
-}
-
-function newKey(): Key {
-  const pair = generateKeyPairSync('ed25519');
-  return { privateKey: pair.privateKey, text: pair.publicKey.export({ format: 'jwk' }).x as string };
-}
-
-/** A META for `bytes` as proxy `proxyId` signs it, naming `validator`. */
-function statement(
-  proxyId: string,
-  key: Key,
-  bytes: Uint8Array,
-  validator: OriginValidator | undefined,
-  url = URL_,
-  range?: ByteRange,
-): { proxyId: string; meta: MetaMessage; wire: Uint8Array } {
-  const identity = {
-    objectLength: bytes.length,
-    symbolSize: 1120,
-    generationSize: 24,
-    mode: 'rlnc' as const,
-    digest: sha256(bytes),
-    unitRoot: sha256(sha256(bytes).subarray(0, 16)),
-  };
-  const provenance = { fetchedAt: 1_764_201_600_000, ...(validator ? { validator } : {}) };
-  const signature = new Uint8Array(
-    sign(null, assertionMessage(identity, provenance, { url, ...(range ? { range } : {}) }, proxyId), key.privateKey),
-  );
-  const wire = encodeMeta({ transferId: 9, ...identity, signed: { ...provenance, signature } });
-  const m = decode(wire);
-  if (!m.ok || m.value.type !== MessageType.Meta) throw new Error('not a META');
-  return { proxyId, meta: m.value, wire };
-}
-
-const ETAG: OriginValidator = { kind: 'etag', value: '"v1"' };
 
 describe('ConflictJudge', () => {
   const a = newKey();
@@ -178,18 +134,11 @@ describe('ConflictJudge', () => {
 });
 
 describe('a conflict handed to origo', () => {
-  let origin: Server;
   let originUrl: string;
 
-  beforeAll(async () => {
-    origin = createServer((req, res) => {
-      res.writeHead(200, { 'content-type': 'video/mp2t', etag: '"v1"', 'content-length': TRUE_BYTES.length });
-      res.end(TRUE_BYTES);
-    });
-    await new Promise<void>((resolve) => origin.listen(0, '127.0.0.1', resolve));
-    originUrl = `http://127.0.0.1:${(origin.address() as AddressInfo).port}/seg-1.ts`;
+  beforeEach(async () => {
+    originUrl = await startOrigin();
   });
-  afterAll(() => new Promise<void>((resolve) => origin.close(() => resolve())));
 
   /** A honest and a rogue proxy registered with their keys, and a victim offered both. */
   async function scene(allowPrivateOrigins: boolean) {
@@ -206,20 +155,8 @@ describe('a conflict handed to origo', () => {
   }
 
   /** The conflict a client hands in: the honest proxy's true statement and the rogue's lie. */
-  function conflict(honest: Key, rogue: Key) {
-    const wire = (s: ReturnType<typeof statement>) => ({
-      proxyId: s.proxyId,
-      meta: Buffer.from(s.wire).toString('base64'),
-    });
-    return {
-      type: 'conflict',
-      url: originUrl,
-      statements: [
-        wire(statement('honest', honest, TRUE_BYTES, ETAG, originUrl)),
-        wire(statement('rogue', rogue, FAKE_BYTES, ETAG, originUrl)),
-      ],
-    };
-  }
+  const conflict = (honest: Key, rogue: Key) =>
+    conflictAbout(originUrl, { proxyId: 'honest', key: honest }, { proxyId: 'rogue', key: rogue });
 
   async function logged(logs: { msg?: unknown }[], msg: string, count = 1): Promise<void> {
     for (let i = 0; i < 100 && logs.filter((l) => l.msg === msg).length < count; i++)

@@ -2,7 +2,7 @@
  * What one origo instance shares with the others behind the same name (docs/signalling.md,
  * "Several origo instances"): the proxy registry (each proxy's last heartbeat, expiring with its
  * heartbeat timeout), recent picks (selection spreads clients over proxies between heartbeats),
- * revoked proxy ids, and a message bus between instances for signalling whose client and proxy
+ * revoked proxy keys, proven-false bans, and a message bus between instances for signalling whose client and proxy
  * sit on different instances. Sockets never move: an instance owns the proxies and clients
  * connected to it and relays for them.
  *
@@ -24,6 +24,7 @@ import {
   withdrawReason,
 } from '@mutp/shared';
 import type { SelectableMode } from '../selection';
+import { BanList } from '../proven-false-bans';
 
 /** A proxy as the other instances see it (its owner's last heartbeat). */
 export interface SharedProxy {
@@ -34,6 +35,8 @@ export interface SharedProxy {
   httpUrl: string;
   quic?: QuicEndpoint;
   assertionKey?: string;
+  /** The fingerprint of the per-proxy key it registered with: a proven-false ban names it too. */
+  keyFingerprint?: string;
   modes: SelectableMode[];
   capacityBps: number;
   uploadBps: number;
@@ -51,6 +54,7 @@ const sharedProxy = z.object({
   httpUrl: z.string().max(2048),
   quic: quicEndpoint.optional(),
   assertionKey: assertionKey.optional(),
+  keyFingerprint: z.string().max(64).optional(),
   modes: z.array(z.enum(['uncoded', 'rlnc', 'fountain'])).max(3),
   capacityBps: z.number().nonnegative(),
   uploadBps: z.number().nonnegative(),
@@ -188,6 +192,13 @@ export interface Cluster {
    * however stale, brings a revoked key back (a new key for the same id has a new fingerprint).
    */
   revokeKeys(fingerprints: readonly string[]): void;
+  /**
+   * Bans proven-false proxies (proven-false-bans.ts `banSubjects`) until `until` (ms since the
+   * epoch) for every instance, including those that start or restart before then.
+   */
+  banProvenFalse(subjects: readonly string[], until: number): void;
+  /** Until when `subject` is banned on any instance, or undefined. */
+  provenFalseUntil(subject: string, now: number): number | undefined;
   /** Sends to one instance; false when it cannot be sent now (no shared bus). */
   send(instanceId: string, message: InstanceMessage): boolean;
   /** Sends to every other instance. */
@@ -203,6 +214,7 @@ export class SoloCluster implements Cluster {
   readonly healthy = true;
   private readonly pickCounts = new Map<string, number>();
   private readonly revoked = new Set<string>();
+  private readonly bans = new BanList();
   private static readonly none: ReadonlyMap<string, SharedProxy> = new Map();
 
   constructor(readonly instanceId: string) {}
@@ -229,6 +241,12 @@ export class SoloCluster implements Cluster {
   }
   revokeKeys(fingerprints: readonly string[]): void {
     for (const f of fingerprints) this.revoked.add(f);
+  }
+  banProvenFalse(subjects: readonly string[], until: number): void {
+    for (const s of subjects) this.bans.add(s, until);
+  }
+  provenFalseUntil(subject: string, now: number): number | undefined {
+    return this.bans.get(subject, now);
   }
   send(): boolean {
     return false;

@@ -6,6 +6,11 @@
  *   anyone cleaning up; `proxies` is the set of ids to read them by (stale ids are pruned).
  * - `picks:<id>`: offers of that proxy since its last heartbeat, by every instance (INCR, PX).
  * - `revoked-keys`: fingerprints of proxy keys removed or replaced on some instance (append-only).
+ * - `proven-false`: proven-false bans (proven-false-bans.ts), a sorted set of subjects scored by
+ *   when each ends (ms since the epoch), at most MAX_PROVEN_FALSE_BANS (the nearest their end
+ *   go first), expired ones pruned at each write; `proven-false-version` counts the writes, so
+ *   the set is read again only when it changed. An instance republishes what it knows (NX: never
+ *   shortening a ban) when Redis comes back, so a Redis restarted empty gets them back.
  * - channels `instance:<id>` (one per instance) and `broadcast`: InstanceMessage JSON.
  *
  * The broker never awaits Redis: writes are fire-and-forget (ioredis keeps order per connection),
@@ -16,6 +21,7 @@
  */
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { BanList, MAX_PROVEN_FALSE_BANS, PROVEN_FALSE_BAN_MS } from '../proven-false-bans';
 import {
   Cluster,
   ClusterHandlers,
@@ -51,6 +57,9 @@ export class RedisCluster implements Cluster {
   private snapshot = new Map<string, SharedProxy & { expiresAt: number }>();
   private readonly pickCounts = new Map<string, number>();
   private revoked = new Set<string>();
+  private readonly bans = new BanList();
+  /** `proven-false-version` at the last read of the bans (undefined: never read). */
+  private bansVersion: string | null | undefined;
   private handlers?: ClusterHandlers;
   private timer?: NodeJS.Timeout;
   private refreshing = false;
@@ -87,6 +96,7 @@ export class RedisCluster implements Cluster {
       }
       this.options.log.info('redis reachable again: republishing this instance’s proxies');
       this.handlers?.onResync();
+      this.republishBans();
     });
     this.command.on('close', () => (this.reachable = false));
   }
@@ -120,6 +130,9 @@ export class RedisCluster implements Cluster {
     if (message.from === this.instanceId) return; // our own broadcast
     // Refused from now on, not from the next read of the registry on.
     if (message.kind === 'keys-revoked') for (const f of message.fingerprints) this.revoked.add(f);
+    // Not offered from now on; its key's ban comes with the next read.
+    if (message.kind === 'proxy-withdrawn' && message.reason === 'proven-false')
+      this.bans.add(`id:${message.proxyId}`, Date.now() + PROVEN_FALSE_BAN_MS);
     this.handlers?.onMessage(message);
   }
 
@@ -176,6 +189,60 @@ export class RedisCluster implements Cluster {
     this.run('revoke-keys', () => this.command.sadd(this.key('revoked-keys'), ...fingerprints));
   }
 
+  banProvenFalse(subjects: readonly string[], until: number): void {
+    if (subjects.length === 0) return;
+    for (const s of subjects) this.bans.add(s, until);
+    this.writeBans(subjects.flatMap((s) => [until, s]));
+  }
+
+  provenFalseUntil(subject: string, now: number): number | undefined {
+    return this.bans.get(subject, now);
+  }
+
+  /** Adds bans (score, subject pairs) to the shared set; `nx`: only those it lacks. Bounded, pruned. */
+  private writeBans(scored: (number | string)[], nx = false): void {
+    const key = this.key('proven-false');
+    const version = this.key('proven-false-version');
+    this.run('ban-proven-false', () =>
+      (nx ? this.command.multi().zadd(key, 'NX', ...scored) : this.command.multi().zadd(key, ...scored))
+        .zremrangebyscore(key, '-inf', Date.now())
+        .zremrangebyrank(key, 0, -(MAX_PROVEN_FALSE_BANS + 1))
+        .pexpire(key, PROVEN_FALSE_BAN_MS)
+        .incr(version)
+        .pexpire(version, PROVEN_FALSE_BAN_MS)
+        .exec(),
+    );
+  }
+
+  /** Redis is back (perhaps restarted empty): the bans this instance knows go back in. */
+  private republishBans(): void {
+    const known = this.bans.entries(Date.now());
+    if (known.length > 0)
+      this.writeBans(
+        known.flatMap(([s, until]) => [until, s]),
+        true,
+      );
+  }
+
+  /** Reads the bans when another instance wrote some since the last read; they add to what this one knows. */
+  private async readBans(version: string | null): Promise<void> {
+    if (version === this.bansVersion) return;
+    const scored = await this.command.zrangebyscore(
+      this.key('proven-false'),
+      Date.now(),
+      '+inf',
+      'WITHSCORES',
+      'LIMIT',
+      0,
+      MAX_PROVEN_FALSE_BANS,
+    );
+    for (let i = 0; i + 1 < scored.length; i += 2) {
+      const until = Number(scored[i + 1]);
+      if (Number.isFinite(until)) this.bans.add(scored[i], until);
+    }
+    this.bansVersion = version;
+  }
+
   send(instanceId: string, message: InstanceMessage): boolean {
     return this.publish(this.key('instance', instanceId), message);
   }
@@ -199,11 +266,13 @@ export class RedisCluster implements Cluster {
     this.refreshing = true;
     try {
       const ids = (await this.command.srandmember(this.key('proxies'), MAX_SHARED_PROXIES)) as string[];
-      const [values, picks, revoked] = await Promise.all([
+      const [values, picks, revoked, bansVersion] = await Promise.all([
         ids.length > 0 ? this.command.mget(ids.map((id) => this.key('proxy', id))) : Promise.resolve([]),
         ids.length > 0 ? this.command.mget(ids.map((id) => this.key('picks', id))) : Promise.resolve([]),
         this.command.smembers(this.key('revoked-keys')),
+        this.command.get(this.key('proven-false-version')),
       ]);
+      await this.readBans(bansVersion);
       const now = Date.now();
       const next = new Map<string, SharedProxy & { expiresAt: number }>();
       const stale: string[] = [];
