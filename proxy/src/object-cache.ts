@@ -88,6 +88,8 @@ export interface ObjectCacheStats {
   sliced: number;
   /** Entries dropped because a newer response of their href carried other validators. */
   staleDropped: number;
+  /** Entries dropped because origo found their version stale in a conflict (dropVersion). */
+  conflictDropped: number;
   /** Staged objects dropped because nobody asked for them in time (dropIfUnrequested). */
   unrequestedDropped: number;
   /** Body bytes received from origins (the whole body when an origin ignored a Range). */
@@ -239,6 +241,7 @@ export class ObjectCache {
     uncacheable: 0,
     sliced: 0,
     staleDropped: 0,
+    conflictDropped: 0,
     unrequestedDropped: 0,
     originBytes: 0,
   };
@@ -643,6 +646,30 @@ export class ObjectCache {
     if (held) this.budget.takeAnyway(n);
     else this.budget.give(n);
     this.heldAfterEviction += held ? n : -n;
+  }
+
+  /**
+   * Origo judged a conflict and the origin serves other bytes than this proxy stated for `url`
+   * (and `range`): drops that version of the href (every entry with the same validators as the one
+   * that served it), so the next request fetches what the origin serves now. Only while the entry
+   * for that request still has `digest`: a version fetched since is left alone. How many entries
+   * were dropped (transfers sending them keep their bytes until they end).
+   */
+  dropVersion(url: string, range: ByteRange | undefined, digest: Uint8Array): number {
+    const key = rangeKey(url, range);
+    let served = this.lru?.peek(key);
+    if (!served && range)
+      for (const entry of this.entriesByHref.get(url) ?? []) served ??= entry.slices.get(rangeKey('', range));
+    if (!served || !Buffer.from(served.digest).equals(digest)) return 0;
+    const version = (served.parent ?? served).facts.validators;
+    let dropped = 0;
+    for (const entry of [...(this.entriesByHref.get(url) ?? [])]) {
+      if (!sameVersion(entry.facts.validators, version)) continue;
+      this.lru?.delete(entry.facts.key);
+      dropped++;
+    }
+    this.counters.conflictDropped += dropped;
+    return dropped;
   }
 
   /** Whether the object (or exactly that range of it) is cached under its own key. */

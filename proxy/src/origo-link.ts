@@ -11,6 +11,7 @@
  * is lost, keeping its proxyId (and key) from one instance to the next.
  */
 import {
+  ByteRange,
   IceCandidate,
   MAX_SIGNAL_BYTES,
   Mode,
@@ -65,6 +66,8 @@ export interface OrigoLinkOptions {
   onConnectionClosed: (connectionId: string, reason: string) => void;
   /** A client's staging hint (answer it with sendStaged); without a handler hints are answered 'failed'. */
   onStage?: (hint: StageHint) => void;
+  /** Origo found the version this proxy stated for a URL stale (a conflict's verdict). */
+  onStale?: (m: { url: string; range?: ByteRange; digest: string }) => void;
   /** Origo refused the proxy for good (wrong secret): the proxy should stop. */
   onFatal: (error: Error) => void;
   /** Registered; `tokenKey` verifies client tokens (also after an origo restart with a new key). */
@@ -316,6 +319,9 @@ export class OrigoLink implements SignalSink {
             error: 'not-staging',
           });
         }
+        break;
+      case 'stale':
+        this.options.onStale?.(m);
         break;
       case 'error':
         if (m.code === 'unauthorized') {

@@ -329,6 +329,10 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
           onSignal: (m) => peers.handleSignal(m),
           onConnectionClosed: (id, reason) => peers.handleClosed(id, reason),
           onStage: (hint) => stager.handle(hint),
+          onStale: (m) => {
+            const dropped = cache.dropVersion(m.url, m.range, Buffer.from(m.digest, 'hex'));
+            logger.info({ url: m.url, range: m.range, dropped }, 'origo found a cached version stale');
+          },
           onFatal: (error) => deps.onFatal?.(error),
           onRegistered: (proxyId, tokenKey) => {
             tokens.setProxyId(proxyId);

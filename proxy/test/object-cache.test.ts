@@ -217,3 +217,49 @@ describe('Cache-Control', () => {
     expect(cache.has('http://o/modified')).toBe(false);
   });
 });
+
+describe('a version origo found stale in a conflict (dropVersion)', () => {
+  const v1 = bytes(1000, 1);
+  const v2 = bytes(1000, 2);
+  function versionedOrigin() {
+    let current = { bytes: v1, etag: '"v1"' };
+    const calls: string[] = [];
+    return {
+      calls,
+      change: () => (current = { bytes: v2, etag: '"v2"' }),
+      fetch: async (url: string) => {
+        calls.push(url);
+        return { ...current, contentType: 'video/mp4' };
+      },
+    };
+  }
+
+  test('drops the version a stated range was sliced from; the next request fetches the current one', async () => {
+    const origin = versionedOrigin();
+    const cache = new ObjectCache({ maxBytes: 10_000, fetch: origin.fetch });
+    await cache.get('http://o/seg');
+    const range = { start: 100, length: 200 };
+    const slice = await cache.get('http://o/seg', undefined, range);
+    expect(origin.calls).toHaveLength(1); // served from the whole object
+    origin.change();
+    expect(cache.dropVersion('http://o/seg', range, slice.digest)).toBe(1);
+    expect(cache.has('http://o/seg')).toBe(false);
+    const again = await cache.get('http://o/seg', undefined, range);
+    expect(origin.calls).toHaveLength(2);
+    expect(Buffer.from(again.bytes).equals(Buffer.from(v2.subarray(100, 300)))).toBe(true);
+    expect(cache.stats().conflictDropped).toBe(1);
+  });
+
+  test('a version fetched since (another digest) and other URLs are left alone', async () => {
+    const origin = versionedOrigin();
+    const cache = new ObjectCache({ maxBytes: 10_000, fetch: origin.fetch });
+    const old = await cache.get('http://o/seg');
+    await cache.get('http://o/other');
+    expect(cache.dropVersion('http://o/seg', undefined, new Uint8Array(32))).toBe(0);
+    expect(cache.dropVersion('http://o/nothing', undefined, old.digest)).toBe(0);
+    expect(cache.has('http://o/seg')).toBe(true);
+    expect(cache.dropVersion('http://o/seg', undefined, old.digest)).toBe(1);
+    expect(cache.has('http://o/other')).toBe(true);
+    expect(cache.stats().conflictDropped).toBe(1);
+  });
+});

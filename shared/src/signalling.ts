@@ -235,6 +235,18 @@ export const origoToProxy = z.discriminatedUnion('type', [
     range: stageRange.optional(),
     layout: stageLayout.optional(),
   }),
+  /**
+   * A conflict's verdict (docs/signalling.md, "Conflicts"): the identity this proxy signed for `url`
+   * (and `range`) is not what the origin serves now. The proxy drops that version (the entry whose
+   * SHA-256 is `digest`, hex, and every entry of the same origin version), so its next answer is
+   * the current one. No reply.
+   */
+  z.object({
+    type: z.literal('stale'),
+    url: stageUrl,
+    range: stageRange.optional(),
+    digest: z.string().regex(/^[0-9a-f]{64}$/),
+  }),
 ]);
 
 // ------------------------------------------------------------------ client <-> origo
