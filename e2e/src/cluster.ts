@@ -216,6 +216,9 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
         '--token-key',
         tokenKeyFile,
         ...(o.origoInstances ? ['--redis', o.origoInstances.redisUrl, '--instance-id', `o${i}`] : []),
+        // On loopback every client is one network (127.0.0.0/24): its offer budget would be that of
+        // every test client together. Placed in namespaces, clients have their own networks.
+        ...(placement ? [] : ['--offer-rate-per-network', '100000', '--offer-burst-per-network', '100000']),
         ...(o.origoArgs ?? []),
       ],
       { MUTP_ADMIN_TOKEN: adminToken },

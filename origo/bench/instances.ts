@@ -80,6 +80,12 @@ export async function startInstance(o: InstanceOptions): Promise<OrigoInstance> 
     '--token-key',
     o.tokenKeyFile,
     ...(o.redisUrl !== undefined ? ['--redis', o.redisUrl, '--instance-id', `bench-${o.index}`] : []),
+    // The simulated clients share a few loopback /24s (addresses.ts): the per-network offer budget
+    // would measure itself, not the relay (extraArgs may set it back).
+    '--offer-rate-per-network',
+    '1000000',
+    '--offer-burst-per-network',
+    '1000000',
     ...o.extraArgs,
   ];
   const child = spawn(process.execPath, args, {

@@ -183,6 +183,8 @@ export class Broker {
   private readonly departed = new DepartedOffers();
   /** Record budgets outlive sockets: per client id (kept across reconnects by its token) and per network. */
   private readonly recordBudgets = new BudgetBook();
+  /** Proxies offered per client network: its client ids are free, its offers are not (issue 31). */
+  private readonly offerBudgets = new BudgetBook();
   /**
    * (proxy, client network) pairs offered within about a heartbeat: an offer lowers a proxy's
    * score like a transfer would (selection.ts), so one network's offers count once, or asking
@@ -746,6 +748,13 @@ export class Broker {
     }
     const chosen = selectProxies(offerable, { count: m.count, mode: m.mode, exclude: m.exclude }, this.deps.random);
     const network = client.network;
+    const { offerRatePerNetwork: rate, offerBurstPerNetwork: burst } = this.config;
+    if (chosen.length > 0 && !this.offerBudgets.take(network, rate, burst, chosen.length)) {
+      this.deps.metrics.offersRefused.inc({ reason: 'rate-limited' });
+      const message = `no proxies offered: more than ${rate} offered proxies/s to this network`;
+      client.peer.send({ type: 'error', code: 'rate-limited', requestId: m.requestId, message });
+      return;
+    }
     for (const p of chosen) {
       const note = `${p.proxyId}\n${network}`;
       if (this.pickedBy.has(note)) continue;

@@ -208,6 +208,19 @@ export function buildCli(): Command {
         .default(d.stageBurstPerAddress),
     )
     .addOption(
+      new Option(
+        '--offer-rate-per-network <n>',
+        'proxies offered per second per client network (IPv4 /24, IPv6 /48: all its clients); above it request-proxies is answered rate-limited',
+      )
+        .argParser(integer(1))
+        .default(d.offerRatePerNetwork),
+    )
+    .addOption(
+      new Option('--offer-burst-per-network <n>', 'token bucket size of --offer-rate-per-network (at least 32)')
+        .argParser(integer(32))
+        .default(d.offerBurstPerNetwork),
+    )
+    .addOption(
       new Option('--stage-timeout-ms <ms>', "how long origo waits for a proxy's answer to a staging hint")
         .argParser(integer(1))
         .default(d.stageTimeoutMs),
@@ -326,6 +339,8 @@ export function parseCli(argv: string[]): OrigoOptions {
     stageBurst: o.stageBurst as number,
     stageRatePerAddress: o.stageRatePerAddress as number,
     stageBurstPerAddress: o.stageBurstPerAddress as number,
+    offerRatePerNetwork: o.offerRatePerNetwork as number,
+    offerBurstPerNetwork: o.offerBurstPerNetwork as number,
     stageTimeoutMs: o.stageTimeoutMs as number,
     greetingTimeoutMs: o.greetingTimeoutMs as number,
     pingIntervalMs: o.pingIntervalMs as number,

@@ -71,6 +71,13 @@ export interface OrigoConfig {
   /** The same per remote address (all its clients together). */
   stageRatePerAddress: number;
   stageBurstPerAddress: number;
+  /**
+   * Proxies offered per second per client network (IPv4 /24, IPv6 /48: all its clients, whatever
+   * their ids), each proxy in a `proxies` answer counting once; a request-proxies above it is
+   * answered `error {rate-limited}`. The burst is at least 32 (the most one request may ask for).
+   */
+  offerRatePerNetwork: number;
+  offerBurstPerNetwork: number;
   /** How long origo waits for a proxy's answer to a hint before forgetting it. */
   stageTimeoutMs: number;
   /** The first message (register or hello) must arrive within this time. */
@@ -138,6 +145,8 @@ export const DEFAULT_CONFIG: Omit<
   stageBurst: 32,
   stageRatePerAddress: 32,
   stageBurstPerAddress: 128,
+  offerRatePerNetwork: 64,
+  offerBurstPerNetwork: 512,
   stageTimeoutMs: 60_000,
   greetingTimeoutMs: 3000,
   allowLocalProxies: false,
@@ -195,6 +204,7 @@ export function resolveConfig(options: OrigoOptions): OrigoConfig {
     'stageBurst',
     'stageRatePerAddress',
     'stageBurstPerAddress',
+    'offerRatePerNetwork',
     'stageTimeoutMs',
     'greetingTimeoutMs',
     'pingIntervalMs',
@@ -212,6 +222,11 @@ export function resolveConfig(options: OrigoOptions): OrigoConfig {
     if (!(config[key] > 0)) throw new Error(`${key} must be positive, got ${config[key]}`);
   }
   if (config.tokenTtlMs < 10_000) throw new Error('tokenTtlMs must be at least 10000');
+  if (!(config.offerBurstPerNetwork >= 32)) {
+    throw new Error(
+      `offerBurstPerNetwork must be at least 32 (one request's most), got ${config.offerBurstPerNetwork}`,
+    );
+  }
   if (config.recordsUrl === '') delete config.recordsUrl;
   if (config.recordsUrl !== undefined) {
     if (!/^postgres(ql)?:\/\//.test(config.recordsUrl)) {

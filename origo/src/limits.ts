@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 
-/** Token bucket: `ratePerSecond` tokens refill continuously up to `burst`; each message takes one. */
+/** Token bucket: `ratePerSecond` tokens refill continuously up to `burst`; each message takes one (or `n`). */
 export class TokenBucket {
   private tokens: number;
   private last: number;
@@ -14,13 +14,13 @@ export class TokenBucket {
     this.last = now();
   }
 
-  /** Takes one token; false when the bucket is empty (the caller drops or refuses). */
-  take(): boolean {
+  /** Takes `n` tokens; false (taking none) when fewer are left (the caller drops or refuses). */
+  take(n = 1): boolean {
     const t = this.now();
     this.tokens = Math.min(this.burst, this.tokens + ((t - this.last) / 1000) * this.ratePerSecond);
     this.last = t;
-    if (this.tokens < 1) return false;
-    this.tokens -= 1;
+    if (this.tokens < n) return false;
+    this.tokens -= n;
     return true;
   }
 }
@@ -37,13 +37,13 @@ export class BudgetBook {
     this.buckets = new LRUCache<string, TokenBucket>({ max });
   }
 
-  /** Takes one token from `key`'s bucket; false when it is empty. */
-  take(key: string, ratePerSecond: number, burst: number): boolean {
+  /** Takes `n` tokens from `key`'s bucket; false when fewer are left. */
+  take(key: string, ratePerSecond: number, burst: number, n = 1): boolean {
     let bucket = this.buckets.get(key);
     if (bucket === undefined) {
       bucket = new TokenBucket(ratePerSecond, burst);
       this.buckets.set(key, bucket);
     }
-    return bucket.take();
+    return bucket.take(n);
   }
 }

@@ -82,6 +82,12 @@ export function createMetrics() {
       labelNames: ['result'] as const,
       registers,
     }),
+    offersRefused: new Counter({
+      name: 'mutp_origo_offers_refused_total',
+      help: 'request-proxies answered with an error instead of proxies, by reason (rate-limited: the client network offer budget)',
+      labelNames: ['reason'] as const,
+      registers,
+    }),
     heartbeatTimeouts: new Counter({
       name: 'mutp_origo_heartbeat_timeouts_total',
       help: 'Proxies removed for missing heartbeats',
