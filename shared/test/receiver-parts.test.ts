@@ -299,6 +299,26 @@ describe('IdentityQuorum', () => {
     expect(q.digests()).toEqual(new Uint8Array(0));
   });
 
+  test('votes pending hold a complete object until the last live source states, or the wait ends exactly at its deadline', () => {
+    // A fractional first-META time: now - first >= wait is false at first + wait in floating
+    // point (999.9999999999999), which once left a timer firing at the same instant for ever.
+    const first = 61.926881945883764;
+    const q = quorumOf(3);
+    const sources = heardSources(3);
+    q.onMeta(0, identity(100), first);
+    q.onMeta(1, identity(100), first);
+    expect(q.votesPending(sources, first + 10)).toBe(true);
+    expect(q.holdDeadline).toBe(first + 1000);
+    expect(q.votesPending(sources, q.holdDeadline)).toBe(false);
+    sources[2].end('failed', 'closed');
+    expect(q.votesPending(sources, first + 10)).toBe(false);
+    const stated = quorumOf(3);
+    stated.onMeta(0, identity(100), 0);
+    stated.onMeta(1, identity(100), 0);
+    stated.onMeta(2, identity(100), 0);
+    expect(stated.votesPending(heardSources(3), 1)).toBe(false);
+  });
+
   test('two sources that disagree are a conflict, whoever else may still vote', () => {
     const q = quorumOf(4);
     const sources = heardSources(4);

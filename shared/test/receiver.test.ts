@@ -780,19 +780,39 @@ describe('completion and verification', () => {
     h.meta(1, 2); // source 2 never answers
     h.poll(2);
     h.deliverAll(0, 10);
+    // Source 2 may still state another identity: the object is held until agreementWaitMs
+    // (1000 ms) after the first META (issue 31, races).
+    expect(h.receiver.status).toBe('active');
+    expect(h.receiver.nextDeadline()).toBeLessThanOrEqual(1001);
+    h.receiver.handleTimeout(1000);
+    expect(h.receiver.status).toBe('active');
+    h.receiver.handleTimeout(1001);
     expect(h.receiver.status).toBe('complete');
     expect(h.receiver.error).toBeUndefined();
     expect(Buffer.from(h.receiver.takeObject()).equals(Buffer.from(object))).toBe(true);
     expect(h.receiver.objectLength).toBe(object.length);
-    expect(h.receiver.stats().completedAt).toBe(10);
-    const stops = h.poll(10);
+    expect(h.receiver.stats().completedAt).toBe(1001);
+    const stops = h.poll(1001);
     expect(types(stops)).toEqual([
       [0, MessageType.Stop],
       [1, MessageType.Stop],
     ]);
     for (const { m } of stops) expect(m).toMatchObject({ reason: StopReason.Complete });
     expect(h.receiver.nextDeadline()).toBeNull();
-    expect(h.poll(1000)).toEqual([]);
+    expect(h.poll(2000)).toEqual([]);
+  });
+
+  test('a held object is released by the last identity: complete when the slow source agrees', () => {
+    const object = makeObject(64 * 13 + 5);
+    const h = new Harness(object, { mode: 'rlnc', sourceCount: 3, generationSize: 4 });
+    h.poll(0);
+    h.meta(0, 1);
+    h.meta(1, 2);
+    h.deliverAll(0, 10);
+    expect(h.receiver.status).toBe('active');
+    h.meta(2, 40);
+    expect(h.receiver.status).toBe('complete');
+    expect(h.receiver.stats().completedAt).toBe(40);
   });
 
   test('an injected sha256 is the one used for verification', () => {

@@ -169,17 +169,34 @@ describe.each(MODES)('%s', (mode) => {
     expect(run.receiver.polluters()).toEqual([]);
   });
 
-  test('two agreeing rogues answering first do not outvote the honest sources (issue 31, attack 1)', () => {
-    const fake = makeObject(object.length, 8);
+  // The second case (issue 31, races): 3 KB, which the rogues (1 ms away) complete in a few ms;
+  // the honest METAs arrive ~120 ms in, long after, but within the wait for identities (1 s).
+  test.each([
+    ['answering first do not outvote the honest sources (issue 31, attack 1)', 40_123, [1, 1, 10, 10]],
+    ['that finish a small object before the honest sources answer are still a conflict', 3_000, [1, 1, 60, 60]],
+  ])('two agreeing rogues %s', (_, length, delays) => {
+    const genuine = length === object.length ? object : makeObject(length, 9);
+    const fake = makeObject(length, 8);
     const run = download(
       mode,
-      object,
-      (request, i) => asSource(honest(i < 2 ? fake : object, request, mode, 150 + i)),
-      [1, 1, 10, 10],
+      genuine,
+      (request, i) => asSource(honest(i < 2 ? fake : genuine, request, mode, 150 + i)),
+      delays,
     );
     expect(run.receiver.status).toBe('failed');
     expect(run.receiver.error?.code).toBe('metadata-conflict');
     expect(run.receiver.polluters()).toEqual([]);
+  });
+
+  test('a small object from honest sources only waits for the slowest one that is still to answer', () => {
+    const small = makeObject(3_000, 9);
+    const run = download(mode, small, (request, i) => asSource(honest(small, request, mode, 165 + i)), [1, 1, 60, 60]);
+    const completedAt = run.receiver.stats().completedAt ?? -1;
+    expect(run.receiver.status).toBe('complete');
+    expect(Buffer.from(run.receiver.takeObject()).equals(Buffer.from(small))).toBe(true);
+    // Held until the slow sources' METAs (2 x 60 ms one way), not the whole 1 s wait.
+    expect(completedAt).toBeGreaterThanOrEqual(120);
+    expect(completedAt).toBeLessThan(400);
   });
 
   test('a rogue alone after the honest sources were refused (Overloaded) is unconfirmed (issue 31, attack 2)', () => {

@@ -79,6 +79,25 @@ export class IdentityQuorum {
     return verdict === 'impossible' ? 'unconfirmed' : verdict;
   }
 
+  /**
+   * Whether a source may still state an identity, so a complete object is not released yet: one
+   * that is live and has not, while the wait since the first META runs. Agreement needs only the
+   * quorum, so without this hold a small object could complete from agreeing rogues before an
+   * honest source's META (slower, not silent) contradicts them; with it a rogue pair must outlast
+   * every live honest source by the whole wait, as before agreement.
+   */
+  votesPending(sources: readonly Source[], now: number): boolean {
+    // Against the deadline itself (not now - first >= wait): a timer firing at holdDeadline must
+    // end the hold whatever the floating-point rounding.
+    if (this.firstMetaAt < 0 || now >= this.holdDeadline) return false;
+    return sources.some((s, i) => s.live && !this.agreement.proposalOf(i));
+  }
+
+  /** When votesPending turns false at the latest. */
+  get holdDeadline(): number {
+    return this.firstMetaAt + this.waitMs;
+  }
+
   /** Votes are outstanding: the wait for silent sources runs. */
   get waiting(): boolean {
     return !this.agreement.agreed && this.firstMetaAt >= 0;

@@ -116,6 +116,8 @@ export class Receiver {
   private readonly quorum: IdentityQuorum;
   /** Integrity on (always, but for the baseline that measures its cost: ReceiverConfig.integrity). */
   private readonly checked: boolean;
+  /** The object is complete and waits for the identities still to come (IdentityQuorum.votesPending). */
+  private holding = false;
   private readonly steering: Steering;
   private readonly completion: Completion;
   private readonly early: EarlyData;
@@ -267,6 +269,12 @@ export class Receiver {
     if (this.quorum.identity()) this.checkAgainstAgreed(sourceIndex);
     else this.evaluateAgreement(now);
     this.startIfReady(now);
+    this.releaseIfHeld(now);
+  }
+
+  /** A held object is released once no identity is still to come (see finish). */
+  private releaseIfHeld(now: number): void {
+    if (this.holding && this.status === 'active') this.finish(now);
   }
 
   /**
@@ -493,6 +501,10 @@ export class Receiver {
   private finish(now: number): void {
     const identity = this.quorum.identity();
     if (!this.completion.started || !identity) return;
+    // Every live source states its identity first (or the wait for it ends): a late one that
+    // disagrees still fails the download instead of arriving after the rogues' object was taken.
+    this.holding = this.checked && this.quorum.votesPending(this.sources, now);
+    if (this.holding) return;
     const failure = this.completion.verify(identity);
     if (failure) {
       this.fail(failure.code, failure.message);
@@ -519,6 +531,7 @@ export class Receiver {
   private endSource(source: Source, state: 'failed' | 'dropped', reason: string): void {
     source.end(state, reason);
     this.failIfNoSourceLeft();
+    this.releaseIfHeld(this.lastProgressAt);
   }
 
   private failIfNoSourceLeft(): void {
@@ -705,6 +718,7 @@ export class Receiver {
     });
     const wait = this.quorum.nextDeadline();
     if (wait !== null) deadline = Math.min(deadline, wait);
+    if (this.holding) deadline = Math.min(deadline, this.quorum.holdDeadline);
     const ask = this.symbolAsks.nextDeadline();
     if (ask !== null) deadline = Math.min(deadline, ask);
     return deadline;
@@ -717,6 +731,8 @@ export class Receiver {
       this.evaluateAgreement(now);
       if (this.status !== 'active') return;
     }
+    this.releaseIfHeld(now);
+    if (this.status !== 'active') return;
     if (now - this.lastProgressAt >= this.config.stallTimeoutMs) {
       this.fail('stalled', `no progress for ${this.config.stallTimeoutMs} ms (${this.completion.describeProgress()})`);
     }
