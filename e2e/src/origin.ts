@@ -38,6 +38,8 @@ export interface Origin {
   requests: Map<string, number>;
   /** Every request in arrival order, with the client's User-Agent (browser or proxy). */
   log: OriginRequest[];
+  /** `/changing/<bytes>/<seed>` now serves its next version (other bytes, another strong ETag). */
+  change(path: string): void;
   close(): Promise<void>;
 }
 
@@ -63,6 +65,7 @@ export function startOrigin(options: { port?: number; host?: string; root?: stri
   const root = options.root ?? MEDIA_DIR;
   const requests = new Map<string, number>();
   const log: OriginRequest[] = [];
+  const versions = new Map<string, number>();
   const server: Server = createServer((req, res) => {
     const path = decodeURIComponent((req.url ?? '/').split('?')[0]);
     requests.set(path, (requests.get(path) ?? 0) + 1);
@@ -87,7 +90,7 @@ export function startOrigin(options: { port?: number; host?: string; root?: stri
       res.writeHead(405).end();
       return;
     }
-    route(req, res, path, root);
+    route(req, res, path, root, versions);
   });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
@@ -97,6 +100,7 @@ export function startOrigin(options: { port?: number; host?: string; root?: stri
         url: `http://${options.host ?? '127.0.0.1'}:${port}`,
         requests,
         log,
+        change: (path) => versions.set(path, (versions.get(path) ?? 0) + 1),
         close: () =>
           new Promise<void>((done) => {
             server.closeAllConnections();
@@ -123,7 +127,13 @@ function countBodyBytes(res: ServerResponse, entry: OriginRequest): void {
   }) as ServerResponse['end'];
 }
 
-function route(req: IncomingMessage, res: ServerResponse, path: string, root: string): void {
+function route(
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  root: string,
+  versions: ReadonlyMap<string, number>,
+): void {
   const status = /^\/status\/(\d{3})$/.exec(path);
   if (status) {
     res.writeHead(Number(status[1]), { 'content-type': 'text/plain' }).end(`status ${status[1]}\n`);
@@ -140,6 +150,16 @@ function route(req: IncomingMessage, res: ServerResponse, path: string, root: st
     // A strong ETag as static servers send one: proxies sign it into META, origo judges by it.
     const etag = `"${bytes}-${Number(object[2])}"`;
     sendBytes(req, res, Buffer.from(syntheticObject(bytes, Number(object[2]))), 'application/octet-stream', etag);
+    return;
+  }
+  const changing = /^\/changing\/(\d+)\/(\d+)$/.exec(path);
+  if (changing) {
+    // An object whose content changes when the test says so (Origin.change): version v is the
+    // synthetic object of seed + 1000 v, under its own strong ETag.
+    const bytes = Math.min(Number(changing[1]), MAX_SYNTHETIC_BYTES);
+    const version = versions.get(path) ?? 0;
+    const seed = Number(changing[2]) + 1000 * version;
+    sendBytes(req, res, Buffer.from(syntheticObject(bytes, seed)), 'application/octet-stream', `"${seed}-v${version}"`);
     return;
   }
   const big = /^\/big\/(\d+)$/.exec(path);

@@ -228,7 +228,20 @@ export class Broker {
         this.deps.log.warn({ proxyId, url }, 'proxy proven false against the origin: not offered for a day');
         this.withdraw(proxyId, 'proven-false', true);
       },
+      stale: (proxyId, message) => this.toProxyAnywhere(proxyId, message),
     });
+  }
+
+  /** A message for a proxy of this instance or, through the cluster, of the one holding its socket. */
+  private toProxyAnywhere(proxyId: string, message: Extract<OrigoToProxy, { type: 'stale' }>): void {
+    const local = this.proxies.get(proxyId);
+    if (local !== undefined) {
+      local.peer.send(message);
+      return;
+    }
+    const instance = this.remoteProxy(proxyId)?.instanceId;
+    if (instance !== undefined)
+      this.deps.cluster.send(instance, { kind: 'stale', from: this.instanceId, proxyId, message });
   }
 
   /** Joins the cluster: messages from other instances arrive here from now on. */
@@ -949,6 +962,8 @@ export class Broker {
         return this.stages.fromInstance(m.from, m.proxyId, m.message);
       case 'staged':
         return this.stages.fromInstanceStaged(m.clientId, m.message);
+      case 'stale':
+        return this.proxies.get(m.proxyId)?.peer.send(m.message);
     }
   }
 

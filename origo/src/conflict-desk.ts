@@ -7,7 +7,7 @@
  * portable verifier (about 1 ms each, at most 4 per conflict, conflicts budgeted per network).
  */
 import type { Logger } from 'pino';
-import { ConflictReport, decode, decodeAssertionKey, MessageType, verifyMeta } from '@mutp/shared';
+import { ConflictReport, decode, decodeAssertionKey, MessageType, OrigoToProxy, verifyMeta } from '@mutp/shared';
 import { ConflictJudge, Statement, Verdict } from './conflicts';
 import { Metrics } from './metrics';
 
@@ -21,6 +21,8 @@ export interface ConflictDeskDeps {
   wasOffered: (clientId: string, proxyId: string) => boolean;
   /** A proxy's signed statement was proven false against the origin. */
   provenFalse: (proxyId: string, url: string) => void;
+  /** The version a proxy stated is not what the origin serves now: it should drop it (`stale`). */
+  stale: (proxyId: string, m: Extract<OrigoToProxy, { type: 'stale' }>) => void;
 }
 
 export class ConflictDesk {
@@ -31,7 +33,7 @@ export class ConflictDesk {
     const statements = this.verified(client.clientId, m);
     this.deps.judge
       .judge(client.network, m.url, m.range, statements)
-      .then((verdict) => this.act(client.clientId, m, statements.length, verdict))
+      .then((verdict) => this.act(client.clientId, m, statements, verdict))
       .catch((err: unknown) => this.deps.log.error({ err }, 'conflict verdict failed'));
   }
 
@@ -50,9 +52,11 @@ export class ConflictDesk {
     return out;
   }
 
-  private act(clientId: string, m: ConflictReport, signed: number, verdict: Verdict): void {
+  private act(clientId: string, m: ConflictReport, statements: Statement[], verdict: Verdict): void {
+    const signed = statements.length;
     this.deps.metrics.conflictVerdicts.inc({ outcome: verdict.outcome });
-    const fields = { clientId, statements: m.statements.length, signed, ...verdict };
+    // The URL without its query (signed CDN tokens stay out of logs).
+    const fields = { clientId, url: m.url.split('?')[0], statements: m.statements.length, signed, ...verdict };
     if (verdict.outcome !== 'judged') {
       this.deps.log.info(fields, 'conflict not judged');
       return;
@@ -61,5 +65,19 @@ export class ConflictDesk {
     const proven = verdict.results.filter((r) => r.result === 'proven-false');
     (proven.length > 0 ? this.deps.log.warn : this.deps.log.info).call(this.deps.log, fields, 'conflict judged');
     for (const r of proven) this.deps.provenFalse(r.proxyId, m.url);
+    // Whoever stated other bytes than the origin serves now holds an old version (or lied): either
+    // way its copy goes, so a changed object stops failing downloads before its freshness ends.
+    // Bounded by the verdict budget, and only copies origo saw differ are dropped.
+    for (const r of verdict.results) {
+      if (r.result === 'matches-origin') continue;
+      const meta = statements.find((s) => s.proxyId === r.proxyId)?.meta;
+      if (!meta) continue;
+      this.deps.stale(r.proxyId, {
+        type: 'stale',
+        url: m.url,
+        ...(m.range ? { range: m.range } : {}),
+        digest: Buffer.from(meta.digest).toString('hex'),
+      });
+    }
   }
 }

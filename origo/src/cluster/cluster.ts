@@ -104,6 +104,8 @@ const envelope = z.discriminatedUnion('kind', [
     clientId: z.string().max(128),
     message: z.unknown(),
   }),
+  /** A conflict's verdict for a proxy the receiving instance owns (`stale`: drop that version). */
+  z.object({ kind: z.literal('stale'), from: z.string().max(128), proxyId: z.string().max(128), message: z.unknown() }),
   /** Another instance took this proxy's registration: close the socket here. */
   z.object({ kind: z.literal('proxy-replaced'), from: z.string().max(128), proxyId: z.string().max(128) }),
   /** A client presented its token on another instance: its older session here is replaced. */
@@ -129,7 +131,8 @@ export type InstanceMessage =
   | Relay<'to-client', OrigoToClient>
   | Relay<'stage', StageHint>
   | Relay<'staged', StagedAnswer>
-  | Exclude<Envelope, { kind: 'to-proxy' | 'to-client' | 'stage' | 'staged' }>;
+  | Relay<'stale', Extract<OrigoToProxy, { type: 'stale' }>>
+  | Exclude<Envelope, { kind: 'to-proxy' | 'to-client' | 'stage' | 'staged' | 'stale' }>;
 
 /** The message, or undefined when it is not one (a bad publisher or a corrupted payload). */
 export function parseInstanceMessage(json: string): InstanceMessage | undefined {
@@ -148,6 +151,10 @@ export function parseInstanceMessage(json: string): InstanceMessage | undefined 
   if (m.kind === 'stage') {
     const inner = origoToProxy.safeParse(m.message);
     return inner.success && inner.data.type === 'stage' ? { ...m, message: inner.data } : undefined;
+  }
+  if (m.kind === 'stale') {
+    const inner = origoToProxy.safeParse(m.message);
+    return inner.success && inner.data.type === 'stale' ? { ...m, message: inner.data } : undefined;
   }
   if (m.kind === 'staged') {
     const inner = origoToClient.safeParse(m.message);
