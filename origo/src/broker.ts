@@ -761,10 +761,8 @@ export class Broker {
     }
     const chosen = selectProxies(offerable, { count: m.count, mode: m.mode, exclude: m.exclude }, this.deps.random);
     const network = client.network;
-    const { offerRatePerNetwork: rate, offerBurstPerNetwork: burst } = this.config;
-    if (chosen.length > 0 && !this.offerBudgets.take(network, rate, burst, chosen.length)) {
-      this.deps.metrics.offersRefused.inc({ reason: 'rate-limited' });
-      const message = `no proxies offered: more than ${rate} offered proxies/s to this network`;
+    if (chosen.length > 0 && !this.takeOffers(network, chosen.length)) {
+      const message = `no proxies offered: more than ${this.config.offerRatePerNetwork} offered proxies/s to this network`;
       client.peer.send({ type: 'error', code: 'rate-limited', requestId: m.requestId, message });
       return;
     }
@@ -821,6 +819,14 @@ export class Broker {
     return c;
   }
 
+  /** Takes `count` offers from a client network's budget; false (counted as refused) when it is spent. */
+  private takeOffers(network: string, count: number): boolean {
+    const { offerRatePerNetwork: rate, offerBurstPerNetwork: burst } = this.config;
+    if (this.offerBudgets.take(network, rate, burst, count)) return true;
+    this.deps.metrics.offersRefused.inc({ reason: 'rate-limited' });
+    return false;
+  }
+
   private clientSignal(client: ClientEntry, m: ClientSignal): void {
     const refuse = (code: string, message: string) => client.peer.send({ type: 'error', code, message });
     let connection = this.connections.get(m.connectionId);
@@ -838,6 +844,12 @@ export class Broker {
       }
       if (client.connections.size >= this.config.maxConnectionsPerClient) {
         return refuse('too-many-connections', `at most ${this.config.maxConnectionsPerClient} connections per client`);
+      }
+      // A connection to a proxy this instance did not offer the client (a staged set kept across a
+      // failover, or a client that never asks) costs its network an offer: the peer slot it holds
+      // at the proxy is budgeted like the offers (issue 31), and nothing honest is refused.
+      if (!this.reports.wasOffered(client.clientId, m.proxyId) && !this.takeOffers(client.network, 1)) {
+        return refuse('rate-limited', `more than ${this.config.offerRatePerNetwork} proxies/s to this network`);
       }
       connection = {
         connectionId: m.connectionId,

@@ -5,7 +5,7 @@
  */
 import { DEFAULT_CONFIG } from '../src/config';
 import { TokenBucket } from '../src/limits';
-import { closeAll, connectClient, connectProxy, startOrigo, TestPeer } from './helpers';
+import { closeAll, connectClient, connectProxy, OFFER, startOrigo, TestPeer } from './helpers';
 
 afterEach(closeAll);
 
@@ -56,6 +56,29 @@ test('the client ids of one /24 share its offer budget; another /24 is unaffecte
   for (let i = 0; i < 8; i++) expect(await ask(neighbour, 4)).toBe(4);
   const metrics = await origo.metrics.registry.metrics();
   expect(metrics).toMatch(/mutp_origo_offers_refused_total\{reason="rate-limited"\} [1-9]/);
+});
+
+test('connections to proxies origo did not offer spend the same budget; offered ones do not (issue 31)', async () => {
+  const { port } = await startOrigo({ offerRatePerNetwork: 1, offerBurstPerNetwork: 32 });
+  const edge = await connectProxy(port, { proxyId: 'edge-1', name: 'edge-1' });
+  const [a, b] = [await connectClient(port, 'a', '127.0.9.1'), await connectClient(port, 'b', '127.0.9.2')];
+  const started = Date.now();
+  // Offered to a (one offer): its connections to it are not charged again.
+  expect(await ask(a, 1)).toBe(1);
+  for (let i = 0; i < 40; i++) a.send({ type: 'signal', connectionId: `a${i}`, proxyId: 'edge-1', description: OFFER });
+  // Never offered to b: each new connection costs its /24 one offer, whatever a spent.
+  for (let i = 0; i < 40; i++) b.send({ type: 'signal', connectionId: `b${i}`, proxyId: 'edge-1', description: OFFER });
+  await edge.until(() => edge.received.filter((m) => m.type === 'signal').length >= 40 + 31, 'the relayed offers');
+  await b.until(() => b.received.some((m) => m.type === 'error'), "b's refusal");
+  await new Promise((r) => setTimeout(r, 200));
+  const relayed = edge.received.filter((m) => m.type === 'signal');
+  expect(relayed.filter((m) => String(m.connectionId).startsWith('a'))).toHaveLength(40);
+  // 32 of the burst, one taken by a's offer, and what refilled at 1/s meanwhile: not all 40.
+  const fromB = relayed.filter((m) => String(m.connectionId).startsWith('b')).length;
+  expect(fromB).toBeGreaterThanOrEqual(31);
+  expect(fromB).toBeLessThanOrEqual(31 + Math.ceil((Date.now() - started) / 1000));
+  expect(fromB).toBeLessThan(40);
+  expect(b.received.find((m) => m.type === 'error')).toMatchObject({ code: 'rate-limited' });
 });
 
 test('the default budget never refuses a household of 16 viewers, starting together and then watching', () => {
