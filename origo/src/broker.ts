@@ -104,6 +104,8 @@ interface ProxyEntry extends ProxyLoad {
   assertionKey?: string;
   registeredAt: number;
   lastHeartbeatAt?: number;
+  /** When its httpUrl name was last resolved (registration, then recheckName). */
+  nameCheckedAt: number;
   connections: Set<string>;
   timer: NodeJS.Timeout;
 }
@@ -169,9 +171,14 @@ export interface BrokerDeps {
   cluster: Cluster;
   /** How proxies' httpUrl names resolve (default: the system's resolver). */
   lookup?: Lookup;
+  /** How often a registered proxy's httpUrl name is resolved again (default NAME_RECHECK_MS). */
+  nameRecheckMs?: number;
   /** How origo fetches an object to judge a conflict (server.ts: the SSRF-guarded origin fetch). */
   fetchOrigin: OriginFetcher;
 }
+
+/** How often a registered proxy's httpUrl name is resolved again (recheckName). */
+export const NAME_RECHECK_MS = 10 * 60_000;
 
 export class Broker {
   private readonly proxies = new Map<string, ProxyEntry>();
@@ -341,6 +348,7 @@ export class Broker {
       activeTransfers: 0,
       maxTransfers: m.maxTransfers,
       registeredAt: Date.now(),
+      nameCheckedAt: Date.now(),
       connections: new Set(),
       timer: setTimeout(() => this.heartbeatTimeout(proxyId), this.config.heartbeatTimeoutMs),
     };
@@ -524,9 +532,34 @@ export class Broker {
       proxy.quic = { url: proxy.quic.url, certificateHashes: m.quicCertificateHashes };
     proxy.lastHeartbeatAt = Date.now();
     proxy.timer.refresh();
+    this.recheckName(proxy);
     // The load just reported includes the transfers recent picks became.
     this.deps.cluster.clearPicks(proxy.proxyId);
     this.share(proxy);
+  }
+
+  /**
+   * A name checked only at registration may be pointed at a private address later (DNS
+   * rebinding: clients' downloads and `/v1/http` requests would then reach their own networks).
+   * Resolved again every `nameRecheckMs` on a heartbeat (one lookup per proxy per interval, 2 s
+   * bound); a non-public answer ends the registration as registration would have refused it.
+   * Clients with another resolver can still be answered differently: that half is theirs.
+   */
+  private recheckName(proxy: ProxyEntry): void {
+    const now = Date.now();
+    if (now - proxy.nameCheckedAt < (this.deps.nameRecheckMs ?? NAME_RECHECK_MS)) return;
+    proxy.nameCheckedAt = now;
+    void resolvedHostProblem(proxy.httpUrl, this.config.allowLocalProxies, this.deps.lookup).then((problem) => {
+      if (problem === undefined || this.proxies.get(proxy.proxyId) !== proxy) return;
+      this.deps.log.warn(
+        { proxyId: proxy.proxyId, problem },
+        'proxy name now resolves to a non-public address: removed',
+      );
+      this.removeProxy(proxy);
+      this.withdraw(proxy.proxyId, 'revoked', true);
+      proxy.peer.send({ type: 'error', code: 'unauthorized', message: `httpUrl refused: ${problem}` });
+      proxy.peer.close(CLOSE.unauthorized, 'httpUrl refused');
+    });
   }
 
   private heartbeatTimeout(proxyId: string): void {

@@ -114,6 +114,8 @@ export interface OrigoOptions extends Partial<OrigoConfig> {
   logStream?: DestinationStream;
   random?: Random;
   lookup?: Lookup;
+  /** How often registered proxies' names are resolved again (tests; default 10 minutes). */
+  nameRecheckMs?: number;
 }
 
 export const DEFAULT_CONFIG: Omit<

@@ -69,6 +69,7 @@ export function createOrigo(options: OrigoOptions): Origo {
     proxyKeys: () => proxyKeys,
     cluster,
     ...(options.lookup !== undefined ? { lookup: options.lookup } : {}),
+    ...(options.nameRecheckMs !== undefined ? { nameRecheckMs: options.nameRecheckMs } : {}),
     fetchOrigin: judgingFetch(config),
   });
   const sessions = new Sessions(config, broker, log, metrics);

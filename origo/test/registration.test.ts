@@ -216,6 +216,31 @@ describe('proxy registration', () => {
     expect(await register('http://elsewhere.example.net:8443/')).toBe('registered');
   });
 
+  test('a name that resolves to a private address after registration ends it at a heartbeat (DNS rebinding)', async () => {
+    const dns: Record<string, string[]> = { 'flip.example.com': ['93.184.216.34'] };
+    const { port } = await startOrigo({
+      lookup: async (host) => (dns[host] ?? []).map((address) => ({ address })),
+      nameRecheckMs: 0,
+    });
+    const proxy = await TestPeer.open(port, '/v1/proxy', 'proxy');
+    proxy.send({ ...registerMessage({ name: 'flip' }), httpUrl: 'http://flip.example.com:8800/' });
+    const { proxyId } = await proxy.next('registered');
+    const client = await connectClient(port);
+    expect(await requestProxies(client, 1)).toEqual([proxyId]);
+    // Still public: a heartbeat resolves it again and nothing happens.
+    heartbeat(proxy, 0, 0, 1000);
+    heartbeat(proxy, 0, 0, 1000);
+    expect(await requestProxies(client, 1)).toEqual([proxyId]);
+    dns['flip.example.com'] = ['10.0.0.5'];
+    heartbeat(proxy, 0, 0, 1000);
+    const error = await proxy.next('error');
+    expect(error).toMatchObject({ code: 'unauthorized' });
+    expect(String(error.message)).toMatch(/flip.example.com resolves to 10.0.0.5/);
+    expect((await proxy.closed()).code).toBe(4001);
+    expect(await client.next('withdrawn')).toMatchObject({ proxyId });
+    expect(await requestProxies(client, 1)).toEqual([]);
+  });
+
   test('a loopback httpUrl is accepted with allowLocalProxies (dev)', async () => {
     const { port } = await startOrigo({ allowLocalProxies: true });
     const peer = await TestPeer.open(port, '/v1/proxy', 'proxy');
