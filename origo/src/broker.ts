@@ -234,6 +234,7 @@ export class Broker {
         this.deps.cluster.banProvenFalse(banSubjects({ proxyId, keyFingerprint }), Date.now() + PROVEN_FALSE_BAN_MS);
         this.deps.log.warn({ proxyId, url }, 'proxy proven false against the origin: not offered for a day');
         this.withdraw(proxyId, 'proven-false', true);
+        this.dropProvenFalse(proxyId);
       },
       stale: (proxyId, message) => this.toProxyAnywhere(proxyId, message),
     });
@@ -536,6 +537,16 @@ export class Broker {
     // The load just reported includes the transfers recent picks became.
     this.deps.cluster.clearPicks(proxy.proxyId);
     this.share(proxy);
+  }
+
+  /** Ends the registration of a proxy of this instance proven false: it would be refused if it came now. */
+  private dropProvenFalse(proxyId: string): void {
+    const proxy = this.proxies.get(proxyId);
+    if (proxy === undefined) return;
+    this.removeProxy(proxy);
+    const message = 'proven false: the origin contradicts a META this proxy signed (not offered for 24 hours)';
+    proxy.peer.send({ type: 'error', code: 'unauthorized', message });
+    proxy.peer.close(CLOSE.unauthorized, 'proven false');
   }
 
   /**
@@ -1002,7 +1013,9 @@ export class Broker {
         return this.dropRevoked(m.fingerprints);
       case 'proxy-withdrawn':
         // A proven-false ban came with it (the cluster noted it) or comes with the next read.
-        return this.withdraw(m.proxyId, m.reason, false);
+        this.withdraw(m.proxyId, m.reason, false);
+        if (m.reason === 'proven-false') this.dropProvenFalse(m.proxyId);
+        return;
       case 'stage':
         return this.stages.fromInstance(m.from, m.proxyId, m.message);
       case 'staged':

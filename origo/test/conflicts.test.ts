@@ -144,14 +144,16 @@ describe('a conflict handed to origo', () => {
   async function scene(allowPrivateOrigins: boolean) {
     const { port, logs } = await startOrigo({ allowPrivateOrigins });
     const keys = { honest: newKey(), rogue: newKey() };
+    const peers: Record<string, TestPeer> = {};
     for (const [proxyId, key] of Object.entries(keys)) {
       const peer = await TestPeer.open(port, '/v1/proxy', proxyId);
       peer.send({ ...registerMessage({ proxyId, name: proxyId }), assertionKey: key.text });
       await peer.next('registered');
+      peers[proxyId] = peer;
     }
     const victim = await connectClient(port, 'victim', '127.0.0.7');
     await requestProxies(victim, 2);
-    return { port, logs, keys, victim };
+    return { port, logs, keys, victim, peers };
   }
 
   /** The conflict a client hands in: the honest proxy's true statement and the rogue's lie. */
@@ -164,12 +166,20 @@ describe('a conflict handed to origo', () => {
   }
 
   test('a rogue whose signed META the origin contradicts is withdrawn and no longer offered; the honest one stays', async () => {
-    const { port, logs, keys, victim } = await scene(true);
+    const { port, logs, keys, victim, peers } = await scene(true);
     const bystander = await connectClient(port, 'bystander', '127.0.0.9');
     expect((await requestProxies(bystander, 2)).sort()).toEqual(['honest', 'rogue']);
     victim.send(conflict(keys.honest, keys.rogue));
     expect(await bystander.next('withdrawn')).toEqual({ type: 'withdrawn', proxyId: 'rogue', reason: 'proven-false' });
     expect(await requestProxies(bystander, 2)).toEqual(['honest']);
+    // Its registration ends at once, with the reason (it would be refused if it registered now).
+    expect(await peers.rogue.next('error')).toMatchObject({
+      code: 'unauthorized',
+      message: expect.stringContaining('proven false'),
+    });
+    expect((await peers.rogue.closed()).code).toBe(4001);
+    // The honest one got the verdict that its bytes are the origin's: nothing.
+    expect(peers.honest.received.filter((m) => m.type === 'error' || m.type === 'stale')).toEqual([]);
     expect(logs.find((l) => l.msg === 'conflict judged')).toMatchObject({ outcome: 'judged', signed: 2 });
   });
 

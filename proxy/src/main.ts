@@ -33,8 +33,9 @@ async function main(): Promise<void> {
   };
   const proxy = createProxy(config, {
     onFatal: (error) => {
+      // Origo says why (a wrong key, a revoked or banned one, an httpUrl it refuses): its message is the cause.
       proxy.logger.fatal(
-        `stopping: ${error.message}. Check --secret / MUTP_PROXY_SECRET: it must match origo's proxy secret.`,
+        `stopping: ${error.message}. Origo refuses this proxy: check the reason above, and --secret / MUTP_PROXY_SECRET if it is the key.`,
       );
       void stop(EXIT_UNAUTHORIZED, 'unauthorized');
     },

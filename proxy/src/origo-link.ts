@@ -326,7 +326,7 @@ export class OrigoLink implements SignalSink {
       case 'error':
         if (m.code === 'unauthorized') {
           const error = new OrigoLinkError(m.code, `origo refused this proxy: ${m.message}`);
-          this.log.fatal({ code: m.code, message: m.message }, 'origo rejected the proxy secret (unauthorized)');
+          this.log.fatal({ code: m.code, message: m.message }, 'origo refused this proxy (unauthorized)');
           void this.close();
           this.options.onFatal(error);
         } else {
