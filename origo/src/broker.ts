@@ -423,9 +423,7 @@ export class Broker {
       if (proxy.keyFingerprint === undefined || !revoked.has(proxy.keyFingerprint)) continue;
       this.deps.log.warn({ proxyId: proxy.proxyId }, 'proxy key revoked: proxy removed');
       this.withdraw(proxy.proxyId, 'revoked', true);
-      this.removeProxy(proxy);
-      proxy.peer.send({ type: 'error', code: 'unauthorized', message: 'this proxy key was revoked' });
-      proxy.peer.close(CLOSE.unauthorized, 'revoked');
+      this.endRegistration(proxy, 'this proxy key was revoked');
     }
   }
 
@@ -543,10 +541,17 @@ export class Broker {
   private dropProvenFalse(proxyId: string): void {
     const proxy = this.proxies.get(proxyId);
     if (proxy === undefined) return;
+    this.endRegistration(
+      proxy,
+      'proven false: the origin contradicts a META this proxy signed (not offered for 24 hours)',
+    );
+  }
+
+  /** Ends a live registration that registering now would refuse: `error unauthorized` with why, 4001. */
+  private endRegistration(proxy: ProxyEntry, why: string): void {
     this.removeProxy(proxy);
-    const message = 'proven false: the origin contradicts a META this proxy signed (not offered for 24 hours)';
-    proxy.peer.send({ type: 'error', code: 'unauthorized', message });
-    proxy.peer.close(CLOSE.unauthorized, 'proven false');
+    proxy.peer.send({ type: 'error', code: 'unauthorized', message: why });
+    proxy.peer.close(CLOSE.unauthorized, 'unauthorized');
   }
 
   /**
@@ -566,10 +571,8 @@ export class Broker {
         { proxyId: proxy.proxyId, problem },
         'proxy name now resolves to a non-public address: removed',
       );
-      this.removeProxy(proxy);
       this.withdraw(proxy.proxyId, 'revoked', true);
-      proxy.peer.send({ type: 'error', code: 'unauthorized', message: `httpUrl refused: ${problem}` });
-      proxy.peer.close(CLOSE.unauthorized, 'httpUrl refused');
+      this.endRegistration(proxy, `httpUrl refused: ${problem}`);
     });
   }
 
