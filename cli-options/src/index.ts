@@ -97,3 +97,5 @@ function redact(message: string, value: string): string {
   if (value === '') return message;
   return message.split(JSON.stringify(value)).join('the value').split(value).join('the value');
 }
+
+export { byteCount, integer } from './parsers';
