@@ -7,11 +7,18 @@
 import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { z } from 'zod';
+import { exitTwoOnUsageErrors } from './usage';
 
-/** A command whose options without an environment variable get `<prefix><FLAG_NAME>` (--max-clients: MUTP_ORIGO_MAX_CLIENTS). */
+export { EXIT_USAGE, exitTwoOnUsageErrors } from './usage';
+
+/**
+ * A command whose options without an environment variable get `<prefix><FLAG_NAME>`
+ * (--max-clients: MUTP_ORIGO_MAX_CLIENTS), and whose usage errors exit 2 (`exitTwoOnUsageErrors`).
+ */
 export class CommandWithEnv extends Command {
   constructor(private readonly envPrefix: string) {
     super();
+    exitTwoOnUsageErrors(this);
   }
 
   override addOption(option: Option): this {

@@ -2,6 +2,7 @@
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { closeAll, connectClient, connectProxy, within } from './helpers';
@@ -58,6 +59,29 @@ test('refuses to start without proxy credentials', () => {
   const result = node(['--port', '0', '--db', ':memory:']);
   expect(result.status).toBe(2);
   expect(result.stderr).toContain('proxy credentials are required');
+});
+
+test('usage errors exit 2: an unknown flag, a bad value, a missing value (commander alone would exit 1)', () => {
+  for (const args of [['--prot', '8700'], ['--port', 'http'], ['--port', '70000'], ['--log-level', 'loud'], ['--db']]) {
+    const result = node([...args, '--insecure-proxy-secret', 'x']);
+    expect({ args, status: result.status }).toEqual({ args, status: 2 });
+    expect(result.stderr).toMatch(/^error: /);
+  }
+});
+
+test('cannot start exits 1: the port is taken', async () => {
+  const taken = createServer();
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+  try {
+    const port = (taken.address() as AddressInfo).port;
+    const result = node(['--port', String(port), '--host', '127.0.0.1', '--db', ':memory:'], {
+      MUTP_PROXY_SECRET: 'test-proxy-secret',
+    });
+    expect(result.status).toBe(1);
+    expect(result.stdout + result.stderr).toContain('EADDRINUSE');
+  } finally {
+    await new Promise((resolve) => taken.close(resolve));
+  }
 });
 
 test('SIGTERM closes the sockets with 1001, keeps the records and exits 0', async () => {

@@ -7,7 +7,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { MAX_DATAGRAM_BYTES, MAX_OBJECT_BYTES, MAX_SYMBOL_SIZE, MIN_SYMBOL_SIZE } from '@mutp/shared';
 import { normalizeOrigins } from '@mutp/origin-fetch';
 import { DEFAULT_DRAIN_TIMEOUT_MS } from './drain';
-import { applyConfigFile } from '@mutp/cli-options';
+import { applyConfigFile, exitTwoOnUsageErrors } from '@mutp/cli-options';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
@@ -255,10 +255,10 @@ function flag(text: string | undefined): boolean {
   return text === undefined || !/^(0|false|no|off)$/i.test(text);
 }
 
-/** The commander program (used by main.ts and by `--help`). */
+/** The commander program (used by main.ts and by `--help`); usage errors exit 2. */
 export function buildCommand(): Command {
   const d = DEFAULT_CONFIG;
-  return new Command('mutp-proxy')
+  return exitTwoOnUsageErrors(new Command('mutp-proxy'))
     .description(
       'MUTP edge proxy: serves coded multi-source transfers over WebRTC and the Parallel HTTP baseline. ' +
         'HTTP /livez, /readyz, /healthz, /metrics, /v1/http. SIGTERM drains: new clients and transfers are ' +

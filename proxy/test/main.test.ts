@@ -3,6 +3,7 @@
  * line; SIGTERM closes everything and exits 0. Configuration from flags and environment.
  */
 import { ChildProcess, spawn } from 'node:child_process';
+import { AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import { buildCommand, parseConfig } from '../src/config';
 import { startFakeOrigo } from './fake-origo';
@@ -66,6 +67,31 @@ test('a missing secret is a usage error', async () => {
   const code = await within(p.exited, 30_000, 'exit without secret');
   expect(code).toBe(2);
   expect(p.output.text).toMatch(/--secret/);
+});
+
+test('usage errors exit 2: an unknown flag, a bad value, a missing value (commander alone would exit 1)', async () => {
+  for (const args of [['--uplaod-limit', '896'], ['--upload-limit', 'fast'], ['--http-port', '99999'], ['--origo']]) {
+    const p = run(['--secret', 's', ...args]);
+    const code = await within(p.exited, 30_000, `exit on ${args.join(' ')} (output: ${p.output.text})`);
+    expect({ args, code }).toEqual({ args, code: 2 });
+    expect(p.output.text).toMatch(/^error: /);
+  }
+});
+
+test('a start-up failure exits 1: the HTTP port is taken', async () => {
+  const taken = createServer();
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+  const port = (taken.address() as AddressInfo).port;
+  const p = run(['--secret', 's', '--http-port', String(port)]);
+  try {
+    const code = await within(p.exited, 30_000, `exit with port ${port} taken (output: ${p.output.text})`);
+    expect(code).toBe(1);
+    expect(p.output.text).toMatch(/EADDRINUSE/);
+    expect(p.output.text).toMatch(/proxy failed to start/);
+  } finally {
+    stop(p.child);
+    await new Promise((resolve) => taken.close(resolve));
+  }
 });
 
 describe('configuration', () => {
