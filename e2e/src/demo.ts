@@ -1,17 +1,19 @@
 /**
  * The main job (README command 1): a local origin serving generated video segments, origo, four
- * proxies (two capped at 896 KB/s, two at 1792 KB/s), then the same segments downloaded in every
- * mode through all four proxies, verified against the origin, and compared. Embedded defaults
- * only; `--segments N` and `--json` are optional.
+ * proxies (two capped at 896 KiB/s, two at 1792 KiB/s: 0.92 and 1.84 MB/s), then the same
+ * segments downloaded in every mode through all four proxies, verified against the origin, and
+ * compared. It says what it will do before it starts anything; what it prints is in
+ * demo-format.ts. Embedded defaults only; `--segments N` and `--json` are optional.
  */
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { GetResult, MutpClient } from '@mutp/shared/client';
 import { releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
-import { createNodeHost, formatResult } from '@mutp/client';
+import { createNodeHost } from '@mutp/client';
 import { mixedFleetOfFour, startCluster } from './cluster';
+import { capBytesPerSecond, DemoRow, describePlan, formatDownload, formatTable, tableNotes } from './demo-format';
 import { MEDIA_DIR, startOrigin } from './origin';
 
 const MODES = ['http', 'uncoded', 'rlnc', 'fountain'] as const;
@@ -24,20 +26,6 @@ const program = new Command()
   .option('--segments <n>', 'segments per mode', (v) => Number(v), 4)
   .option('--json', 'print the rows as a JSON array on the last line of stdout')
   .parse();
-
-interface Row {
-  mode: string;
-  sources: number;
-  capsKBps: number[];
-  segments: number;
-  bytes: number;
-  medianSegmentMs: number;
-  medianGoodputBps: number;
-  normalizedGoodput: number;
-  efficiency: number;
-  speedupVsHttp: number | null;
-  verified: boolean;
-}
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -53,17 +41,20 @@ async function main(): Promise<void> {
     .sort()
     .slice(0, o.segments);
   if (segments.length === 0) throw new Error(`no segments in ${dir}: run bash scripts/setup.sh`);
+  const segmentBytes = segments.map((s) => statSync(join(dir, s)).size);
+  console.log(describePlan({ stream: STREAM, segmentBytes, modes: MODES, proxies: PROXIES }) + '\n');
   const origin = await startOrigin();
-  console.log(`origin ${origin.url} serving ${STREAM} (${segments.length} segments per mode)`);
+  console.log(`started the origin at ${origin.url}`);
   const cluster = await startCluster({ proxies: PROXIES, allowPrivateOrigins: true });
   console.log(
-    `origo ${cluster.origoUrl}; proxies ${PROXIES.map((p) => `${p.name} (${p.uploadKBps} KB/s)`).join(', ')}`,
+    `started origo at ${cluster.origoUrl} and ${PROXIES.length} proxies: ${PROXIES.map((p) => p.name).join(', ')}`,
   );
   const client = new MutpClient(createNodeHost(), { origoUrl: cluster.clientUrl, codecs: await loadNodeCodecs() });
-  const capSum = PROXIES.reduce((a, p) => a + p.uploadKBps * 1024, 0);
-  const rows: Row[] = [];
+  const capSum = PROXIES.reduce((a, p) => a + capBytesPerSecond(p.uploadKBps), 0);
+  const rows: DemoRow[] = [];
   try {
     for (const mode of MODES) {
+      console.log(`\n${mode}: downloading ${segments.length} segments through ${PROXIES.length} proxies...`);
       const results: GetResult[] = [];
       let verified = true;
       for (const segment of segments) {
@@ -72,8 +63,8 @@ async function main(): Promise<void> {
         verified &&= Buffer.compare(Buffer.from(result.object), readFileSync(join(dir, segment))) === 0;
         results.push(result);
       }
-      console.log(`\n${mode}: last segment`);
-      console.log(formatResult(`${STREAM}/${segments[segments.length - 1]}`, results[results.length - 1]));
+      console.log(`${mode}: the last segment, per proxy`);
+      console.log(formatDownload(`${STREAM}/${segments[segments.length - 1]}`, results[results.length - 1]));
       const bytes = results.reduce((a, r) => a + r.object.length, 0);
       rows.push({
         mode,
@@ -99,18 +90,8 @@ async function main(): Promise<void> {
   const http = rows.find((r) => r.mode === 'http');
   for (const r of rows)
     r.speedupVsHttp = http ? Math.round((r.medianGoodputBps / http.medianGoodputBps) * 100) / 100 : null;
-  console.log('\nmode      segments  median ms  goodput MB/s  normalized  efficiency  vs http  verified');
-  for (const r of rows) {
-    console.log(
-      `${r.mode.padEnd(9)} ${String(r.segments).padStart(8)} ${String(r.medianSegmentMs).padStart(10)} ` +
-        `${(r.medianGoodputBps / 1e6).toFixed(2).padStart(13)} ${r.normalizedGoodput.toFixed(3).padStart(11)} ` +
-        `${r.efficiency.toFixed(3).padStart(11)} ${(r.speedupVsHttp ?? 0).toFixed(2).padStart(7)}x  ${r.verified ? 'yes' : 'NO'}`,
-    );
-  }
-  console.log(
-    `\nefficiency = (bytes / sum of caps) / time; Parallel HTTP can at best reach the fastest proxy's share ` +
-      `(${((1792 * 1024) / capSum).toFixed(2)}).`,
-  );
+  console.log(`\n${formatTable(rows)}`);
+  console.log(`\n${tableNotes(PROXIES.map((p) => p.uploadKBps))}`);
   if (o.json) console.log(JSON.stringify(rows));
   if (!rows.every((r) => r.verified)) process.exitCode = 1;
 }
