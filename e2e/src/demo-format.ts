@@ -29,7 +29,7 @@ export function capBytesPerSecond(uploadKBps: number): number {
 
 /** What each mode does, in one line. */
 export const MODE_DESCRIPTIONS: Record<string, string> = {
-  http: 'Parallel HTTP, the baseline: the whole segment from every proxy at once; the first verified response wins, the bytes the others sent are wasted',
+  http: 'Parallel HTTP (the baseline): the whole segment from every proxy; the first verified response wins, the rest is wasted',
   uncoded: 'MUTP over WebRTC data channels, original packets: each proxy sends its own part',
   rlnc: 'MUTP over WebRTC data channels, random linear network coding (RLNC): any packet from any proxy helps',
   fountain: 'MUTP over WebRTC data channels, the wirehair fountain code: any packet from any proxy helps',
@@ -93,7 +93,7 @@ export function formatDownload(label: string, r: GetResult): string {
       }
       lines.push(
         `  ${s.name.padEnd(width)}  ${won ? 'won   ' : 'wasted'} ${formatBytes(s.bytes).padStart(9)}` +
-          (won ? '  (its response is the object)' : '  (lost the race, aborted)'),
+          (won ? '  (its response is the object)' : '  (lost the race)'),
       );
     }
     lines.push(
