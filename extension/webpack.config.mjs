@@ -9,6 +9,7 @@ import { join, relative, sep } from 'node:path';
 import CopyPlugin from 'copy-webpack-plugin';
 import compilerWebpack from 'webpack';
 import { zipSync } from 'fflate';
+import { iconFiles, iconManifest } from './build/icons.mjs';
 
 const here = import.meta.dirname;
 const dist = join(here, 'dist');
@@ -51,7 +52,8 @@ export function manifest(browser) {
     // The frame must be loadable in pages; it accepts a port only with a token (see src/downloader/main.ts).
     // hook.js runs as a MAIN-world content script (Chrome 111+, Firefox 128+) and needs no access.
     web_accessible_resources: [{ resources: ['downloader.html'], matches: ['<all_urls>'] }],
-    action: { default_title: 'MUTP', default_popup: 'popup.html' },
+    icons: iconManifest(),
+    action: { default_title: 'MUTP', default_popup: 'popup.html', default_icon: iconManifest() },
     options_ui: { page: 'options.html', open_in_tab: true },
     content_security_policy: {
       extension_pages: "script-src 'self' 'wasm-unsafe-eval'; object-src 'self'",
@@ -60,9 +62,19 @@ export function manifest(browser) {
   if (browser === 'chrome') {
     m.minimum_chrome_version = '111'; // content_scripts[].world
   } else {
-    // Firefox rejects a background with service_worker alone; with both, each browser uses its own.
-    m.background = { service_worker: 'background.js', scripts: ['background.js'] };
-    m.browser_specific_settings = { gecko: { id: 'mutp-extension@mutp.invalid', strict_min_version: '128.0' } };
+    // Firefox runs MV3 backgrounds as event pages (scripts); it ignores service_worker (web-ext lint warns).
+    m.background = { scripts: ['background.js'] };
+    m.browser_specific_settings = {
+      gecko: {
+        id: 'mutp-extension@mutp.invalid',
+        // 140: data_collection_permissions (content_scripts[].world needs 128); 140 is an ESR.
+        strict_min_version: '140.0',
+        // Firefox 140+ asks at install: the media URLs a page plays go to origo (download records,
+        // origin + path) and to the proxies (which fetch them).
+        data_collection_permissions: { required: ['browsingActivity'] },
+      },
+      gecko_android: { strict_min_version: '142.0' },
+    };
   }
   return m;
 }
@@ -94,7 +106,10 @@ class PackagePlugin {
     compiler.hooks.thisCompilation.tap('mutp-package', (compilation) => {
       compilation.hooks.processAssets.tap(
         { name: 'mutp-package', stage: compiler.webpack.Compilation.PROCESS_ASSETS_STAGE_ADDITIONAL },
-        () => compilation.emitAsset('manifest.json', new RawSource(`${JSON.stringify(manifest('chrome'), null, 2)}\n`)),
+        () => {
+          compilation.emitAsset('manifest.json', new RawSource(`${JSON.stringify(manifest('chrome'), null, 2)}\n`));
+          for (const [name, bytes] of Object.entries(iconFiles())) compilation.emitAsset(name, new RawSource(bytes));
+        },
       );
     });
     compiler.hooks.afterEmit.tap('mutp-package', () => {
@@ -137,6 +152,8 @@ export default (_env, argv) => {
     resolve: { extensions: ['.ts', '.js'] },
     module: {
       rules: [
+        // zod's eval probe, answered without the Function constructor (see the loader).
+        { test: /[\\/]zod[\\/]v4[\\/]core[\\/]util\.js$/, loader: join(here, 'build', 'no-eval-probe.cjs') },
         {
           test: /\.ts$/,
           exclude: /node_modules/,

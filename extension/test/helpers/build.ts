@@ -17,7 +17,9 @@ function newest(path: string): number {
 
 export function ensureBuilt(): string {
   const manifest = join(CHROME_DIR, 'manifest.json');
-  const sources = ['src', 'static', 'webpack.config.mjs', 'package.json'].map((p) => newest(join(EXTENSION_ROOT, p)));
+  const sources = ['src', 'static', 'build', 'webpack.config.mjs', 'package.json'].map((p) =>
+    newest(join(EXTENSION_ROOT, p)),
+  );
   const deps = ['shared/src', 'wasm/src', 'wasm/dist']
     .map((p) => join(EXTENSION_ROOT, '..', p))
     .filter((p) => existsSync(p))
