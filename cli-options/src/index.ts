@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { exitTwoOnUsageErrors } from './usage';
 
 export { EXIT_USAGE, exitTwoOnUsageErrors } from './usage';
+export { isLoopbackHost, localDevRefusal } from './local-dev';
 
 /**
  * A command whose options without an environment variable get `<prefix><FLAG_NAME>`

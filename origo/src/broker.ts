@@ -285,7 +285,7 @@ export class Broker {
     if (!auth.ok) return refuse('unauthorized', CLOSE.unauthorized, auth.reason);
     const urlProblem = httpUrlProblem(m.httpUrl, this.config.allowLocalProxies);
     if (urlProblem !== undefined) {
-      return refuse('unauthorized', CLOSE.unauthorized, `httpUrl refused: ${urlProblem}`);
+      return refuse('unauthorized', CLOSE.unauthorized, `httpUrl refused: ${this.withLocalHint(urlProblem)}`);
     }
     const quicProblem = m.quic === undefined ? undefined : quicUrlProblem(m.quic.url, m.httpUrl);
     if (quicProblem !== undefined) {
@@ -296,7 +296,7 @@ export class Broker {
       httpPortProblem(m.httpUrl, this.config.allowLocalProxies) ??
       (await resolvedHostProblem(m.httpUrl, this.config.allowLocalProxies, this.deps.lookup));
     if (hostProblem !== undefined) {
-      return refuse('unauthorized', CLOSE.unauthorized, `httpUrl refused: ${hostProblem}`);
+      return refuse('unauthorized', CLOSE.unauthorized, `httpUrl refused: ${this.withLocalHint(hostProblem)}`);
     }
     const remote = this.deps.cluster.remoteProxies();
     const proxyId = auth.proxyId ?? this.newId('p', this.proxies, remote);
@@ -545,6 +545,12 @@ export class Broker {
       proxy,
       'proven false: the origin contradicts a META this proxy signed (not offered for 24 hours)',
     );
+  }
+
+  /** A refused httpUrl on this machine or its network: how a trial on one machine gets it accepted. */
+  private withLocalHint(problem: string): string {
+    if (this.config.allowLocalProxies || !/(loopback|private), not public|^localhost/.test(problem)) return problem;
+    return `${problem} (a trial on one machine: origo --local-dev accepts it)`;
   }
 
   /** Ends a live registration that registering now would refuse: `error unauthorized` with why, 4001. */

@@ -4,7 +4,7 @@
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { DEFAULT_CONFIG, OrigoOptions } from './config';
-import { applyConfigFile, CommandWithEnv } from '@mutp/cli-options';
+import { applyConfigFile, CommandWithEnv, localDevRefusal } from '@mutp/cli-options';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -53,6 +53,12 @@ export function buildCli(): Command {
         '--insecure-proxy-secret <secret>',
         'INSECURE dev mode instead of --proxy-keys: one secret shared by all proxies (any holder may claim any free id)',
       ).env('MUTP_PROXY_SECRET'),
+    )
+    .addOption(
+      new Option(
+        '--local-dev',
+        'a trial or development on one machine: --allow-local-proxies and --allow-private-origins together; refuses to start unless --host is a loopback address',
+      ).env('MUTP_ORIGO_LOCAL_DEV'),
     )
     .addOption(
       new Option(
@@ -289,6 +295,10 @@ export function parseCli(argv: string[]): OrigoOptions {
   const secret = (o.insecureProxySecret as string | undefined) || undefined;
   const keys = (o.proxyKeys as string | undefined) || undefined;
   const records = (o.records as string | undefined) || undefined;
+  const switchOn = (value: unknown) => value === true || value === 'true' || value === '1';
+  const localDev = switchOn(o.localDev);
+  const localDevProblem = localDev ? localDevRefusal({ '--host': o.host as string }) : undefined;
+  if (localDevProblem !== undefined) program.error(`error: ${localDevProblem}`, { exitCode: 2 });
   if (records !== undefined && !/^postgres(ql)?:\/\//.test(records)) {
     program.error('error: --records must be a postgres:// or postgresql:// URL', { exitCode: 2 });
   }
@@ -309,9 +319,9 @@ export function parseCli(argv: string[]): OrigoOptions {
     host: o.host as string,
     proxySecret: keys === undefined ? secret : undefined,
     proxyKeysFile: keys,
-    allowLocalProxies: o.allowLocalProxies === true || o.allowLocalProxies === 'true' || o.allowLocalProxies === '1',
-    allowPrivateOrigins:
-      o.allowPrivateOrigins === true || o.allowPrivateOrigins === 'true' || o.allowPrivateOrigins === '1',
+    localDev,
+    allowLocalProxies: switchOn(o.allowLocalProxies),
+    allowPrivateOrigins: switchOn(o.allowPrivateOrigins),
     tokenKeyFile: (o.tokenKey as string | undefined) || undefined,
     tokenTtlMs: o.tokenTtlMs as number,
     maxSocketsPerAddress: o.maxSocketsPerAddress as number,

@@ -1,4 +1,5 @@
 import ipaddr from 'ipaddr.js';
+import { localDevRefusal } from '@mutp/cli-options';
 import { DestinationStream } from 'pino';
 import { Random } from '@mutp/shared';
 import type { Lookup } from './proxy-auth';
@@ -13,6 +14,11 @@ export interface OrigoConfig {
   proxySecret?: string;
   /** JSON file `{"<proxyId>": "<key>"}`: each proxy's own key (reloaded on SIGHUP). */
   proxyKeysFile?: string;
+  /**
+   * The one-host profile (--local-dev): allowLocalProxies and allowPrivateOrigins together, and
+   * `host` must be a loopback address (resolveConfig refuses another).
+   */
+  localDev: boolean;
   /** Dev/local: proxies may advertise loopback `httpUrl`s. */
   allowLocalProxies: boolean;
   /**
@@ -151,6 +157,7 @@ export const DEFAULT_CONFIG: Omit<
   offerBurstPerNetwork: 512,
   stageTimeoutMs: 60_000,
   greetingTimeoutMs: 3000,
+  localDev: false,
   allowLocalProxies: false,
   allowPrivateOrigins: false,
   tokenTtlMs: 5 * 60_000,
@@ -180,6 +187,12 @@ export function resolveConfig(options: OrigoOptions): OrigoConfig {
     heartbeatTimeoutMs: 3 * heartbeatIntervalMs,
     ...(defined as Partial<OrigoConfig>),
   };
+  if (config.localDev) {
+    const refusal = localDevRefusal({ host: config.host });
+    if (refusal !== undefined) throw new Error(refusal);
+    config.allowLocalProxies = true;
+    config.allowPrivateOrigins = true;
+  }
   if (config.proxySecret === '') delete config.proxySecret;
   if (config.proxySecret === undefined && config.proxyKeysFile === undefined) {
     throw new Error('proxy credentials are required: --proxy-keys <file> (or --insecure-proxy-secret for dev)');

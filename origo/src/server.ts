@@ -59,6 +59,12 @@ export function createOrigo(options: OrigoOptions): Origo {
   if (proxyKeys === undefined) {
     log.warn('insecure dev mode: one shared proxy secret (--insecure-proxy-secret); use --proxy-keys in production');
   }
+  if (config.localDev) {
+    log.warn(
+      { host: config.host },
+      'local development (--local-dev): proxies on loopback accepted, loopback origins judged; listening on loopback only',
+    );
+  }
   const cluster = createCluster(config, log, metrics);
   const broker = new Broker(config, {
     log,

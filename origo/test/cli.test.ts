@@ -69,6 +69,17 @@ test('usage errors exit 2: an unknown flag, a bad value, a missing value (comman
   }
 });
 
+test('--local-dev refuses a non-loopback --host with exit 2, by flag or environment (issue 32)', () => {
+  for (const [args, env] of [
+    [['--local-dev', '--host', '0.0.0.0'], {}],
+    [['--host', '192.0.2.1'], { MUTP_ORIGO_LOCAL_DEV: '1' }],
+  ] as const) {
+    const result = node([...args, '--insecure-proxy-secret', 'x', '--db', ':memory:'], env);
+    expect({ args, status: result.status }).toEqual({ args, status: 2 });
+    expect(result.stderr).toMatch(/--local-dev listens on and advertises loopback addresses only, and --host gives/);
+  }
+});
+
 test('cannot start exits 1: the port is taken', async () => {
   const taken = createServer();
   await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));

@@ -14,6 +14,7 @@ import {
   startOrigo,
   TestPeer,
 } from './helpers';
+import { createOrigo } from '../src/server';
 
 afterEach(closeAll);
 
@@ -214,6 +215,31 @@ describe('proxy registration', () => {
     expect(await register('https://edge.example.com/')).toBe('registered');
     // Names origo cannot resolve pass: the clients may see another DNS.
     expect(await register('http://elsewhere.example.net:8443/')).toBe('registered');
+  });
+
+  test('a loopback httpUrl: refused with the way to a one-host trial, accepted with localDev (issue 32)', async () => {
+    const register = async (port: number) => {
+      const peer = await TestPeer.open(port, '/v1/proxy', 'proxy');
+      peer.send({ ...registerMessage({ name: 'trial' }), httpUrl: 'http://127.0.0.1:8800' });
+      await peer.until(
+        () => peer.received.some((m) => m.type === 'registered' || m.type === 'error'),
+        'registered or refused',
+      );
+      const answer = peer.received.find((m) => m.type === 'registered' || m.type === 'error')!;
+      return answer.type === 'registered' ? 'registered' : String(answer.message);
+    };
+    const strict = await startOrigo();
+    expect(await register(strict.port)).toBe(
+      'httpUrl refused: address 127.0.0.1 is loopback, not public (a trial on one machine: origo --local-dev accepts it)',
+    );
+    const local = await startOrigo({ localDev: true, host: '127.0.0.1' });
+    expect(local.origo.config).toMatchObject({ localDev: true, allowLocalProxies: true, allowPrivateOrigins: true });
+    expect(await register(local.port)).toBe('registered');
+    expect(local.logs.some((l) => l.level === 40 && l.msg.startsWith('local development (--local-dev)'))).toBe(true);
+    // Not on a public address: the allowances would then be everybody's.
+    expect(() => createOrigo({ localDev: true, host: '0.0.0.0', proxySecret: SECRET_DEV, db: ':memory:' })).toThrow(
+      /--local-dev listens on and advertises loopback addresses only, and host gives 0\.0\.0\.0/,
+    );
   });
 
   test('a name that resolves to a private address after registration ends it at a heartbeat (DNS rebinding)', async () => {

@@ -7,7 +7,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { MAX_DATAGRAM_BYTES, MAX_OBJECT_BYTES, MAX_SYMBOL_SIZE, MIN_SYMBOL_SIZE } from '@mutp/shared';
 import { normalizeOrigins } from '@mutp/origin-fetch';
 import { DEFAULT_DRAIN_TIMEOUT_MS } from './drain';
-import { applyConfigFile, exitTwoOnUsageErrors } from '@mutp/cli-options';
+import { applyConfigFile, exitTwoOnUsageErrors, isLoopbackHost, localDevRefusal } from '@mutp/cli-options';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
@@ -71,6 +71,12 @@ export interface ProxyConfig {
   uploadBurstBytes: number;
   allowedOrigins: '*' | string[];
   allowPrivateOrigins: boolean;
+  /**
+   * The one-host profile (--local-dev): origins on loopback allowed, on any port (origin ports
+   * '*' unless given); parseConfig refuses it with an HTTP host, advertised URL or ICE address
+   * that is not loopback, and binds ICE to 127.0.0.1 unless told otherwise.
+   */
+  localDev?: boolean;
   maxTransfers: number;
   maxTransfersPerClient: number;
   maxPeers: number;
@@ -109,6 +115,7 @@ export const DEFAULT_CONFIG: Omit<ProxyConfig, 'secret'> = {
   uploadBurstBytes: 0,
   allowedOrigins: '*',
   allowPrivateOrigins: false,
+  localDev: false,
   insecure: false,
   originPorts: [80, 443],
   corsOrigins: [],
@@ -225,7 +232,7 @@ export function origoUrlProblem(text: string, insecure: boolean): string | undef
   const url = new URL(text);
   if (url.protocol !== 'ws:' || insecure) return undefined;
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host)) return undefined;
+  if (isLoopbackHost(host)) return undefined;
   return `plain ws:// to ${host} is refused (use wss://, or --insecure)`;
 }
 
@@ -450,6 +457,15 @@ export function buildCommand(): Command {
         .default(d.allowedOrigins),
     )
     .addOption(
+      new Option(
+        '--local-dev',
+        'a trial or development on one machine: origins on loopback allowed, on any port; refuses to start unless it listens on and advertises loopback addresses only',
+      )
+        .env('MUTP_PROXY_LOCAL_DEV')
+        .argParser(flag)
+        .default(d.localDev),
+    )
+    .addOption(
       new Option('--allow-private-origins', 'TESTS ONLY: allow loopback, private and link-local origin addresses')
         .env('MUTP_PROXY_ALLOW_PRIVATE_ORIGINS')
         .argParser(flag)
@@ -525,6 +541,17 @@ export function parseConfig(argv: string[], command: Command = buildCommand()): 
   if (origoProblem) command.error(`error: --origo: ${origoProblem}`, { exitCode: 2 });
   if (o.iceUdpMux && (!o.icePortRange || o.icePortRange[0] !== o.icePortRange[1]))
     command.error('error: --ice-udp-mux needs --ice-port-range with a single port (a-a)', { exitCode: 2 });
+  if (o.localDev) {
+    const refusal = localDevRefusal({
+      '--http-host': o.httpHost,
+      '--advertised-http-url': o.advertisedHttpUrl && new URL(o.advertisedHttpUrl).hostname,
+      '--advertised-quic-url': o.advertisedQuicUrl && new URL(o.advertisedQuicUrl).hostname,
+      '--ice-bind': o.iceBind,
+    });
+    if (refusal !== undefined) command.error(`error: ${refusal}`, { exitCode: 2 });
+    // Origins on this machine listen on any port; listed ports are the operator's to keep.
+    if (command.getOptionValueSource('originPorts') === 'default') o.originPorts = '*';
+  }
   return {
     origoUrl: o.origo,
     secret: o.secret,
@@ -538,7 +565,7 @@ export function parseConfig(argv: string[], command: Command = buildCommand()): 
     httpPort: o.httpPort,
     httpHost: o.httpHost,
     advertisedHttpUrl: o.advertisedHttpUrl,
-    iceBind: o.iceBind,
+    iceBind: o.iceBind ?? (o.localDev ? '127.0.0.1' : undefined),
     icePortRange: o.icePortRange,
     mtu: o.mtu,
     iceUdpMux: o.iceUdpMux ?? false,
@@ -556,6 +583,7 @@ export function parseConfig(argv: string[], command: Command = buildCommand()): 
     uploadBurstBytes: o.uploadBurst,
     allowedOrigins: o.allowedOrigins,
     allowPrivateOrigins: o.allowPrivateOrigins,
+    localDev: o.localDev,
     maxTransfers: o.maxTransfers,
     maxTransfersPerClient: o.maxTransfersPerClient,
     maxPeers: o.maxPeers,

@@ -5,7 +5,7 @@
  * workspaces). `--help` lists every option. SIGTERM/SIGINT drain (drain.ts: no new clients or
  * transfers, origo told at once, active transfers get --drain-timeout-ms), then close peers, the
  * origo socket and the HTTP server and exit 0; a second signal exits 1 at once. Exits 1 on a
- * start-up failure, 3 when origo refuses the secret.
+ * start-up failure, 2 on a usage error, 3 when origo refuses this proxy (its reason is logged).
  */
 import './compiled-check';
 import { releaseNodeRtc } from '@mutp/node-rtc';
@@ -33,10 +33,9 @@ async function main(): Promise<void> {
   };
   const proxy = createProxy(config, {
     onFatal: (error) => {
-      // Origo says why (a wrong key, a revoked or banned one, an httpUrl it refuses): its message is the cause.
-      proxy.logger.fatal(
-        `stopping: ${error.message}. Origo refuses this proxy: check the reason above, and --secret / MUTP_PROXY_SECRET if it is the key.`,
-      );
+      // Origo says why (a wrong key, a revoked or banned one, an httpUrl it refuses): the message
+      // carries its reason and the advice for that reason (origo-link.ts refusalAdvice).
+      proxy.logger.fatal(`stopping: ${error.message}`);
       void stop(EXIT_UNAUTHORIZED, 'unauthorized');
     },
   });

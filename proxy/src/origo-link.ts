@@ -95,6 +95,31 @@ export interface OrigoLinkStats {
   signalsDropped: number;
 }
 
+/** Origo's close code for a proxy it refuses or stops accepting (origo's CLOSE.unauthorized). */
+const UNAUTHORIZED_CLOSE = 4001;
+
+/**
+ * What an operator should do about origo's reason for refusing this proxy: the reason names the
+ * cause (a key, an address origo will not offer, a ban), so the advice follows it rather than
+ * always pointing at the key.
+ */
+export function refusalAdvice(reason: string): string {
+  if (/^(httpUrl|quic\.url) refused/.test(reason)) {
+    return (
+      'Origo does not accept the address this proxy advertises: on one machine run both with --local-dev; ' +
+      'on an edge VM give --advertised-http-url a public name'
+    );
+  }
+  if (/revoked/.test(reason)) {
+    return "This proxy's key was revoked: give it a new key in origo's --proxy-keys file and in --secret / MUTP_PROXY_SECRET";
+  }
+  if (/proven false/.test(reason)) return 'Origo will not offer this proxy until the ban ends';
+  if (/secret|key|proxy id/.test(reason)) {
+    return "Check --secret / MUTP_PROXY_SECRET and --proxy-id / MUTP_PROXY_ID against origo's --proxy-keys file";
+  }
+  return 'Origo refuses to register this proxy';
+}
+
 export class OrigoLinkError extends Error {
   override readonly name = 'OrigoLinkError';
   constructor(
@@ -246,6 +271,8 @@ export class OrigoLink implements SignalSink {
       this.stopHeartbeat();
       if (this.stopped) return;
       this.log.warn({ code, reason: reason.toString(), origo: shownUrl(url) }, 'origo connection closed');
+      // Refused without its error frame (lost, or from another origo version): as fatal, on its close reason.
+      if (code === UNAUTHORIZED_CLOSE) return this.refused(reason.toString() || 'unauthorized');
       this.moveOn();
       this.scheduleReconnect();
     });
@@ -325,15 +352,21 @@ export class OrigoLink implements SignalSink {
         break;
       case 'error':
         if (m.code === 'unauthorized') {
-          const error = new OrigoLinkError(m.code, `origo refused this proxy: ${m.message}`);
-          this.log.fatal({ code: m.code, message: m.message }, 'origo refused this proxy (unauthorized)');
-          void this.close();
-          this.options.onFatal(error);
+          this.refused(m.message);
         } else {
           this.log.warn({ code: m.code, message: m.message }, 'error from origo');
         }
         break;
     }
+  }
+
+  /** Origo refuses this proxy (`error unauthorized`, or a 4001 close): fatal, with origo's reason and what to do. */
+  private refused(reason: string): void {
+    if (this.stopped) return;
+    const advice = refusalAdvice(reason);
+    this.log.fatal({ code: 'unauthorized', message: reason, advice }, 'origo refused this proxy (unauthorized)');
+    void this.close();
+    this.options.onFatal(new OrigoLinkError('unauthorized', `origo refused this proxy: ${reason}. ${advice}`));
   }
 
   private startHeartbeat(intervalMs: number): void {

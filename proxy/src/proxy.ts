@@ -96,21 +96,31 @@ export interface Proxy {
 /** A codec's WebAssembly instance larger than this is dropped when its last encoder is freed. */
 export const WASM_RECYCLE_ABOVE_BYTES = 32 * 1024 * 1024;
 
+/** What --local-dev opens among the non-public address classes of origins: this machine. */
+const LOOPBACK_ORIGINS: ReadonlySet<AddressClass> = new Set<AddressClass>(['loopback']);
+
 export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
   const logger = deps.logger ?? pino({ level: config.logLevel, base: { service: 'mutp-proxy', name: config.name } });
   const startedAt = performance.now();
   const metrics = new ProxyMetrics({ defaultMetrics: true });
   const abort = new AbortController();
+  // --local-dev opens loopback only; --allow-private-origins every private class.
+  const localOnly = config.localDev && !config.allowPrivateOrigins;
   const policy: OriginPolicy = {
     allowedOrigins: config.allowedOrigins,
-    allowPrivateOrigins: config.allowPrivateOrigins,
-    allowedClasses: deps.allowedClasses,
+    allowPrivateOrigins: config.allowPrivateOrigins || config.localDev === true,
+    allowedClasses: deps.allowedClasses ?? (localOnly ? LOOPBACK_ORIGINS : undefined),
     originPorts: config.originPorts,
   };
   const tokens = deps.tokens ?? new ClientTokenVerifier();
   if (config.allowPrivateOrigins)
     logger.warn(
       '--allow-private-origins is on: origins on loopback/private/link-local addresses are allowed (tests only)',
+    );
+  if (config.localDev)
+    logger.warn(
+      { httpHost: config.httpHost, iceBind: config.iceBind, originPorts: config.originPorts },
+      'local development (--local-dev): origins on loopback allowed; listening on loopback only',
     );
   // Every byte beyond the cache (sender state, codec copies, fetch buffers) is charged here first.
   const admission = new DrainableAdmission({

@@ -78,6 +78,19 @@ test('usage errors exit 2: an unknown flag, a bad value, a missing value (comman
   }
 });
 
+test('--local-dev refuses an address other machines reach, with exit 2 (issue 32)', async () => {
+  for (const args of [
+    ['--http-host', '0.0.0.0'],
+    ['--advertised-http-url', 'http://edge.example.com:8800'],
+    ['--ice-bind', '192.0.2.1'],
+  ]) {
+    const p = run(['--secret', 's', '--local-dev', ...args]);
+    const code = await within(p.exited, 30_000, `exit on ${args.join(' ')} (output: ${p.output.text})`);
+    expect({ args, code }).toEqual({ args, code: 2 });
+    expect(p.output.text).toContain(`--local-dev listens on and advertises loopback addresses only, and ${args[0]}`);
+  }
+});
+
 test('a start-up failure exits 1: the HTTP port is taken', async () => {
   const taken = createServer();
   await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
@@ -157,6 +170,24 @@ describe('configuration', () => {
       allowPrivateOrigins: true,
       mtu: 1400,
     });
+  });
+
+  test('--local-dev: origins on any port, ICE on loopback; the flag or MUTP_PROXY_LOCAL_DEV (issue 32)', () => {
+    expect(parse(['--secret', 'x', '--local-dev'])).toMatchObject({
+      localDev: true,
+      originPorts: '*',
+      iceBind: '127.0.0.1',
+      allowPrivateOrigins: false, // the policy opens loopback only (proxy.ts)
+    });
+    expect(parse(['--secret', 'x', '--origin-ports', '8080'], { MUTP_PROXY_LOCAL_DEV: '1' })).toMatchObject({
+      localDev: true,
+      originPorts: [8080],
+    });
+    expect(parse(['--secret', 'x']).localDev).toBe(false);
+    expect(() => parse(['--secret', 'x', '--local-dev', '--http-host', '::'])).toThrow(/--http-host gives ::/);
+    expect(() =>
+      parse(['--secret', 'x', '--local-dev', '--advertised-quic-url', 'https://edge.example.com:4433']),
+    ).toThrow(/--advertised-quic-url gives edge.example.com/);
   });
 
   test('bad values are refused', () => {

@@ -7,7 +7,9 @@
 import { Codec, type DatagramChannel, Mode, type RtcPeer, uncodedCodec } from '@mutp/shared';
 import { createNodeRtcFactory, releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
-import { OrigoLink, OrigoLinkOptions } from '../src/origo-link';
+import type { AddressInfo } from 'node:net';
+import { WebSocketServer } from 'ws';
+import { OrigoLink, OrigoLinkOptions, refusalAdvice } from '../src/origo-link';
 import { createProxy } from '../src/proxy';
 import { FakeOrigo, startFakeOrigo } from './fake-origo';
 import {
@@ -144,6 +146,41 @@ test('a wrong secret stops the link for good (no reconnect loop)', async () => {
   } finally {
     await link.close();
     await origo.close();
+  }
+});
+
+test("origo's reason picks the advice: the key only when the key is the reason (issue 32)", () => {
+  expect(refusalAdvice('httpUrl refused: address 127.0.0.1 is loopback, not public')).toMatch(/--local-dev/);
+  expect(refusalAdvice('quic.url refused: another host than httpUrl')).toMatch(/--advertised-http-url/);
+  expect(refusalAdvice('proxy key of edge-1 was revoked')).toMatch(/revoked: give it a new key/);
+  expect(refusalAdvice('edge-1 was proven false against the origin (banned until x)')).toMatch(/ban ends/);
+  expect(refusalAdvice('unknown proxy id or wrong key')).toMatch(/MUTP_PROXY_SECRET/);
+  expect(refusalAdvice('wrong proxy secret')).toMatch(/MUTP_PROXY_SECRET/);
+  for (const reason of ['httpUrl refused: address 10.0.0.1 is private, not public', 'proven false']) {
+    expect(refusalAdvice(reason)).not.toMatch(/--secret/);
+  }
+});
+
+test('a 4001 close without the error frame stops the link too, on its close reason', async () => {
+  const server = new WebSocketServer({ host: '127.0.0.1', port: 0, path: '/v1/proxy' });
+  await new Promise<void>((resolve) => server.once('listening', resolve));
+  let connections = 0;
+  server.on('connection', (ws) => {
+    connections++;
+    ws.once('message', () => ws.close(4001, 'httpUrl refused: address 127.0.0.1 is loopback, not public'));
+  });
+  const fatal: Error[] = [];
+  const url = `ws://127.0.0.1:${(server.address() as AddressInfo).port}/v1/proxy`;
+  const link = new OrigoLink(linkOptions(url, { onFatal: (e) => fatal.push(e) }));
+  try {
+    link.start();
+    await until(() => fatal.length === 1, 5000, 'fatal error');
+    expect(fatal[0].message).toMatch(/^origo refused this proxy: httpUrl refused: .* loopback.*--local-dev/);
+    expect(link.state).toBe('stopped');
+    expect(connections).toBe(1);
+  } finally {
+    await link.close();
+    await new Promise((resolve) => server.close(resolve));
   }
 });
 
