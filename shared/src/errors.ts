@@ -29,9 +29,10 @@ export class TransferError extends Error {
   override readonly name = 'TransferError';
   constructor(
     readonly code: TransferErrorCode,
-    message: string,
+    /** The message without the code in front (for a caller that names the code its own way). */
+    readonly reason: string,
   ) {
-    super(`${code}: ${message}`);
+    super(`${code}: ${reason}`);
   }
 }
 

@@ -52,7 +52,7 @@ function scriptedClient(
       calls.gets.push(o);
       if ((failures[url] ?? 0) > 0) {
         failures[url]--;
-        o.onProgress?.({ dof: 5, totalDof: 10, bytes: 10 });
+        o.onProgress?.({ dof: 5, totalDof: 10, bytes: 10, liveSources: 1, sources: 2 });
         throw new ClientError('download-failed', 'stalled');
       }
       return {

@@ -33,7 +33,7 @@ import {
   windowForPath,
   WithdrawReason,
 } from '..';
-import { DownloadResult, runDownload } from './download';
+import { DownloadProgress, DownloadResult, runDownload } from './download';
 import { sha256 } from '@noble/hashes/sha256';
 import { ClientError } from './errors';
 import { ClientHost } from './host';
@@ -157,7 +157,7 @@ export interface GetOptions {
    */
   origoTimeoutMs?: number;
   connectTimeoutMs?: number;
-  onProgress?: (progress: { dof: number; totalDof: number; bytes: number }) => void;
+  onProgress?: (progress: DownloadProgress) => void;
   /**
    * 'unchecked' only to measure what integrity costs (bench:e2e --integrity-baseline): the
    * download believes the first proxy and checks nothing (ReceiverConfig.integrity). No product

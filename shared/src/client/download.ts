@@ -48,8 +48,19 @@ export interface DownloadOptions {
    * identity first), for origo to judge against the origin.
    */
   onConflict?: (statements: { proxyId: string; meta: Uint8Array }[]) => void;
-  /** Progress: DoF received / needed (0 before the object's length is known). */
-  onProgress?: (progress: { dof: number; totalDof: number; bytes: number }) => void;
+  /** Progress, per datagram received. */
+  onProgress?: (progress: DownloadProgress) => void;
+}
+
+export interface DownloadProgress {
+  /** DoF received / needed (0 before the object's length is known). */
+  dof: number;
+  totalDof: number;
+  /** The object's length (0 before it is known). */
+  bytes: number;
+  /** Sources that can still serve, of `sources` asked. */
+  liveSources: number;
+  sources: number;
 }
 
 export interface SourceShare extends SourceStats {
@@ -94,6 +105,7 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
     sha256: o.sha256,
     signers: links.map((link) => signerOf(link.proxy)),
     verifySignature: o.verifySignature,
+    sourceNames: links.map((link) => link.proxy.name),
   });
 
   return new Promise<DownloadResult>((resolve, reject) => {
@@ -159,7 +171,12 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
         handleMessage: (message, size, now, arrivedAt) => {
           receiver.handleMessage(index, message, size, now, arrivedAt);
           // Per datagram: the cheap getters, not stats() (a copy of every source's counters).
-          if (o.onProgress && !settled) o.onProgress({ ...receiver.progress(), bytes: receiver.objectLength ?? 0 });
+          if (o.onProgress && !settled) {
+            let liveSources = 0;
+            for (let i = 0; i < links.length; i++) if (receiver.sourceLive(i)) liveSources++;
+            const bytes = receiver.objectLength ?? 0;
+            o.onProgress({ ...receiver.progress(), bytes, liveSources, sources: links.length });
+          }
           flush();
         },
         awaiting: () => !settled && receiver.sourceLive(index),
@@ -183,7 +200,10 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
 
 function toClientError(error: TransferError | undefined): ClientError {
   if (!error) return new ClientError('download-failed', 'the transfer ended without an object');
-  return new ClientError(error.code === 'cancelled' ? 'cancelled' : 'download-failed', error.message);
+  // A cancel is a cancel: not "cancelled: cancelled: ..." (the transfer's code is the client's here).
+  return error.code === 'cancelled'
+    ? new ClientError('cancelled', error.reason)
+    : new ClientError('download-failed', error.message);
 }
 
 function summarize(receiver: Receiver, links: ProxyLink[], startedAt: number, now: number, mode: Mode): DownloadResult {

@@ -12,7 +12,7 @@ export { openPreferringQuic, QUIC_HEAD_START_MS } from './transport-choice';
 export type { TransportPreference } from './transport-choice';
 export type { LinkTransport } from './link-transport';
 export { runDownload } from './download';
-export type { DownloadOptions, DownloadResult, SourceShare } from './download';
+export type { DownloadOptions, DownloadProgress, DownloadResult, SourceShare } from './download';
 export { runHttpDownload, baselineUrl } from './http-download';
 export type { HttpDownloadResult } from './http-download';
 export { MutpClient, DEFAULT_CLIENT_CONFIG, origoUrlsOf } from './client';

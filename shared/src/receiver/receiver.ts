@@ -83,6 +83,8 @@ export interface ReceiverOptions {
   signers?: readonly (SourceSigner | undefined)[];
   /** Ed25519 verification (default portable; Node hosts pass node:crypto's). */
   verifySignature?: VerifySignature;
+  /** How errors name each source (the proxy's name); default `#<index>`. */
+  sourceNames?: readonly string[];
 }
 
 export type ReceiverStatus = 'active' | 'complete' | 'failed';
@@ -536,7 +538,9 @@ export class Receiver {
 
   private failIfNoSourceLeft(): void {
     if (this.status === 'active' && this.sources.every((s) => !s.live)) {
-      const reasons = this.sources.map((s, i) => `#${i}: ${s.stats.error ?? s.stats.state}`).join('; ');
+      const reasons = this.sources
+        .map((s, i) => `${this.opts.sourceNames?.[i] ?? `#${i}`}: ${s.stats.error ?? s.stats.state}`)
+        .join('; ');
       this.fail('all-sources-failed', `no source can serve the object (${reasons})`);
     }
   }
