@@ -16,7 +16,7 @@ const MAY_IMPORT = {
   'origin-fetch': ['shared'],
   origo: ['shared', 'cli-options', 'origin-fetch'],
   proxy: ['shared', 'wasm', 'node-rtc', 'quic', 'cli-options', 'origin-fetch'],
-  client: ['shared', 'wasm', 'node-rtc', 'quic'],
+  client: ['shared', 'wasm', 'node-rtc', 'quic', 'cli-options'],
   extension: ['shared', 'wasm'],
   testing: [],
   // The namespace testbed realises the simulator's network profiles (sim/src/profiles.ts).

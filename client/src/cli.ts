@@ -1,40 +1,31 @@
 #!/usr/bin/env -S node --enable-source-maps --conditions=mutp-compiled
 /**
- * `mutp get <url> --mode http|uncoded|rlnc|fountain --proxies N --origo <url>[,<url>...] [--range a-b] [-o file]`:
- * one download (of the whole object, or of bytes a..b of it) through origo and N proxies, with a progress bar, then time, goodput, normalized
- * goodput and per-proxy shares. Several origo URLs are instances of one deployment: the client
- * starts at a random one and moves to the next if it fails.
+ * `mutp get <url>... [-i FILE] [-o file | -d dir] [-c] --mode http|uncoded|rlnc|fountain --proxies N --origo <url>[,<url>...]`:
+ * downloads through origo and N proxies to files, each in ranges, resumable, with progress bars,
+ * then time, goodput, normalized goodput and per-proxy shares (get-command.ts). `mutp playlist`:
+ * a series of segments through one proxy set, staged ahead. Several origo URLs are instances of
+ * one deployment: the client starts at a random one and moves to the next if it fails.
  *
- * Exit codes: 0 downloaded and verified; 1 the download failed; 2 bad usage; 3 origo unreachable
- * or no proxy available; 4 cancelled (SIGINT) or timed out.
+ * Exit codes (exit-codes.ts): 0 done and verified; 1 a download failed; 2 bad usage; 3 origo
+ * unreachable or no proxy available; 4 cancelled (SIGINT) or timed out.
  */
 import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { SingleBar } from 'cli-progress';
-import { ByteRange, rangeProblem } from '@mutp/shared';
-import {
-  ClientError,
-  downloadSeries,
-  GetResult,
-  MutpClient,
-  origoUrlProblem,
-  SegmentRef,
-  TransportPreference,
-} from '@mutp/shared/client';
+import { byteCount, integer } from '@mutp/cli-options';
+import { ByteRange, MAX_OBJECT_BYTES, MAX_SOURCES, rangeProblem } from '@mutp/shared';
+import { downloadSeries, MutpClient, origoUrlProblem, SegmentRef, TransportPreference } from '@mutp/shared/client';
 import { releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
+import { parseChecksum } from './checksum';
+import { EXIT, exitCodeOf } from './exit-codes';
+import { formatSeries } from './format';
+import { GetFlags, planDownloads, runDownloads, UsageError } from './get-command';
 import { createNodeHost } from './node-host';
-import { formatResult, formatSeries } from './format';
 import { parsePlaylist, PlaylistError } from './playlist';
 
-const EXIT = { ok: 0, failed: 1, usage: 2, unreachable: 3, cancelled: 4 } as const;
-
-function positiveInt(v: string): number {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive integer');
-  return n;
-}
+/** Ranges of 16 MiB: a few times that in memory, whatever the object's size. */
+const DEFAULT_CHUNK_BYTES = 16 * 1024 * 1024;
 
 /** `a-b` (inclusive, as in an HTTP Range header) to the range the proxies fetch. */
 function byteRange(v: string): ByteRange {
@@ -61,7 +52,7 @@ function downloadCommand(name: string): Command {
     .addOption(
       new Option('--mode <mode>', 'download mode').choices(['http', 'uncoded', 'rlnc', 'fountain']).default('rlnc'),
     )
-    .option('--proxies <n>', 'number of proxies', positiveInt, 4)
+    .option('--proxies <n>', 'number of proxies', integer(1, MAX_SOURCES), 4)
     .option(
       '--origo <urls>',
       "origo's client endpoint; several origo instances comma-separated",
@@ -82,13 +73,28 @@ function downloadCommand(name: string): Command {
 }
 
 downloadCommand('get')
-  .description('download one object through N proxies')
-  .argument('<url>', 'object URL (http or https), fetched by the proxies from its origin')
+  .description('download objects through N proxies to files, in ranges, resumable')
+  .argument('[urls...]', 'object URLs (http or https), fetched by the proxies from their origins')
   .addOption(new Option('--scheduler <name>', 'sender scheduler').choices(['random', 'rarest', 'partitioned']))
+  .option(
+    '-i, --input-file <file>',
+    'download the URLs in this file (one per line; out= and checksum= lines under one)',
+  )
+  .option('-o, --output <file>', "save as this file (default: the URL's base name)")
+  .option('-d, --dir <dir>', 'save into this directory (created if missing)', undefined)
+  .option('-c, --continue', 'resume an interrupted download (its .part and .mutp files)')
+  .option('--allow-overwrite', 'replace an existing file (or an interrupted download of it)')
+  .option('-j, --max-concurrent-downloads <n>', 'downloads at once (with several URLs)', integer(1, 16), 2)
+  .option(
+    '--chunk-size <bytes>',
+    "largest range fetched at once: the memory a download holds (e.g. 16MiB; at most the proxies' --max-object-bytes)",
+    byteCount(64 * 1024, MAX_OBJECT_BYTES),
+    DEFAULT_CHUNK_BYTES,
+  )
+  .option('--checksum <sha-256=hex>', "the saved file's SHA-256 (checked before it takes its name)", parseChecksum)
   .option('--range <first-last>', 'only these bytes of the object (inclusive offsets, as in HTTP Range)', byteRange)
-  .option('-o, --output <file>', 'write the object to this file')
-  .option('--timeout <ms>', 'give up after this long', positiveInt, 120_000)
-  .option('--no-progress', 'no progress bar')
+  .option('--timeout <ms>', 'give up on a download that makes no progress for this long', integer(1), 120_000)
+  .option('--no-progress', 'no progress bars')
   .option('--json', 'print the result as JSON on the last line of stdout')
   .action(get);
 
@@ -99,23 +105,9 @@ downloadCommand('playlist')
   .argument('<playlist>', 'an HLS media playlist (URL or file), or a file of segment URLs one per line')
   .option('--no-stage', 'fetch every segment on demand (no staging hints)')
   .option('--output-dir <dir>', 'write each segment to this directory (as 00000.seg, 00001.seg, ...)')
-  .option('--timeout <ms>', 'give up on the whole series after this long', positiveInt, 600_000)
+  .option('--timeout <ms>', 'give up on the whole series after this long', integer(1), 600_000)
   .option('--json', 'print the result as JSON on the last line of stdout')
   .action(playlist);
-
-interface GetFlags {
-  mode: 'http' | 'uncoded' | 'rlnc' | 'fountain';
-  scheduler?: 'random' | 'rarest' | 'partitioned';
-  proxies: number;
-  origo: string;
-  insecure?: boolean;
-  transport: TransportPreference;
-  output?: string;
-  range?: ByteRange;
-  timeout: number;
-  progress: boolean;
-  json?: boolean;
-}
 
 /** The --origo list, each URL checked (exits with a usage error). */
 function origoUrlsFrom(flags: { origo: string; insecure?: boolean }): string[] {
@@ -131,19 +123,18 @@ function origoUrlsFrom(flags: { origo: string; insecure?: boolean }): string[] {
   return origoUrls;
 }
 
-/** The exit code of a failed download. */
-function exitCodeOf(e: unknown): number {
-  const error = e instanceof ClientError ? e : new ClientError('download-failed', String(e));
-  console.error(`mutp: ${error.message}`);
-  return error.code === 'origo-unreachable' || error.code === 'no-proxies' || error.code === 'origo-error'
-    ? EXIT.unreachable
-    : error.code === 'cancelled'
-      ? EXIT.cancelled
-      : EXIT.failed;
-}
-
-async function get(url: string, flags: GetFlags): Promise<void> {
-  if (!/^https?:\/\//i.test(url)) program.error(`not an http(s) URL: ${url}`, { exitCode: EXIT.usage });
+async function get(
+  urls: string[],
+  flags: GetFlags & { origo: string; insecure?: boolean; transport: TransportPreference },
+) {
+  const planned = (() => {
+    try {
+      return planDownloads(urls, flags);
+    } catch (e) {
+      if (!(e instanceof UsageError)) throw e;
+      return program.error(`mutp: ${e.message}`, { exitCode: EXIT.usage });
+    }
+  })();
   const origoUrls = origoUrlsFrom(flags);
   const codecs = await loadNodeCodecs();
   const client = new MutpClient(createNodeHost(), {
@@ -152,38 +143,12 @@ async function get(url: string, flags: GetFlags): Promise<void> {
     insecureOrigo: flags.insecure === true,
     transport: flags.transport,
   });
-  const abort = new AbortController();
-  const timer = setTimeout(() => abort.abort(), flags.timeout);
-  process.once('SIGINT', () => abort.abort());
-  const bar =
-    flags.progress && process.stderr.isTTY
-      ? new SingleBar({ format: ' {bar} {percentage}% | {value}/{total} DoF', stream: process.stderr })
-      : undefined;
-  let started = false;
-  let code: number = EXIT.ok;
+  const interrupt = new AbortController();
+  process.once('SIGINT', () => interrupt.abort());
+  let code: number = EXIT.failed;
   try {
-    const result: GetResult = await client.get(url, {
-      mode: flags.mode,
-      proxies: flags.proxies,
-      scheduler: flags.scheduler,
-      ...(flags.range ? { range: flags.range } : {}),
-      signal: abort.signal,
-      onProgress: ({ dof, totalDof }) => {
-        if (!bar || totalDof === 0) return;
-        if (!started) bar.start(totalDof, 0);
-        started = true;
-        bar.update(Math.min(dof, totalDof));
-      },
-    });
-    bar?.stop();
-    if (flags.output) writeFileSync(flags.output, result.object);
-    console.log(formatResult(url, result));
-    if (flags.json) console.log(JSON.stringify(summary(url, result)));
-  } catch (e) {
-    bar?.stop();
-    code = exitCodeOf(e);
+    code = await runDownloads(client, planned, flags, interrupt.signal);
   } finally {
-    clearTimeout(timer);
     client.close();
     releaseNodeRtc();
   }
@@ -256,26 +221,15 @@ async function playlist(source: string, flags: PlaylistFlags): Promise<void> {
     console.log(formatSeries(result, flags.mode));
     if (flags.json) console.log(JSON.stringify(result));
   } catch (e) {
-    code = exitCodeOf(e);
+    const failed = exitCodeOf(e);
+    console.error(`mutp: ${failed.message}`);
+    code = failed.code;
   } finally {
     clearTimeout(timer);
     client.close();
     releaseNodeRtc();
   }
   process.exit(code);
-}
-
-function summary(url: string, r: GetResult) {
-  return {
-    url,
-    mode: r.mode,
-    bytes: r.object.length,
-    ...(r.attributes ? { attributes: r.attributes } : {}),
-    durationMs: r.durationMs,
-    goodputBps: r.goodputBps,
-    normalizedGoodput: r.normalizedGoodput,
-    sources: r.sources.map((s) => ({ proxyId: s.proxyId, name: s.name, bytes: s.bytes, share: s.share })),
-  };
 }
 
 program.parseAsync().catch((e: unknown) => {

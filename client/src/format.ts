@@ -1,24 +1,46 @@
-/** Human-readable summary of one download (the CLI and the demo print it). */
-import { GetResult, SeriesResult } from '@mutp/shared/client';
+/** Human-readable summaries of downloads (the CLI and the demo print them). Units are SI: 1 kB = 1000 B. */
+import { SeriesResult } from '@mutp/shared/client';
+import type { FileResult } from './file-download';
 
 const mb = (bytesPerSecond: number) => `${(bytesPerSecond / 1e6).toFixed(2)} MB/s`;
 
-export function formatResult(url: string, r: GetResult): string {
+/** 999 B, 12.3 kB, 4.56 MB, 2.15 GB (SI, as the rates). */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1000) return `${Math.round(bytes)} B`;
+  const [value, unit] = bytes < 1e6 ? [bytes / 1e3, 'kB'] : bytes < 1e9 ? [bytes / 1e6, 'MB'] : [bytes / 1e9, 'GB'];
+  return `${value.toFixed(value < 10 ? 2 : value < 100 ? 1 : 0)} ${unit}`;
+}
+
+export const formatRate = (bytesPerSecond: number): string => `${formatBytes(bytesPerSecond)}/s`;
+
+/** What one `mutp get` to a file did: bytes, time, goodput, where the bytes sit, each proxy's part. */
+export function formatFileResult(r: FileResult): string {
   const lines = [
-    `${url}: ${r.object.length} bytes in ${r.durationMs.toFixed(0)} ms (${r.mode}), goodput ${mb(r.goodputBps)}, ` +
-      `normalized goodput ${r.normalizedGoodput.toFixed(3)}`,
+    `${r.url} -> ${r.file}: ${r.fetchedBytes} bytes in ${r.durationMs.toFixed(0)} ms (${r.mode}), ` +
+      `goodput ${mb(r.goodputBps)}, normalized goodput ${r.normalizedGoodput.toFixed(3)}`,
   ];
-  const range = r.attributes?.range;
-  if (range)
-    lines.push(
-      `  bytes ${range.start}-${range.start + r.object.length - 1} of ${range.completeLength ?? 'an unknown length'}` +
-        (r.attributes?.contentType ? `, ${r.attributes.contentType}` : ''),
-    );
-  else if (r.attributes?.contentType) lines.push(`  ${r.attributes.contentType}`);
-  for (const s of r.sources) {
-    const detail = 'useful' in s ? `${s.useful} useful of ${s.received} received` : `${s.bytes} bytes received`;
-    lines.push(`  ${s.name.padEnd(16)} share ${(s.share * 100).toFixed(1).padStart(5)}%  ${detail}`);
+  if (r.resumedFrom > r.start)
+    lines.push(`  resumed at byte ${r.resumedFrom}: ${r.resumedFrom - r.start} bytes were already verified`);
+  const where =
+    r.start > 0 || r.bytes !== r.completeLength
+      ? `bytes ${r.start}-${r.start + r.bytes - 1} of ${r.completeLength ?? 'an unknown length'}`
+      : `${r.bytes} bytes`;
+  lines.push(
+    `  ${where}${r.contentType ? `, ${r.contentType}` : ''}, in ${r.ranges} range${r.ranges === 1 ? '' : 's'}`,
+  );
+  lines.push(`  sha-256 ${r.sha256}`);
+  for (const p of r.proxies) {
+    // Parallel HTTP: what a proxy sent beyond its winning responses was thrown away.
+    const wasted = r.mode === 'http' ? Math.max(0, p.bytes - Math.round(p.share * r.fetchedBytes)) : 0;
+    const detail =
+      p.packets !== undefined
+        ? `${p.packets.useful} of ${p.packets.received} packets useful, ${formatBytes(p.bytes)} received`
+        : `${formatBytes(p.bytes)} received${r.mode === 'http' ? `, ${formatBytes(wasted)} wasted` : ''}`;
+    const failed = p.failures.length > 0 ? `; stopped serving: ${p.failures.join('; ')}` : '';
+    lines.push(`  ${p.name.padEnd(16)} share ${(p.share * 100).toFixed(1).padStart(5)}%  ${detail}${failed}`);
   }
+  if (r.ranges > 0 && r.mostProxies < r.proxiesAsked)
+    lines.push(`  asked for ${r.proxiesAsked} proxies; origo offered ${r.mostProxies}`);
   return lines.join('\n');
 }
 

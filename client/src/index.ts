@@ -1,3 +1,3 @@
 export { createNodeHost } from './node-host';
-export { formatResult, formatSeries } from './format';
+export { formatSeries } from './format';
 export { parsePlaylist, PlaylistError, MAX_PLAYLIST_SEGMENTS } from './playlist';

@@ -3,7 +3,8 @@
  * (e2e/media/out) and synthetic objects over plain HTTP, with byte ranges and CORS, and counts
  * requests and the body bytes sent for each (bench:ranges compares what the proxies fetched with
  * what the page got). Fault paths for tests: /status/<code>, /hang, /big/<bytes>; any file also
- * under /fresh/<tag>/<path>, a URL no cache has seen.
+ * under /fresh/<tag>/<path>, a URL no cache has seen. /large/<bytes>/<seed> is a synthetic object
+ * of up to 4 GiB made block by block on demand (ranges of a file larger than memory).
  */
 import { createReadStream, existsSync, statSync } from 'node:fs';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -57,6 +58,25 @@ export function syntheticObject(bytes: number, seed: number): Uint8Array {
 }
 
 const MAX_SYNTHETIC_BYTES = 256 * 1024 * 1024;
+
+/** /large/ objects are made of these blocks, each from its own seed, so any range costs its own bytes only. */
+export const LARGE_BLOCK_BYTES = 64 * 1024;
+const MAX_LARGE_BYTES = 4 * 1024 ** 3;
+
+/** Bytes start..end-1 of /large/<total>/<seed> (block k is the synthetic object of seed*1000003 + k + 1). */
+export function largeObjectSlice(total: number, seed: number, start: number, end: number): Uint8Array {
+  const out = new Uint8Array(Math.max(0, Math.min(end, total) - start));
+  for (let at = start; at < start + out.length; ) {
+    const block = Math.floor(at / LARGE_BLOCK_BYTES);
+    const blockStart = block * LARGE_BLOCK_BYTES;
+    const bytes = syntheticObject(Math.min(LARGE_BLOCK_BYTES, total - blockStart), (seed * 1000003 + block + 1) >>> 0);
+    const from = at - blockStart;
+    const n = Math.min(bytes.length - from, start + out.length - at);
+    out.set(bytes.subarray(from, from + n), at - start);
+    at += n;
+  }
+  return out;
+}
 
 /** `/fresh/<tag>/` in front of a media path (see route()). */
 export const FRESH_ALIAS = /^\/fresh\/[\w-]{1,64}\//;
@@ -162,6 +182,11 @@ function route(
     sendBytes(req, res, Buffer.from(syntheticObject(bytes, seed)), 'application/octet-stream', `"${seed}-v${version}"`);
     return;
   }
+  const large = /^\/large\/(\d+)\/(\d+)$/.exec(path);
+  if (large) {
+    sendLarge(req, res, Number(large[1]), Number(large[2]));
+    return;
+  }
   const big = /^\/big\/(\d+)$/.exec(path);
   if (big) {
     // Chunked, no Content-Length: the size cap must hold while streaming.
@@ -235,4 +260,39 @@ function sendBytes(req: IncomingMessage, res: ServerResponse, bytes: Buffer, typ
   if (range) res.writeHead(206, { ...headers, 'content-range': `bytes ${start}-${end}/${bytes.length}` });
   else res.writeHead(200, headers);
   res.end(req.method === 'HEAD' ? undefined : bytes.subarray(start, end + 1));
+}
+
+/** A /large/ object (or a range of it) streamed block by block, with a strong ETag. */
+function sendLarge(req: IncomingMessage, res: ServerResponse, total: number, seed: number): void {
+  if (total < 1 || total > MAX_LARGE_BYTES) {
+    res.writeHead(413).end();
+    return;
+  }
+  const range = parseRange(req.headers.range, total);
+  if (range === 'invalid') {
+    res.writeHead(416, { 'content-range': `bytes */${total}` }).end();
+    return;
+  }
+  const [start, end] = range ?? [0, total - 1];
+  const headers = {
+    'content-type': 'application/octet-stream',
+    'content-length': String(end - start + 1),
+    'accept-ranges': 'bytes',
+    etag: `"large-${total}-${seed}"`,
+  };
+  if (range) res.writeHead(206, { ...headers, 'content-range': `bytes ${start}-${end}/${total}` });
+  else res.writeHead(200, headers);
+  if (req.method === 'HEAD') return void res.end();
+  let at = start;
+  const pump = () => {
+    while (at <= end) {
+      const next = Math.min(end + 1, (Math.floor(at / LARGE_BLOCK_BYTES) + 1) * LARGE_BLOCK_BYTES);
+      const slice = largeObjectSlice(total, seed, at, next);
+      at = next;
+      if (!res.write(slice)) return void res.once('drain', pump);
+    }
+    res.end();
+  };
+  res.once('close', () => (at = end + 1));
+  pump();
 }

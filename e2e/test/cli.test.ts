@@ -3,11 +3,13 @@
  * the saved bytes, what it prints, and every documented exit code.
  */
 import { ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cluster, spawnService, startCluster } from '../src/cluster';
-import { MEDIA_DIR, Origin, startOrigin, syntheticObject } from '../src/origin';
+import { largeObjectSlice, MEDIA_DIR, Origin, startOrigin, syntheticObject } from '../src/origin';
+import { waitFor } from '@mutp/testing/wait';
 
 jest.setTimeout(120_000);
 
@@ -49,9 +51,9 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'mutp-cli-'));
 });
 
-/** `mutp get <origin path> --origo <the cluster's> [flags]`. */
+/** `mutp get <origin path> --origo <the cluster's> -d <the test's directory> [flags]`. */
 function get(path: string, ...flags: string[]): Promise<CliRun> {
-  return mutp(['get', `${origin.url}${path}`, '--origo', cluster.clientUrl, ...flags]);
+  return mutp(['get', `${origin.url}${path}`, '--origo', cluster.clientUrl, '-d', dir, ...flags]);
 }
 
 afterAll(async () => {
@@ -99,7 +101,7 @@ test('--timeout while the origin hangs: exit 4', async () => {
 
 test('origo unreachable: exit 3', async () => {
   // Nothing listens on port 9 (discard) here: the connection is refused.
-  const run = await mutp(['get', `${origin.url}/object/1000/1`, '--origo', 'ws://127.0.0.1:9/v1/client']);
+  const run = await mutp(['get', `${origin.url}/object/1000/1`, '--origo', 'ws://127.0.0.1:9/v1/client', '-d', dir]);
   expect(run.code).toBe(3);
   expect(run.stderr).toMatch(/^mutp: /m);
 });
@@ -112,7 +114,7 @@ test('more proxies than exist still downloads from those there are', async () =>
 
 test.each([
   [['get', 'ftp://example.org/x'], /not an http\(s\) URL/],
-  [['get', 'http://example.org/x', '--proxies', '0'], /positive integer/],
+  [['get', 'http://example.org/x', '--proxies', '0'], /must be positive/],
   [['get', 'http://example.org/x', '--mode', 'tcp'], /Allowed choices/],
   [['fetch', 'http://example.org/x'], /unknown command/],
 ])('bad usage %j: exit 2 with a message', async (args, message) => {
@@ -156,6 +158,177 @@ test('--range past the end of the object: exit 1, the proxies say the range is n
   const run = await get('/object/300000/43', '--proxies', '2', '--range', '300000-300099');
   expect(run.code).toBe(1);
   expect(run.stderr).toMatch(/range not satisfiable/);
+});
+
+describe('files as aria2 and curl users expect', () => {
+  const json = <T>(run: CliRun): T => JSON.parse(run.stdout.trim().split('\n').pop()!) as T;
+  const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
+  test("no -o: saved under the URL's base name in -d; an existing file is refused before any fetch", async () => {
+    const sub = join(dir, 'default-name');
+    const into = (...flags: string[]) =>
+      mutp(['get', `${origin.url}/object/120000/71`, '--origo', cluster.clientUrl, '-d', sub, ...flags]);
+    const run = await into();
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
+    expect(Buffer.from(readFileSync(join(sub, '71'))).equals(Buffer.from(syntheticObject(120000, 71)))).toBe(true);
+    expect(readdirSync(sub)).toEqual(['71']); // no .part or .mutp left behind
+
+    const asked = origin.requests.get('/object/120000/71');
+    const again = await into();
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/71 exists: choose another name with -o, or replace it with --allow-overwrite/);
+    expect(origin.requests.get('/object/120000/71')).toBe(asked);
+    expect((await into('--allow-overwrite')).code).toBe(0);
+    // -c on a file that is complete does nothing (as wget -c).
+    const complete = await into('-c');
+    expect(complete.code).toBe(0);
+    expect(complete.stderr).toMatch(/already complete/);
+  });
+
+  test('-o through a regular file, -o with two URLs, a URL without a host: usage errors (2) before any fetch', async () => {
+    writeFileSync(join(dir, 'a-file'), 'x');
+    const through = await get('/object/1000/72', '-o', join(dir, 'a-file', 'x.bin'));
+    expect(through.code).toBe(2);
+    expect(through.stderr).toMatch(/cannot create the directory/);
+    const two = await mutp([
+      'get',
+      `${origin.url}/object/1000/73`,
+      `${origin.url}/object/1000/74`,
+      '-o',
+      'x',
+      '-d',
+      dir,
+    ]);
+    expect(two.code).toBe(2);
+    expect(two.stderr).toMatch(/-o names one file/);
+    const hostless = await mutp(['get', 'http://', '-d', dir]);
+    expect(hostless.code).toBe(2);
+    expect(hostless.stderr).toMatch(/not a URL/);
+    expect(origin.requests.get('/object/1000/72') ?? 0).toBe(0);
+  });
+
+  test('split into ranges: each range fetched once per proxy, the file byte-exact, --checksum checked', async () => {
+    const object = syntheticObject(300000, 75);
+    const out = join(dir, 'split.bin');
+    const run = await get(
+      '/object/300000/75',
+      '-o',
+      out,
+      '--chunk-size',
+      '64KiB',
+      '--checksum',
+      `sha-256=${sha256(object)}`,
+      '--json',
+    );
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
+    expect(Buffer.from(readFileSync(out)).equals(Buffer.from(object))).toBe(true);
+    expect(json(run)).toMatchObject({ bytes: 300000, fetchedBytes: 300000, ranges: 5, sha256: sha256(object) });
+    expect(run.stdout).toMatch(/300000 bytes, application\/octet-stream, in 5 ranges/);
+    const ranges = origin.log
+      .filter((r) => r.path === '/object/300000/75' && r.userAgent.startsWith('mutp-proxy'))
+      .map((r) => r.range);
+    expect(new Set(ranges)).toEqual(
+      new Set([
+        'bytes=0-65535',
+        'bytes=65536-131071',
+        'bytes=131072-196607',
+        'bytes=196608-262143',
+        'bytes=262144-299999',
+      ]),
+    );
+  });
+
+  test('a wrong --checksum: exit 1, and neither the file nor its .part is left', async () => {
+    const run = await get('/object/100000/76', '-o', 'bad.bin', '--checksum', `sha-256=${'0'.repeat(64)}`);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/sha-256 is [0-9a-f]{64}, expected 0{64}; the file was removed/);
+    expect(readdirSync(dir).filter((f) => f.startsWith('bad.bin'))).toEqual([]);
+  });
+
+  test('-i FILE with out= and checksum= lines, two at once: both saved, one JSON document', async () => {
+    const sub = join(dir, 'batch');
+    const list = join(dir, 'list.txt');
+    const second = syntheticObject(150000, 78);
+    writeFileSync(
+      list,
+      `${origin.url}/object/100000/77
+  out=first.bin
+${origin.url}/object/150000/78
+  checksum=sha-256=${sha256(second)}
+`,
+    );
+    const run = await mutp([
+      'get',
+      '-i',
+      list,
+      '-j',
+      '2',
+      '--origo',
+      cluster.clientUrl,
+      '-d',
+      sub,
+      '--proxies',
+      '2',
+      '--json',
+    ]);
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
+    expect(Buffer.from(readFileSync(join(sub, 'first.bin'))).equals(Buffer.from(syntheticObject(100000, 77)))).toBe(
+      true,
+    );
+    expect(Buffer.from(readFileSync(join(sub, '78'))).equals(Buffer.from(second))).toBe(true);
+    expect(run.stdout).toMatch(/2 of 2 downloads saved/);
+    const result = json<{ downloads: { ok: boolean; bytes: number }[] }>(run);
+    expect(result.downloads.map((d) => [d.ok, d.bytes])).toEqual([
+      [true, 100000],
+      [true, 150000],
+    ]);
+  });
+
+  test('SIGKILL mid-download, then -c: resumes at the last verified range, byte-exact, nothing verified fetched again', async () => {
+    const total = 48 * 1024 * 1024;
+    const path = `/large/${total}/7`;
+    const out = join(dir, 'large.bin');
+    const args = ['get', `${origin.url}${path}`, '--origo', cluster.clientUrl, '-o', out, '--chunk-size', '1MiB'];
+    const child = spawnService('client/src/cli.ts', [...args, '--proxies', '2'], {});
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    // Killed once a sixth of it is verified (the control file says so).
+    await waitFor(
+      `a sixth of ${path} verified`,
+      () => {
+        const record = JSON.parse(readFileSync(`${out}.mutp`, 'utf8')) as { nextOffset: number };
+        return Promise.resolve(record.nextOffset >= total / 6 ? true : undefined);
+      },
+      60_000,
+      10,
+      () => stderr,
+    );
+    child.kill('SIGKILL');
+    expect(await exited).toBeNull();
+    const control = JSON.parse(readFileSync(`${out}.mutp`, 'utf8')) as { nextOffset: number };
+    expect(control.nextOffset).toBeLessThan(total);
+    const logged = origin.log.length;
+
+    const run = await mutp([...args, '-c', '--proxies', '2', '--json'], 90_000);
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
+    const result = json<{ resumedFrom: number; fetchedBytes: number; bytes: number; sha256: string }>(run);
+    expect(result).toMatchObject({
+      resumedFrom: control.nextOffset,
+      fetchedBytes: total - control.nextOffset,
+      bytes: total,
+    });
+    expect(result.sha256).toBe(sha256(largeObjectSlice(total, 7, 0, total)));
+    expect(run.stdout).toMatch(new RegExp(`resumed at byte ${control.nextOffset}`));
+    // The proxies were asked, after the kill, only for bytes the file did not have verified.
+    const starts = origin.log
+      .slice(logged)
+      .filter((r) => r.path === path)
+      .map((r) => Number(/^bytes=(\d+)-/.exec(r.range ?? '')?.[1]));
+    expect(starts.length).toBeGreaterThan(0);
+    for (const start of starts) expect(start).toBeGreaterThanOrEqual(control.nextOffset);
+    expect(readdirSync(dir).filter((f) => f.startsWith('large.bin'))).toEqual(['large.bin']);
+  }, 180_000);
 });
 
 describe('mutp playlist', () => {

@@ -1,0 +1,81 @@
+/**
+ * The progress lines of `mutp get` (cli-progress, one bar per download under way): bytes done
+ * and the file's size, speed over the last seconds, ETA, and how many of the proxies asked are
+ * still serving. Only on a terminal; elsewhere nothing is drawn.
+ */
+import { MultiBar, SingleBar } from 'cli-progress';
+import type { DownloadProgress } from '@mutp/shared/client';
+import { formatBytes, formatRate } from './format';
+
+/** Speed is measured over this much of the recent past. */
+const SPEED_WINDOW_MS = 3000;
+
+export class ProgressDisplay {
+  private readonly bars?: MultiBar;
+
+  constructor(stream: NodeJS.WriteStream, enabled: boolean) {
+    if (!enabled || !stream.isTTY) return;
+    this.bars = new MultiBar({
+      stream,
+      format: ' {name} {bar} {percentage}% | {done} of {size} | {speed} | ETA {eta_formatted} | {proxies}',
+      hideCursor: true,
+      clearOnComplete: false,
+      barsize: 24,
+      etaBuffer: 50,
+    });
+  }
+
+  /** A line for one download; `update` it per datagram, `finish` it at the end. */
+  track(name: string, proxiesAsked: number): DownloadLine {
+    return new DownloadLine(this.bars?.create(1, 0, blankPayload(name, proxiesAsked)), name, proxiesAsked);
+  }
+
+  stop(): void {
+    this.bars?.stop();
+  }
+}
+
+export class DownloadLine {
+  private readonly samples: { at: number; done: number }[] = [];
+  private proxies: string;
+
+  constructor(
+    private readonly bar: SingleBar | undefined,
+    private readonly name: string,
+    proxiesAsked: number,
+  ) {
+    this.proxies = `${proxiesAsked} proxies asked`;
+  }
+
+  update(done: number, total: number | undefined, progress: DownloadProgress | undefined): void {
+    if (!this.bar) return;
+    const now = Date.now();
+    this.samples.push({ at: now, done });
+    while (this.samples.length > 2 && now - this.samples[0].at > SPEED_WINDOW_MS) this.samples.shift();
+    const first = this.samples[0];
+    const speed = now > first.at ? ((done - first.done) / (now - first.at)) * 1000 : 0;
+    if (progress)
+      this.proxies =
+        progress.liveSources === progress.sources
+          ? `${progress.sources} proxies`
+          : `${progress.liveSources} of ${progress.sources} proxies serving`;
+    if (total !== undefined) this.bar.setTotal(Math.max(total, 1));
+    this.bar.update(done, {
+      name: this.name,
+      done: formatBytes(done),
+      size: total !== undefined ? formatBytes(total) : '?',
+      speed: formatRate(speed),
+      proxies: this.proxies,
+    });
+  }
+
+  /** The line stays, showing the end state. */
+  finish(outcome: string): void {
+    this.bar?.update({ proxies: outcome });
+    this.bar?.stop();
+  }
+}
+
+function blankPayload(name: string, proxiesAsked: number) {
+  return { name, done: '0 B', size: '?', speed: '-', proxies: `${proxiesAsked} proxies asked` };
+}

@@ -1,0 +1,139 @@
+import type { ByteRange } from '@mutp/shared';
+import type { GetResult } from '@mutp/shared/client';
+import { downloadSplit, SplitError, SplitProgress, SplitSink } from '../src/split-download';
+
+/** A resource of `length` bytes (byte i = i mod 251) served range by range as the proxies would. */
+function resource(length: number | (() => number), options: { statesLength?: boolean } = {}) {
+  const asked: ByteRange[] = [];
+  const fetchRange = (range: ByteRange): Promise<GetResult> => {
+    asked.push(range);
+    const total = typeof length === 'function' ? length() : length;
+    if (range.start >= total) return Promise.reject(new Error('download-failed: range not satisfiable (4)'));
+    const end = Math.min(total, range.start + range.length);
+    const object = Uint8Array.from({ length: end - range.start }, (_, i) => (range.start + i) % 251);
+    return Promise.resolve({
+      object,
+      mode: 'rlnc',
+      startedAt: 0,
+      durationMs: 1,
+      goodputBps: 1,
+      normalizedGoodput: 0.5,
+      attributes: {
+        range: { start: range.start, ...(options.statesLength === false ? {} : { completeLength: total }) },
+      },
+      sources: [
+        { proxyId: 'a', name: 'edge-a', bytes: object.length, share: 0.75, useful: 3, received: 4, state: 'active' },
+        {
+          proxyId: 'b',
+          name: 'edge-b',
+          bytes: object.length,
+          share: 0.25,
+          useful: 1,
+          received: 4,
+          state: 'failed',
+          error: 'lost',
+        },
+      ],
+    } as unknown as GetResult);
+  };
+  return { asked, fetchRange };
+}
+
+/** Collects what is written, checking it comes in order. */
+function memorySink(): SplitSink & { bytes: number[]; commits: SplitProgress[] } {
+  const bytes: number[] = [];
+  const commits: SplitProgress[] = [];
+  return {
+    bytes,
+    commits,
+    write: (offset, chunk) => {
+      expect(offset).toBe(commits[commits.length - 1]?.nextOffset ?? offset);
+      bytes.push(...chunk);
+      return Promise.resolve();
+    },
+    commit: (p) => {
+      commits.push(p);
+      return Promise.resolve();
+    },
+  };
+}
+
+const expected = (start: number, end: number) => Array.from({ length: end - start }, (_, i) => (start + i) % 251);
+
+test('the whole resource in ranges of chunkBytes, the last one only as long as what is left', async () => {
+  const r = resource(2500);
+  const sink = memorySink();
+  const result = await downloadSplit(r.fetchRange, { start: 0, chunkBytes: 1000 }, sink);
+  expect(r.asked).toEqual([
+    { start: 0, length: 1000 },
+    { start: 1000, length: 1000 },
+    { start: 2000, length: 500 },
+  ]);
+  expect(sink.bytes).toEqual(expected(0, 2500));
+  expect(sink.commits.map((c) => c.nextOffset)).toEqual([1000, 2000, 2500]);
+  expect(result).toMatchObject({ fetchedBytes: 2500, resumedFrom: 0, completeLength: 2500, ranges: 3, mostProxies: 2 });
+  expect(result.normalizedGoodput).toBeCloseTo(0.5);
+  const [a, b] = result.proxies;
+  expect(a).toMatchObject({ name: 'edge-a', ranges: 3, packets: { received: 12, useful: 9 }, failures: [] });
+  expect(a.share).toBeCloseTo(0.75);
+  expect(b.failures).toEqual(['lost']);
+});
+
+test('a resumed download asks only from where it stopped; --range bounds hold', async () => {
+  const r = resource(10_000);
+  const sink = memorySink();
+  const result = await downloadSplit(r.fetchRange, { start: 1000, end: 4999, chunkBytes: 1500 }, sink, {
+    nextOffset: 2500,
+    completeLength: 10_000,
+  });
+  expect(r.asked).toEqual([
+    { start: 2500, length: 1500 },
+    { start: 4000, length: 1000 },
+  ]);
+  expect(sink.bytes).toEqual(expected(2500, 5000));
+  expect(result).toMatchObject({ fetchedBytes: 2500, resumedFrom: 2500 });
+});
+
+test('a range asked past the end of a shorter resource ends at its end', async () => {
+  const r = resource(1200);
+  const sink = memorySink();
+  await downloadSplit(r.fetchRange, { start: 0, end: 99_999, chunkBytes: 1000 }, sink);
+  expect(r.asked).toEqual([
+    { start: 0, length: 1000 },
+    { start: 1000, length: 200 },
+  ]);
+  expect(sink.bytes).toEqual(expected(0, 1200));
+});
+
+test('an origin that never states the length: a short range is the end, and so is a refused one', async () => {
+  const short = resource(2500, { statesLength: false });
+  const sink = memorySink();
+  await downloadSplit(short.fetchRange, { start: 0, chunkBytes: 1000 }, sink);
+  expect(short.asked).toHaveLength(3);
+  expect(sink.bytes).toEqual(expected(0, 2500));
+
+  const exact = resource(2000, { statesLength: false });
+  const sink2 = memorySink();
+  const result = await downloadSplit(exact.fetchRange, { start: 0, chunkBytes: 1000 }, sink2);
+  expect(exact.asked).toHaveLength(3); // the third is refused (416): the resource ended
+  expect(result.fetchedBytes).toBe(2000);
+});
+
+test('a refused first range is an error, not an empty file', async () => {
+  const r = resource(500);
+  await expect(downloadSplit(r.fetchRange, { start: 600, chunkBytes: 1000 }, memorySink())).rejects.toThrow(
+    /range not satisfiable/,
+  );
+});
+
+test('an object that changes length between ranges fails instead of stitching versions', async () => {
+  let length = 3000;
+  const r = resource(() => length);
+  const sink = memorySink();
+  const run = downloadSplit(r.fetchRange, { start: 0, chunkBytes: 1000 }, sink, undefined, {
+    onRange: () => (length = 4000),
+  });
+  await expect(run).rejects.toThrow(SplitError);
+  await expect(run).rejects.toThrow(/changed while it was downloaded: it had 3000 bytes, now 4000/);
+  expect(sink.commits.map((c) => c.nextOffset)).toEqual([1000]); // what was verified stays committed
+});
