@@ -355,7 +355,7 @@ export class Broker {
     };
     entry.timer.unref();
     this.proxies.set(proxyId, entry);
-    this.deps.metrics.proxies.set(this.proxies.size);
+    this.countProxies();
     this.share(entry);
     peer.send({
       type: 'registered',
@@ -512,6 +512,14 @@ export class Broker {
     };
   }
 
+  /** The gauges of this instance's proxies: registered, and draining among them. */
+  private countProxies(): void {
+    this.deps.metrics.proxies.set(this.proxies.size);
+    let draining = 0;
+    for (const proxy of this.proxies.values()) if (proxy.draining === true) draining++;
+    this.deps.metrics.proxiesDraining.set(draining);
+  }
+
   /** Publishes a local proxy to the other instances; it expires with the heartbeat timeout. */
   private share(p: ProxyEntry): void {
     this.deps.cluster.publishProxy(this.shared(p), this.config.heartbeatTimeoutMs);
@@ -525,7 +533,10 @@ export class Broker {
       this.deps.log.info({ proxyId: proxy.proxyId }, 'proxy draining: no longer offered');
       this.withdraw(proxy.proxyId, 'draining', true);
     }
-    proxy.draining = m.draining === true;
+    if (proxy.draining !== (m.draining === true)) {
+      proxy.draining = m.draining === true;
+      this.countProxies();
+    }
     // A certificate rotation: new clients authenticate the proxy by the new hashes.
     if (m.quicCertificateHashes !== undefined && proxy.quic !== undefined)
       proxy.quic = { url: proxy.quic.url, certificateHashes: m.quicCertificateHashes };
@@ -653,7 +664,7 @@ export class Broker {
   private removeProxy(proxy: ProxyEntry, movedTo?: string): void {
     clearTimeout(proxy.timer);
     this.proxies.delete(proxy.proxyId);
-    this.deps.metrics.proxies.set(this.proxies.size);
+    this.countProxies();
     if (movedTo === undefined) this.deps.cluster.withdrawProxy(proxy.proxyId);
     for (const connectionId of [...proxy.connections]) {
       const connection = this.connections.get(connectionId)!;
@@ -754,10 +765,12 @@ export class Broker {
         this.deps.metrics.invalidMessages.inc({ kind: 'unexpected' });
         client.peer.send({ type: 'error', code: 'unexpected-message', message: 'hello already received' });
         return;
-      case 'request-proxies':
-        return void this.requestProxies(client, m).catch((err: unknown) =>
-          this.deps.log.error({ err, clientId }, 'offering proxies failed'),
-        );
+      case 'request-proxies': {
+        const timer = this.deps.metrics.requestProxiesSeconds.startTimer();
+        return void this.requestProxies(client, m)
+          .catch((err: unknown) => this.deps.log.error({ err, clientId }, 'offering proxies failed'))
+          .finally(timer);
+      }
       case 'signal':
         return this.clientSignal(client, m);
       case 'connection-closed': {

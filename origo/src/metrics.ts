@@ -2,7 +2,9 @@
  * Prometheus metrics of one origo instance, on its own registry (several instances can run in
  * one process, as the tests do), plus prom-client's default process metrics.
  */
-import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 export type SignalDirection = 'client-to-proxy' | 'proxy-to-client';
 /** json: not JSON; schema: JSON failing the schema; oversized: above MAX_SIGNAL_BYTES; unexpected: valid but not allowed now. */
@@ -10,11 +12,29 @@ export type InvalidKind = 'json' | 'schema' | 'oversized' | 'unexpected';
 
 export function createMetrics() {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+  // The process metrics under the same prefix as the proxy's (mutp_proxy_process_cpu_seconds_total).
+  collectDefaultMetrics({ register: registry, prefix: 'mutp_origo_' });
   const registers = [registry];
+  new Gauge({
+    name: 'mutp_origo_build_info',
+    help: 'Always 1: the origo version and the Node.js version running it',
+    labelNames: ['version', 'node'] as const,
+    registers,
+  }).set({ version: packageVersion(), node: process.version }, 1);
   return {
     registry,
     proxies: new Gauge({ name: 'mutp_origo_proxies_connected', help: 'Registered proxies', registers }),
+    proxiesDraining: new Gauge({
+      name: 'mutp_origo_proxies_draining',
+      help: 'Registered proxies draining (no longer offered, finishing their transfers)',
+      registers,
+    }),
+    requestProxiesSeconds: new Histogram({
+      name: 'mutp_origo_request_proxies_duration_seconds',
+      help: 'request-proxies handling, from the message to the answer (proxies, or an error)',
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers,
+    }),
     clients: new Gauge({ name: 'mutp_origo_clients_connected', help: 'Clients that said hello', registers }),
     connections: new Gauge({
       name: 'mutp_origo_connections',
@@ -97,3 +117,8 @@ export function createMetrics() {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/** @mutp/origo's version: package.json is one folder up from src/ and from dist/ alike. */
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version;
+}

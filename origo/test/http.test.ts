@@ -1,5 +1,16 @@
 import { DownloadRecord } from '@mutp/shared';
-import { ADMIN, barrier, closeAll, connectClient, connectProxy, getJson, requestProxies, startOrigo } from './helpers';
+import { waitFor } from '@mutp/testing/wait';
+import {
+  ADMIN,
+  barrier,
+  closeAll,
+  connectClient,
+  connectProxy,
+  getJson,
+  proxyBarrier,
+  requestProxies,
+  startOrigo,
+} from './helpers';
 
 afterEach(closeAll);
 
@@ -118,9 +129,37 @@ describe('health and metrics', () => {
     expect(text).toContain('# TYPE mutp_origo_invalid_messages_total counter');
     expect(text).toContain('# TYPE mutp_origo_records_stored_total counter');
     expect(text).toContain('# TYPE mutp_origo_registrations_refused_total counter');
-    expect(text).toContain('process_cpu_user_seconds_total');
-    expect(text).toContain('nodejs_heap_size_used_bytes');
+    // The process metrics under the prefix the proxy's have too, and the build (issue 32).
+    expect(text).toMatch(/^mutp_origo_process_cpu_user_seconds_total /m);
+    expect(text).toMatch(/^mutp_origo_nodejs_heap_size_used_bytes /m);
+    expect(text).not.toMatch(/^(process|nodejs)_/m);
+    expect(text).toContain(`mutp_origo_build_info{version="0.1.0",node="${process.version}"} 1`);
     await proxy.close();
+  });
+
+  test('/metrics: the draining gauge follows heartbeats; request-proxies handling is timed (issue 32)', async () => {
+    const { port, http } = await startOrigo();
+    const proxy = await connectProxy(port, { proxyId: 'edge-1', name: 'edge-1' });
+    await connectProxy(port, { proxyId: 'edge-2', name: 'edge-2' });
+    const client = await connectClient(port);
+    const metrics = async () => (await fetch(`${http}/metrics`)).text();
+    expect(await metrics()).toMatch(/^mutp_origo_proxies_connected 2$/m);
+    expect(await metrics()).toMatch(/^mutp_origo_proxies_draining 0$/m);
+    proxy.send({ type: 'heartbeat', activeTransfers: 1, uploadBps: 0, capacityBps: 1000, draining: true });
+    await proxyBarrier(proxy);
+    expect(await metrics()).toMatch(/^mutp_origo_proxies_draining 1$/m);
+    expect(await requestProxies(client, 2)).toEqual(['edge-2']);
+    const text = await metrics();
+    expect(text).toMatch(/^mutp_origo_request_proxies_duration_seconds_count 1$/m);
+    expect(text).toMatch(/^mutp_origo_request_proxies_duration_seconds_bucket\{le="\+Inf"\} 1$/m);
+    await proxy.close();
+    await waitFor(
+      'the draining gauge to drop with the proxy',
+      async () => (/^mutp_origo_proxies_draining 0$/m.test(await metrics()) ? true : undefined),
+      10_000,
+      20,
+    );
+    expect(await metrics()).toMatch(/^mutp_origo_proxies_connected 1$/m);
   });
 
   test('/metrics answers a loopback client, or anyone with the metrics token, and nobody else', async () => {

@@ -148,6 +148,8 @@ export async function serveHttpBaseline(
   if (!slot.ok) return fail(503, 'overloaded', PUBLIC_MESSAGES.overloaded);
   inFlight.set(address, fromAddress + 1);
   deps.metrics.transfersActive.inc({ mode: 'http' });
+  const transferTimer = deps.metrics.transferSeconds.startTimer({ mode: 'http' });
+  const firstByteTimer = deps.metrics.firstByteSeconds.startTimer({ mode: 'http' });
   let outcome = 'done';
   try {
     let object;
@@ -178,6 +180,7 @@ export async function serveHttpBaseline(
       'x-mutp-sha256': Buffer.from(object.digest).toString('hex'),
       ...rangeHeaders(object.range),
     });
+    firstByteTimer();
     const completed = await streamShaped(deps, res, object.bytes);
     if (!completed) outcome = 'aborted';
     else
@@ -198,6 +201,7 @@ export async function serveHttpBaseline(
     else inFlight.delete(address);
     slot.grant.release();
     deps.metrics.transfersActive.dec({ mode: 'http' });
+    transferTimer();
     deps.metrics.transfersTotal.inc({ mode: 'http', outcome });
   }
 }

@@ -2,7 +2,12 @@
  * Prometheus metrics of one proxy (its own registry, so several proxies can run in one process,
  * as the tests do). Served at GET /metrics.
  */
-import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** Seconds: from a few milliseconds (a cached object on loopback) to a minute (a large object at a capped rate). */
+const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
 export class ProxyMetrics {
   readonly registry = new Registry();
@@ -21,6 +26,10 @@ export class ProxyMetrics {
   readonly uploadWaits: Counter;
   readonly httpRequests: Counter<'route' | 'status'>;
   readonly quicSessions: Counter<'outcome'>;
+  readonly transferSeconds: Histogram<'mode'>;
+  readonly firstByteSeconds: Histogram<'mode'>;
+  readonly originFetchSeconds: Histogram<'outcome'>;
+  readonly originBytes: Counter;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -96,6 +105,43 @@ export class ProxyMetrics {
       labelNames: ['outcome'],
       registers,
     });
+    this.transferSeconds = new Histogram({
+      name: 'mutp_proxy_transfer_duration_seconds',
+      help: 'Transfers from request to end (any outcome), MUTP by mode, and http',
+      labelNames: ['mode'],
+      buckets: SECONDS_BUCKETS,
+      registers,
+    });
+    this.firstByteSeconds = new Histogram({
+      name: 'mutp_proxy_transfer_first_byte_seconds',
+      help: 'Time to first byte: from a transfer request to its first byte ready to send (its object found in the cache, or fetched), MUTP by mode, and http',
+      labelNames: ['mode'],
+      buckets: SECONDS_BUCKETS,
+      registers,
+    });
+    this.originFetchSeconds = new Histogram({
+      name: 'mutp_proxy_origin_fetch_duration_seconds',
+      help: 'Origin fetches from start to the whole body (or the failure), by outcome (ok, or the error kind)',
+      labelNames: ['outcome'],
+      buckets: SECONDS_BUCKETS,
+      registers,
+    });
+    this.originBytes = new Counter({
+      name: 'mutp_proxy_origin_bytes_total',
+      help: 'Body bytes of completed origin fetches (what the origin sent for the cache)',
+      registers,
+    });
+    new Gauge({
+      name: 'mutp_proxy_build_info',
+      help: 'Always 1: the proxy version and the Node.js version running it',
+      labelNames: ['version', 'node'],
+      registers,
+    }).set({ version: packageVersion(), node: process.version }, 1);
     if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'mutp_proxy_' });
   }
+}
+
+/** @mutp/proxy's version: package.json is one folder up from src/ and from dist/ alike. */
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version;
 }

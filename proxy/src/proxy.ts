@@ -136,8 +136,9 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
     budget: admission.memory,
     maxConcurrentFetches: config.maxOriginFetches,
     minNetworks: config.minNetworks,
-    fetch: (url, control) =>
-      fetchOrigin(url, {
+    fetch: (url, control) => {
+      const timer = metrics.originFetchSeconds.startTimer();
+      return fetchOrigin(url, {
         ...policy,
         maxBytes: config.maxObjectBytes,
         headersTimeoutMs: config.originTimeoutMs,
@@ -146,14 +147,23 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
         signal: AbortSignal.any([abort.signal, control.signal]),
         reserve: control.reserve,
         range: control.range,
-      }).catch((e: unknown) => {
-        const error = asServeError(e);
-        metrics.originErrors.inc({ kind: error.kind });
-        logger.info({ url, kind: error.kind, message: error.message }, 'origin fetch failed');
-        throw error;
-      }),
+      }).then(
+        (fetched) => {
+          timer({ outcome: 'ok' });
+          return fetched;
+        },
+        (e: unknown) => {
+          const error = asServeError(e);
+          timer({ outcome: error.kind });
+          metrics.originErrors.inc({ kind: error.kind });
+          logger.info({ url, kind: error.kind, message: error.message }, 'origin fetch failed');
+          throw error;
+        },
+      );
+    },
     onLookup: (outcome) => metrics.cacheLookups.inc({ outcome }),
     onOriginBytes: (network, bytes) => {
+      metrics.originBytes.inc(bytes);
       if (network !== undefined) hints.chargeOrigin(network, bytes, performance.now());
     },
   });

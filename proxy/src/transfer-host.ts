@@ -92,6 +92,8 @@ export class TransferHost {
   private readonly endpoint: SourceEndpoint;
   /** Origin fetches this peer's transfers wait for, by transfer id. */
   private readonly fetches = new Map<number, AbortController>();
+  /** When each transfer waiting for its object asked for it (clock ms): its time to first byte. */
+  private readonly requestedAt = new Map<number, number>();
   private pumping = false;
   private closed = false;
   private readonly timer: DeadlineTimer;
@@ -245,21 +247,30 @@ export class TransferHost {
     const { metrics } = this.services;
     switch (e.type) {
       case 'fetch':
+        this.requestedAt.set(e.transferId, this.clock());
         this.fetch(e.transferId, e.url, e.mode, e.range);
         break;
       case 'cancel-fetch':
+        this.requestedAt.delete(e.transferId);
         this.fetches.get(e.transferId)?.abort();
         this.fetches.delete(e.transferId);
         break;
-      case 'started':
+      case 'started': {
+        // Without a fetch the REQUEST found its object at once (cached): its first byte is ready now.
+        const requestedAt = this.requestedAt.get(e.transferId);
+        this.requestedAt.delete(e.transferId);
+        const waitedMs = requestedAt === undefined ? 0 : this.clock() - requestedAt;
+        metrics.firstByteSeconds.observe({ mode: e.request.mode }, waitedMs / 1000);
         metrics.transfersActive.inc({ mode: e.request.mode });
         this.log.debug(
           { transferId: e.transferId, mode: e.request.mode, url: e.request.url, bytes: e.objectBytes },
           'transfer started',
         );
         break;
+      }
       case 'ended': {
         metrics.transfersActive.dec({ mode: e.request.mode });
+        metrics.transferSeconds.observe({ mode: e.request.mode }, e.durationMs / 1000);
         metrics.transfersTotal.inc({ mode: e.request.mode, outcome: e.outcome });
         if (e.outcome === 'done')
           this.services.hints?.creditCompleted(this.network, e.sender.layout.objectLength, this.clock());
@@ -284,6 +295,7 @@ export class TransferHost {
         break;
       }
       case 'refused':
+        this.requestedAt.delete(e.transferId);
         this.log.info({ transferId: e.transferId, url: e.url, code: e.code, message: e.message }, 'refused');
         break;
       case 'idle':

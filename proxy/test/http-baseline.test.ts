@@ -221,5 +221,15 @@ test('/healthz and /metrics', async () => {
   expect(text).toMatch(/mutp_proxy_cache_lookups_total\{outcome="hit"\} \d+/);
   expect(text).toMatch(/mutp_proxy_origin_errors_total\{kind="not-found"\} 1/);
   expect(text).toMatch(/mutp_proxy_origin_errors_total\{kind="refused"\} \d+/);
+  // Latency histograms, the origin's bytes, the build, and the process metrics under the prefix (issue 32).
+  const count = (pattern: string) => Number(new RegExp(`^${pattern} (\\d+)$`, 'm').exec(text)?.[1] ?? -1);
+  expect(count('mutp_proxy_transfer_duration_seconds_count\\{mode="http"\\}')).toBeGreaterThan(0);
+  expect(count('mutp_proxy_transfer_first_byte_seconds_count\\{mode="http"\\}')).toBeGreaterThan(0);
+  expect(count('mutp_proxy_origin_fetch_duration_seconds_count\\{outcome="ok"\\}')).toBeGreaterThan(0);
+  expect(count('mutp_proxy_origin_fetch_duration_seconds_count\\{outcome="not-found"\\}')).toBe(1);
+  expect(count('mutp_proxy_origin_bytes_total')).toBeGreaterThanOrEqual(OBJECT.byteLength);
+  expect(text).toContain(`mutp_proxy_build_info{version="0.1.0",node="${process.version}"} 1`);
+  expect(text).toContain('mutp_proxy_process_cpu_user_seconds_total');
+  expect(text).toContain('mutp_proxy_nodejs_heap_size_used_bytes');
   expect((await get(`${base}/nothing`)).status).toBe(404);
 });
