@@ -2,9 +2,10 @@
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { AddressInfo, createServer } from 'node:net';
+import { AddressInfo, connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { waitFor } from '@mutp/testing/wait';
 import { closeAll, connectClient, connectProxy, within } from './helpers';
 
 const MAIN = join(__dirname, '../src/main.ts');
@@ -92,6 +93,55 @@ test('cannot start exits 1: the port is taken', async () => {
     expect(result.stdout + result.stderr).toContain('EADDRINUSE');
   } finally {
     await new Promise((resolve) => taken.close(resolve));
+  }
+});
+
+test('cannot start exits 1: the database cannot be opened', () => {
+  const result = node(['--port', '0', '--db', '/nonexistent-mutp-dir/records.sqlite'], {
+    MUTP_PROXY_SECRET: 'test-proxy-secret',
+  });
+  expect(result.status).toBe(1);
+  expect(result.stdout).toContain('Cannot open database because the directory does not exist');
+});
+
+test('a second signal during the shutdown exits 1 at once', async () => {
+  child = spawn(process.execPath, ['--import', 'tsx', MAIN, '--port', '0', '--db', ':memory:'], {
+    cwd: ROOT,
+    env: { ...process.env, MUTP_PROXY_SECRET: 'test-proxy-secret' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const proc = child;
+  let output = '';
+  proc.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  proc.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
+  await waitFor(
+    'origo to listen',
+    async () => (output.includes('"origo listening"') ? true : undefined),
+    30_000,
+    50,
+    () => output,
+  );
+  // A client socket that never answers, not even the close: the shutdown waits for it (up to
+  // --shutdown-grace-ms, 2 s), so a second signal always finds the first one's under way.
+  const listening = output.split('\n').find((line) => line.includes('"origo listening"'))!;
+  const { port } = JSON.parse(listening) as { port: number };
+  const silent = connect(port, '127.0.0.1');
+  try {
+    silent.write(
+      'GET /v1/client HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
+        'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+    );
+    await within(new Promise((resolve) => silent.once('data', resolve)), 'the WebSocket upgrade of the silent client');
+    // Both signals are held while it is stopped and arrive together.
+    proc.kill('SIGSTOP');
+    proc.kill('SIGTERM');
+    proc.kill('SIGINT');
+    proc.kill('SIGCONT');
+    expect(await within(exited, 'origo to exit after two signals', 15_000)).toBe(1);
+    expect(output).toContain('second signal: exiting now');
+  } finally {
+    silent.destroy();
   }
 });
 

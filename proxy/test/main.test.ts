@@ -3,7 +3,8 @@
  * line; SIGTERM closes everything and exits 0. Configuration from flags and environment.
  */
 import { ChildProcess, spawn } from 'node:child_process';
-import { AddressInfo, createServer } from 'node:net';
+import { createHash } from 'node:crypto';
+import { AddressInfo, createServer, Socket } from 'node:net';
 import { join } from 'node:path';
 import { buildCommand, parseConfig } from '../src/config';
 import { startFakeOrigo } from './fake-origo';
@@ -59,6 +60,51 @@ test('SIGTERM closes the proxy and exits 0', async () => {
   } finally {
     stop(p.child);
     await origo.close();
+  }
+});
+
+test('a second signal during the shutdown exits 1 at once', async () => {
+  // An origo that takes the WebSocket and then never answers, not even the close: the proxy's
+  // shutdown waits for it (up to 1 s), so a second signal always finds the first one's under way.
+  const sockets = new Set<Socket>();
+  let registered = false;
+  const silent = createServer((socket) => {
+    sockets.add(socket);
+    socket.once('data', (request) => {
+      const key = /sec-websocket-key: *(\S+)/i.exec(request.toString())![1];
+      const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+      socket.write(
+        `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`,
+      );
+      socket.once('data', () => (registered = true)); // the register frame: the socket is open
+    });
+  });
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const origo = `ws://127.0.0.1:${(silent.address() as AddressInfo).port}/v1/proxy`;
+  // node itself, not the tsx CLI (a wrapper process in between would get the signals).
+  const main = join(ROOT, 'proxy', 'src', 'main.ts');
+  const child = spawn(process.execPath, ['--import', 'tsx', main, '--secret', 's', '--origo', origo], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  try {
+    await until(() => registered && output.includes('"proxy started"'), 30_000, `start (output: ${output})`);
+    // Both signals are held while it is stopped and arrive together.
+    child.kill('SIGSTOP');
+    child.kill('SIGTERM');
+    child.kill('SIGINT');
+    child.kill('SIGCONT');
+    expect(await within(exited, 15_000, `exit after two signals (output: ${output})`)).toBe(1);
+    expect(output).toContain('second signal: exiting now');
+  } finally {
+    stop(child);
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => silent.close(resolve));
   }
 });
 
