@@ -61,6 +61,9 @@ export function manifest(browser) {
   };
   if (browser === 'chrome') {
     m.minimum_chrome_version = '111'; // content_scripts[].world
+    // What an administrator may set by policy (chrome.storage.managed); Firefox takes the same
+    // keys from its enterprise policies (3rdparty) without a schema.
+    m.storage = { managed_schema: 'managed-schema.json' };
   } else {
     // Firefox runs MV3 backgrounds as event pages (scripts); it ignores service_worker (web-ext lint warns).
     m.background = { scripts: ['background.js'] };

@@ -7,13 +7,13 @@
  * trace of the hook's messages.
  */
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page, WebWorker } from 'puppeteer-core';
 import { ensureBuilt } from './helpers/build';
 import { launchChromium, LaunchedBrowser } from '@mutp/testing/browsers';
 import { startTestServer, TestServer } from './helpers/server';
+import { freePort } from '@mutp/testing/ports';
 import { waitFor } from '@mutp/testing/wait';
 import type { Counters } from '../src/common/counters';
 import type { TabStats } from '../src/common/stats';
@@ -26,18 +26,6 @@ let extensionDir: string;
 let worker: WebWorker;
 let extensionId: string;
 let closedPort: number;
-
-/** A port nobody listens on (origo is down). */
-function unusedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 const PAGE_HTML = `<!doctype html><html><head><script>
   window.__pageMessages = [];
@@ -55,7 +43,7 @@ const PAGE_HTML = `<!doctype html><html><head><script>
 beforeAll(async () => {
   const dir = ensureBuilt();
   extensionDir = dir;
-  closedPort = await unusedPort();
+  closedPort = await freePort();
   server = await startTestServer({
     '/video.html': { body: PAGE_HTML, type: 'text/html' },
   });

@@ -7,7 +7,7 @@
  * RTCPeerConnection): the downloads run in the downloader frames.
  */
 import { isObject, RedeemAnswer, SegmentRecord, ToBackground, TOKEN_PATTERN } from '../common/messages';
-import { ext, saveSettings } from '../common/ext';
+import { ext, MANAGED_MIRROR_KEY, readManaged, saveSettings } from '../common/ext';
 import { Settings } from '../common/settings';
 import { applyCounters, applySegment, emptyTab, TAB_KEY_PREFIX, tabKey, TabStats } from '../common/stats';
 import { DownloaderGrants } from './grants';
@@ -123,3 +123,28 @@ async function applyPreset(): Promise<void> {
 api.runtime.onInstalled.addListener(() => {
   applyPreset().catch(() => undefined);
 });
+
+/**
+ * The operator's settings (storage.managed), mirrored into storage.local for every other part
+ * (see MANAGED_MIRROR_KEY): read when the background starts and whenever the policy changes. A
+ * read that gets no answer is tried again (1 s, 2 s, ... at most 30 s apart) until one does.
+ */
+let mirrorTimer: ReturnType<typeof setTimeout> | undefined;
+
+async function mirrorManaged(attempt = 0): Promise<void> {
+  clearTimeout(mirrorTimer);
+  const managed = await readManaged(2000);
+  if (managed === undefined) {
+    mirrorTimer = setTimeout(() => void mirrorManaged(attempt + 1), Math.min(30_000, 1000 * 2 ** attempt));
+    return;
+  }
+  const got = (await api.storage.local.get(MANAGED_MIRROR_KEY)) as Record<string, unknown>;
+  if (JSON.stringify(got[MANAGED_MIRROR_KEY] ?? null) !== JSON.stringify(managed)) {
+    await api.storage.local.set({ [MANAGED_MIRROR_KEY]: managed });
+  }
+}
+
+api.storage.onChanged.addListener((_changes, area) => {
+  if (area === 'managed') mirrorManaged().catch(() => undefined);
+});
+mirrorManaged().catch(() => undefined);

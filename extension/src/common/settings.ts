@@ -185,3 +185,52 @@ export function siteEnabled(settings: Settings, host: string): boolean {
   const key = siteKey(host);
   return !settings.disabledSites.some((site) => key === site || key.endsWith(`.${site}`));
 }
+
+/** The settings an operator may set by policy (`storage.managed`): all of them. */
+export const SETTING_KEYS = Object.keys(DEFAULT_SETTINGS) as (keyof Settings)[];
+
+/** The settings in effect: the user's (storage.local), overridden by the operator's (storage.managed). */
+export interface SettingsState {
+  settings: Settings;
+  /** Keys the operator set: they override the user's and the options page shows them locked. */
+  locked: (keyof Settings)[];
+  /**
+   * Where the origo URL comes from: 'managed' (policy), 'user' (saved in the options page), or
+   * 'default' (the loopback default of a local test set-up, not a deployment: nothing was set, or
+   * the default was saved as it is).
+   */
+  origoSource: 'managed' | 'user' | 'default';
+}
+
+/**
+ * Merges the user's stored settings with the operator's managed ones. A managed key counts only
+ * when its value survives normalization (a policy with `proxies: "many"` locks nothing and changes
+ * nothing); the user's value of a locked key is ignored.
+ */
+export function mergeSettings(local: unknown, managed: unknown): SettingsState {
+  const user = (local && typeof local === 'object' ? local : {}) as Record<string, unknown>;
+  const policy = (managed && typeof managed === 'object' ? managed : {}) as Record<string, unknown>;
+  const fromPolicy = normalizeSettings(policy);
+  const locked = SETTING_KEYS.filter(
+    (key) =>
+      key in policy &&
+      policy[key] !== undefined &&
+      (key === 'origoUrl' ? validOrigoUrl(policy[key]) !== undefined : sameValue(fromPolicy[key], policy[key], key)),
+  );
+  const merged: Record<string, unknown> = { ...user };
+  for (const key of locked) merged[key] = fromPolicy[key];
+  const settings = normalizeSettings(merged);
+  const origoSource = locked.includes('origoUrl')
+    ? 'managed'
+    : settings.origoUrl !== DEFAULT_SETTINGS.origoUrl
+      ? 'user'
+      : 'default';
+  return { settings, locked, origoSource };
+}
+
+/** Whether normalization kept a managed value (numbers may be rounded or clamped: still the operator's). */
+function sameValue(normalized: unknown, raw: unknown, key: keyof Settings): boolean {
+  if (typeof DEFAULT_SETTINGS[key] === 'number') return typeof raw === 'number' && Number.isFinite(raw);
+  if (Array.isArray(DEFAULT_SETTINGS[key])) return Array.isArray(raw);
+  return normalized === raw;
+}

@@ -19,8 +19,8 @@ import {
   RedeemAnswer,
   ToBackground,
 } from '../common/messages';
-import { ext, loadSettings } from '../common/ext';
-import { normalizeSettings, Settings, SETTINGS_KEY, siteEnabled } from '../common/settings';
+import { ext, loadSettings, onSettingsChanged } from '../common/ext';
+import { normalizeSettings, Settings, siteEnabled } from '../common/settings';
 import { redactUrl } from '../common/media';
 import { hookDeadline } from '../common/deadlines';
 import { Authorization, DownloaderRelay } from './relay';
@@ -241,8 +241,7 @@ loadSettings()
     sendConfig();
   });
 
-api.storage.onChanged.addListener((changes, area) => {
-  if (area !== 'local' || !changes[SETTINGS_KEY]) return;
-  settings = normalizeSettings(changes[SETTINGS_KEY].newValue);
+onSettingsChanged((state) => {
+  settings = state.settings;
   sendConfig();
 });

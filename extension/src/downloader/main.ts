@@ -18,9 +18,9 @@ import {
   ToBackground,
   TOKEN_PATTERN,
 } from '../common/messages';
-import { ext, loadSettings } from '../common/ext';
+import { ext, loadSettings, onSettingsChanged } from '../common/ext';
 import { redactUrl } from '../common/media';
-import { normalizeSettings, origoUrlList, Settings, SETTINGS_KEY } from '../common/settings';
+import { normalizeSettings, origoUrlList, Settings } from '../common/settings';
 import { LoadedCodecs, loadCodecs, WASM_DIR } from './codecs';
 import { Downloader } from './downloader';
 import { createBrowserHost } from './host';
@@ -38,8 +38,8 @@ const settingsReady = loadSettings()
   })
   .catch(() => undefined);
 
-api.storage.onChanged.addListener((changes, area) => {
-  if (area === 'local' && changes[SETTINGS_KEY]) settings = normalizeSettings(changes[SETTINGS_KEY].newValue);
+onSettingsChanged((state) => {
+  settings = state.settings;
 });
 
 function getCodecs(): Promise<LoadedCodecs> {

@@ -1,10 +1,68 @@
-/** The options page: a form over the settings in storage.local. */
-import { ext, loadSettings } from '../common/ext';
-import { DEFAULT_SETTINGS, normalizeSettings, origoUrlProblem, Settings, SETTINGS_KEY } from '../common/settings';
+/**
+ * The options page: a form over the user's settings in storage.local. Settings the operator set
+ * (storage.managed) are shown locked with their managed value; saving keeps them out of the
+ * user's. The connection box checks origo with the saved settings.
+ */
+import { loadSettingsState, onSettingsChanged, saveSettings } from '../common/ext';
+import {
+  DEFAULT_SETTINGS,
+  mergeSettings,
+  normalizeSettings,
+  origoUrlProblem,
+  Settings,
+  SettingsState,
+} from '../common/settings';
+import { ConnectionView } from '../popup/connection-view';
 
 const MIB = 1024 * 1024;
 const form = document.getElementById('form') as HTMLFormElement;
 const status = document.getElementById('status') as HTMLElement;
+let state: SettingsState = mergeSettings(undefined, undefined);
+const connection = new ConnectionView(document.getElementById('connection')!, state);
+
+/** The form fields of each setting (byte sizes are edited in MiB). */
+const FIELDS: Partial<Record<keyof Settings, string>> = {
+  maxObjectBytes: 'maxObjectMiB',
+  rangeCacheBytes: 'rangeCacheMiB',
+};
+const fieldName = (key: keyof Settings) => FIELDS[key] ?? key;
+
+/** Locks the fields the operator set, with a note, and says so at the top. */
+function lock(locked: readonly (keyof Settings)[]): void {
+  for (const note of form.querySelectorAll('.locked-note')) note.remove();
+  for (const element of form.elements) {
+    if (
+      element instanceof HTMLInputElement ||
+      element instanceof HTMLSelectElement ||
+      element instanceof HTMLTextAreaElement
+    ) {
+      element.disabled = false;
+    }
+  }
+  for (const key of locked) {
+    const input = field(fieldName(key));
+    if (!input) continue;
+    input.disabled = true;
+    const note = document.createElement('span');
+    note.className = 'locked-note';
+    note.textContent = ' (set by your administrator)';
+    note.dataset.key = key;
+    input.closest('label')?.append(note);
+  }
+  const notice = document.getElementById('managed')!;
+  notice.hidden = locked.length === 0;
+  notice.textContent =
+    locked.length === 0
+      ? ''
+      : `Your administrator set ${locked.length === 1 ? 'this setting' : 'these settings'} by policy; they cannot be changed here: ${locked.join(', ')}.`;
+}
+
+function applyState(next: SettingsState): void {
+  state = next;
+  fill(next.settings);
+  lock(next.locked);
+  connection.setState(next);
+}
 
 function field<T extends HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement>(name: string): T {
   return form.elements.namedItem(name) as T;
@@ -66,25 +124,38 @@ form.addEventListener('submit', (event) => {
     show(problems.join('; '), true);
     return;
   }
-  ext()
-    .storage.local.set({ [SETTINGS_KEY]: settings })
-    .then(() => {
-      fill(settings);
+  // Locked settings stay the user's own (not the managed value) in storage.local.
+  const patch: Partial<Record<keyof Settings, unknown>> = { ...settings };
+  for (const key of state.locked) delete patch[key];
+  saveSettings(patch as Partial<Settings>)
+    .then(() => loadSettingsState())
+    .then((next) => {
+      applyState(next);
       show('Saved.');
     })
     .catch((e: unknown) => show(`Not saved: ${String(e)}`, true));
 });
 
 document.getElementById('defaults')!.addEventListener('click', () => {
-  fill({ ...DEFAULT_SETTINGS, disabledSites: [], urlPatterns: [...DEFAULT_SETTINGS.urlPatterns] });
+  // Locked fields keep the operator's values.
+  fill(
+    mergeSettings(
+      { ...DEFAULT_SETTINGS, disabledSites: [], urlPatterns: [...DEFAULT_SETTINGS.urlPatterns] },
+      pick(state),
+    ).settings,
+  );
   show('Defaults restored in the form: save to keep them.');
 });
 
-ext().storage.onChanged.addListener((changes, area) => {
-  if (area === 'local' && changes[SETTINGS_KEY]) fill(normalizeSettings(changes[SETTINGS_KEY].newValue));
-});
+/** The managed values of the locked settings. */
+function pick(s: SettingsState): Partial<Settings> {
+  return Object.fromEntries(s.locked.map((key) => [key, s.settings[key]]));
+}
 
-loadSettings()
-  .then(fill)
+onSettingsChanged(applyState);
+
+loadSettingsState()
+  .then(applyState)
   .then(() => document.body.setAttribute('data-ready', '1'))
+  .then(() => connection.test())
   .catch((e: unknown) => show(`Cannot read the settings: ${String(e)}`, true));

@@ -4,11 +4,12 @@
  * per-proxy contribution and the recent downloads — plus the global and per-site switches.
  */
 import { Counters, totalFallbacks } from '../common/counters';
-import { ext, loadSettings, saveSettings } from '../common/ext';
+import { ext, loadSettingsState, onSettingsChanged, saveSettings } from '../common/ext';
 import { SegmentRecord } from '../common/messages';
-import { normalizeSettings, Settings, SETTINGS_KEY, siteEnabled, siteKey } from '../common/settings';
+import { mergeSettings, Settings, SettingsState, siteEnabled, siteKey } from '../common/settings';
 import { emptyTab, tabCounters, tabKey, TabStats } from '../common/stats';
 import { goodputChart } from './chart';
+import { ConnectionView } from './connection-view';
 import { formatBytes, formatMs, formatRate, shortName } from './format';
 
 const api = ext();
@@ -16,7 +17,9 @@ const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as 
 
 let tabId = -1;
 let host = '';
-let settings: Settings = normalizeSettings(undefined);
+let state: SettingsState = mergeSettings(undefined, undefined);
+let settings: Settings = state.settings;
+let connection: ConnectionView | undefined;
 let stats: TabStats = emptyTab(-1);
 
 async function findTab(): Promise<void> {
@@ -51,10 +54,17 @@ function el<K extends keyof HTMLElementTagNameMap>(
   return e;
 }
 
+const LOCKED_TITLE = 'set by your administrator';
+
 function renderSwitches(): void {
-  $<HTMLInputElement>('enabled').checked = settings.enabled;
+  const enabled = $<HTMLInputElement>('enabled');
+  enabled.checked = settings.enabled;
+  enabled.disabled = state.locked.includes('enabled');
+  enabled.title = enabled.disabled ? LOCKED_TITLE : '';
   const site = $<HTMLInputElement>('site');
-  site.disabled = host === '';
+  const siteLocked = state.locked.includes('disabledSites');
+  site.disabled = host === '' || siteLocked;
+  site.title = siteLocked ? LOCKED_TITLE : '';
   site.checked = host !== '' && siteEnabled(settings, host);
   $('site-name').textContent = host || 'this site';
   $('config').textContent = `${settings.mode}, N = ${settings.proxies}, origo ${settings.origoUrl}`;
@@ -163,21 +173,31 @@ function render(): void {
   document.body.setAttribute('data-ready', '1');
 }
 
+function applyState(next: SettingsState): void {
+  state = next;
+  settings = next.settings;
+  connection?.setState(next);
+}
+
 async function main(): Promise<void> {
   await findTab();
-  settings = await loadSettings();
+  applyState(await loadSettingsState());
+  connection = new ConnectionView($('connection'), state);
   const got = (await api.storage.session.get(tabKey(tabId))) as Record<string, unknown>;
   stats = (got[tabKey(tabId)] as TabStats | undefined) ?? emptyTab(tabId);
   render();
+  // Opening the popup checks origo at once (one WebSocket, bounded): the status is there before any video plays.
+  connection.test().catch(() => undefined);
 
   api.storage.onChanged.addListener((changes, area) => {
     if (area === 'session' && changes[tabKey(tabId)]) {
       stats = (changes[tabKey(tabId)].newValue as TabStats | undefined) ?? emptyTab(tabId);
       render();
-    } else if (area === 'local' && changes[SETTINGS_KEY]) {
-      settings = normalizeSettings(changes[SETTINGS_KEY].newValue);
-      render();
     }
+  });
+  onSettingsChanged((next) => {
+    applyState(next);
+    render();
   });
 
   $<HTMLInputElement>('enabled').addEventListener('change', (e) => {
