@@ -241,7 +241,7 @@ test('a --config file with an unknown key or a bad value is refused, naming the 
   const badPort = refused(ORIGO, { 'insecure-proxy-secret': 's', port: 'http-s3cret' });
   expect(badPort).toEqual({
     status: 2,
-    stderr: expect.stringContaining(`"port": expected an integer in [0, 65535], got 'the value'`),
+    stderr: expect.stringContaining('"port": the value is not an integer; it must be non-negative (0..65535)'),
   });
   expect(badPort.stderr).not.toContain('s3cret');
   expect(refused(PROXY, { secret: 's', 'upload-limit': 100, uplaod: 1 })).toEqual({

@@ -16,21 +16,12 @@ import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { Command, InvalidArgumentError } from 'commander';
+import { integer } from '@mutp/cli-options';
 import { buildCli } from '../src/cli';
 import { MAX_ADDRESSES } from './addresses';
 import { Row } from './row';
 import { runRow, Started } from './run';
 import { LoadSettings } from './settings';
-
-function integer(min: number, max: number) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < min || n > max) {
-      throw new InvalidArgumentError(`expected an integer in [${min}, ${max}], got '${value}'`);
-    }
-    return n;
-  };
-}
 
 function fraction(value: string): number {
   const n = Number(value);

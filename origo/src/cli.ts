@@ -2,21 +2,11 @@
  * Command-line flags, environment variables and the --config file of `origo` (each flag's env
  * fallback is in --help; @mutp/cli-options: precedence flags > env > file > defaults).
  */
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, Option } from 'commander';
 import { DEFAULT_CONFIG, OrigoOptions } from './config';
-import { applyConfigFile, CommandWithEnv, localDevRefusal } from '@mutp/cli-options';
+import { applyConfigFile, CommandWithEnv, integer, localDevRefusal } from '@mutp/cli-options';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-
-function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < min || n > max) {
-      throw new InvalidArgumentError(`expected an integer in [${min}, ${max}], got '${value}'`);
-    }
-    return n;
-  };
-}
 
 export function buildCli(): Command {
   const d = DEFAULT_CONFIG;

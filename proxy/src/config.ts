@@ -7,7 +7,14 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { MAX_DATAGRAM_BYTES, MAX_OBJECT_BYTES, MAX_SYMBOL_SIZE, MIN_SYMBOL_SIZE } from '@mutp/shared';
 import { normalizeOrigins } from '@mutp/origin-fetch';
 import { DEFAULT_DRAIN_TIMEOUT_MS } from './drain';
-import { applyConfigFile, exitTwoOnUsageErrors, isLoopbackHost, localDevRefusal } from '@mutp/cli-options';
+import {
+  applyConfigFile,
+  byteCount,
+  exitTwoOnUsageErrors,
+  integer,
+  isLoopbackHost,
+  localDevRefusal,
+} from '@mutp/cli-options';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
@@ -131,24 +138,7 @@ export const DEFAULT_CONFIG: Omit<ProxyConfig, 'secret'> = {
 };
 
 /** Bytes: an integer with an optional unit (K, M, G, KiB, MiB, GiB; powers of 1024). */
-export function parseBytes(text: string): number {
-  const m = /^\s*(\d+)\s*(k|m|g|kib|mib|gib|kb|mb|gb|b)?\s*$/i.exec(text);
-  if (!m) throw new InvalidArgumentError(`${JSON.stringify(text)} is not a byte count (e.g. 268435456, 256MiB)`);
-  const unit = (m[2] ?? 'b').toLowerCase()[0];
-  const factor = unit === 'k' ? 1024 : unit === 'm' ? MiB : unit === 'g' ? 1024 * MiB : 1;
-  const value = Number(m[1]) * factor;
-  if (!Number.isSafeInteger(value)) throw new InvalidArgumentError(`${text} is too large`);
-  return value;
-}
-
-function integer(min: number, max: number) {
-  return (text: string): number => {
-    if (!/^\s*\d+\s*$/.test(text)) throw new InvalidArgumentError(`${JSON.stringify(text)} is not an integer`);
-    const value = Number(text);
-    if (value < min || value > max) throw new InvalidArgumentError(`must be in ${min}..${max}`);
-    return value;
-  };
-}
+export const parseBytes = byteCount();
 
 function portRange(text: string): [number, number] {
   const m = /^(\d+)-(\d+)$/.exec(text.trim());
@@ -420,11 +410,7 @@ export function buildCommand(): Command {
     .addOption(
       new Option('--max-object-bytes <bytes>', `largest object served (at most ${MAX_OBJECT_BYTES})`)
         .env('MUTP_PROXY_MAX_OBJECT_BYTES')
-        .argParser((t) => {
-          const v = parseBytes(t);
-          if (v < 1 || v > MAX_OBJECT_BYTES) throw new InvalidArgumentError(`must be in 1..${MAX_OBJECT_BYTES}`);
-          return v;
-        })
+        .argParser(byteCount(1, MAX_OBJECT_BYTES))
         .default(d.maxObjectBytes, '64MiB'),
     )
     .addOption(

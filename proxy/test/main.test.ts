@@ -240,8 +240,10 @@ describe('configuration', () => {
     expect(() => parse(['--secret', 'x', '--origo', 'http://nope'])).toThrow();
     expect(() => parse(['--secret', 'x', '--ice-port-range', '9-1'])).toThrow();
     expect(() => parse(['--secret', 'x', '--allowed-origins', 'https://a.example/path'])).toThrow();
-    expect(() => parse(['--secret', 'x', '--upload-limit', '-5'])).toThrow();
-    expect(() => parse(['--secret', 'x', '--max-object-bytes', '2GiB'])).toThrow();
+    // The bound missed, not "not an integer" (cli-options' parsers).
+    expect(() => parse(['--secret', 'x', '--upload-limit', '-5'])).toThrow(/must be non-negative \(0\.\.100000000\)/);
+    expect(() => parse(['--secret', 'x', '--max-object-bytes', '2GiB'])).toThrow(/must be at most 1073741824/);
+    expect(() => parse(['--secret', 'x', '--cache-bytes', '-3'])).toThrow(/must be non-negative/);
     expect(() => parse(['--secret', 'x', '--upload-burst', '100'])).toThrow(); // below one datagram
     expect(() => parse(['--secret', 'x', '--origin-ports', '80,0'])).toThrow();
   });
