@@ -92,11 +92,11 @@ test('an origin 404 fails the download: exit 1 with the reason, no file', async 
   expect(() => readFileSync(out)).toThrow();
 });
 
-test('--timeout while the origin hangs: exit 4', async () => {
-  // The proxies wait up to 15 s for the origin's headers; the CLI gives up after 2 s.
+test('--timeout while the origin hangs: exit 4, saying why once', async () => {
+  // The proxies wait up to 15 s for the origin's headers; the CLI gives up after 2 s without progress.
   const run = await get('/hang', '--proxies', '2', '--timeout', '2000');
   expect(run.code).toBe(4);
-  expect(run.stderr).toMatch(/^mutp: /m);
+  expect(run.stderr).toMatch(/^mutp: \S*hang: no progress for 2000 ms$/m);
 });
 
 test('origo unreachable: exit 3', async () => {
@@ -106,10 +106,11 @@ test('origo unreachable: exit 3', async () => {
   expect(run.stderr).toMatch(/^mutp: /m);
 });
 
-test('more proxies than exist still downloads from those there are', async () => {
+test('more proxies than exist still downloads from those there are, and says so', async () => {
   const run = await get('/object/100000/42', '--proxies', '5');
   expect(run.code).toBe(0);
   expect(run.stdout).toMatch(/100000 bytes in/);
+  expect(run.stdout).toMatch(/asked for 5 proxies; origo offered 2/);
 });
 
 test.each([

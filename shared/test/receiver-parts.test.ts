@@ -486,7 +486,7 @@ describe('Completion', () => {
     expect(completion.dof).toBe(2);
   });
 
-  test('a complete object verifies against the agreed identity and can be taken', () => {
+  test('a complete object verifies against the agreed identity and can be taken, once', () => {
     const { completion, layout } = started('uncoded');
     for (let u = 0; u < layout.unitCount; u++) completion.add(1, u, 0, packet(layout, u));
     expect(completion.allUnitsComplete).toBe(true);
@@ -496,9 +496,10 @@ describe('Completion', () => {
     expect(completion.verify({ ...trueIdentity, digest: new Uint8Array(32) })).toMatchObject({
       code: 'digest-mismatch',
     });
-    expect(completion.verifiedObject).toBeUndefined();
     expect(completion.verify(trueIdentity)).toBeUndefined();
-    expect(completion.verifiedObject).toEqual(object);
+    expect(completion.takeObject()).toEqual(object);
+    // Handed over: nothing here holds the object any more (a lingering transfer keeps no copy).
+    expect(completion.takeObject()).toBeUndefined();
   });
 
   test('a check unit that fails names its only contributor and rewinds; excluding it rewinds too', () => {

@@ -58,6 +58,7 @@ interface Setup {
   config?: Partial<ReceiverConfig>;
   now?: number;
   url?: string;
+  sourceNames?: string[];
 }
 
 /** A receiver and helpers that play the sources. */
@@ -89,6 +90,7 @@ class Harness {
       now: s.now ?? 0,
       // One META is enough here: these tests are about everything else (quorum: wasm/test/integrity.test.ts).
       config: { quorum: 1, ...s.config },
+      ...(s.sourceNames ? { sourceNames: s.sourceNames } : {}),
     });
     this.seqs = new Array<number>(s.sourceCount ?? 1).fill(0);
   }
@@ -941,6 +943,19 @@ describe('completion and verification', () => {
     expect(h.receiver.error?.code).toBe('all-sources-failed');
     expect(h.receiver.error?.message).toMatch(/origin said no/);
     expect(h.receiver.nextDeadline()).toBeNull();
+  });
+
+  test('the failure names each source as the caller does (the proxy), else by index', () => {
+    const error = encodeError({ transferId: TRANSFER, code: ErrorCode.OriginNotFound, message: 'origin said no' });
+    const named = new Harness(makeObject(640), { sourceCount: 2, sourceNames: ['edge-a', 'edge-b'] });
+    named.poll(0);
+    named.receiver.handleDatagram(0, error, 10);
+    named.receiver.sourceLost(1, 'connection lost');
+    expect(named.receiver.error?.message).toMatch(/\(edge-a: .*origin said no; edge-b: connection lost\)/);
+    const unnamed = new Harness(makeObject(640), { sourceCount: 1 });
+    unnamed.poll(0);
+    unnamed.receiver.handleDatagram(0, error, 10);
+    expect(unnamed.receiver.error?.message).toMatch(/\(#0: /);
   });
 
   test('a mix of ERROR and dropped sources also fails with all-sources-failed', () => {

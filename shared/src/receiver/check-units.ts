@@ -97,7 +97,8 @@ export interface CheckOutcome {
 
 export class CheckedDecoder {
   readonly checks: CheckLayout;
-  readonly object: Uint8Array;
+  /** The object as verified units fill it (empty once handed over: see releaseObject). */
+  object: Uint8Array;
   private readonly units = new Map<number, CheckUnit>();
   private readonly verified: Uint8Array;
   private verifiedSymbols = 0;
@@ -244,6 +245,14 @@ export class CheckedDecoder {
   free(): void {
     for (const [, c] of this.units) this.drop(c);
     this.units.clear();
+  }
+
+  /**
+   * The object was handed to the caller: this decoder stops holding it, so a finished transfer
+   * that lingers to answer stray data (download.ts) keeps no copy of what it delivered.
+   */
+  releaseObject(): void {
+    this.object = new Uint8Array(0);
   }
 
   // ---------------------------------------------------------------- internals

@@ -140,9 +140,12 @@ export class Completion {
     return undefined;
   }
 
-  /** The verified object, if any. */
-  get verifiedObject(): Uint8Array | undefined {
-    return this.object;
+  /** The verified object, once: the caller owns it from then on (nothing here keeps it). */
+  takeObject(): Uint8Array | undefined {
+    const object = this.object;
+    this.object = undefined;
+    this.decoder?.releaseObject();
+    return object;
   }
 
   /** Releases the decoder's memory (the transfer ended). */

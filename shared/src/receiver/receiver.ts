@@ -744,10 +744,13 @@ export class Receiver {
 
   // ------------------------------------------------------------------ results
 
-  /** The verified object, once status is 'complete'. */
+  /** The verified object, once status is 'complete'; it can be taken once (the receiver keeps no reference). */
   takeObject(): Uint8Array {
-    const object = this.completion.verifiedObject;
-    if (!object) throw new Error(`transfer is ${this.status}, no object`);
+    const object = this.completion.takeObject();
+    if (!object)
+      throw new Error(
+        `transfer is ${this.status}, no object${this.status === 'complete' ? ' left: already taken' : ''}`,
+      );
     return object;
   }
 
