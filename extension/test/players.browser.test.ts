@@ -12,6 +12,7 @@ import { launchChromium, LaunchedBrowser } from '@mutp/testing/browsers';
 import { buildHarness } from './helpers/harness';
 import { startTestServer, TestServer } from './helpers/server';
 import type { Counters } from '../src/common/counters';
+import { workerNotice } from '../src/common/explain';
 
 jest.setTimeout(120_000);
 
@@ -70,7 +71,8 @@ beforeAll(async () => {
       '/hls.html': {
         body: PLAYER_PAGE(
           '/hls.js',
-          `const hls = new Hls({ enableWorker: false });
+          // hls.js's default: it transmuxes in a worker (which must raise no worker notice, issue 32).
+          `const hls = new Hls({ enableWorker: true });
            hls.on(Hls.Events.ERROR, (_e, d) => { if (d.fatal) window.__errors.push('hls: ' + d.details); });
            hls.loadSource('/static/hls/index.m3u8');
            hls.attachMedia(video);`,
@@ -98,7 +100,7 @@ afterAll(async () => {
   if (mediaDir) rmSync(mediaDir, { recursive: true, force: true });
 });
 
-async function play(pagePath: string, segmentFiles: string[]) {
+async function play(pagePath: string, segmentFiles: string[], expectWorkers: boolean) {
   const page = await browser.browser.newPage();
   const pageErrors: string[] = [];
   page.on('pageerror', (e) => pageErrors.push(String(e)));
@@ -129,6 +131,10 @@ async function play(pagePath: string, segmentFiles: string[]) {
     // the server saw each one from the fake downloader's fetch only (same count as served).
     const segmentRequests = server.log.filter((l) => segmentFiles.some((f) => l.includes(f)));
     expect(segmentRequests.length).toBe(c.served);
+    // What reached the player through MSE came from those requests: no worker notice, whatever
+    // workers the player runs (hls.js transmuxes in one, issue 32).
+    expect(c.appendedBytes).toBeGreaterThan(0);
+    expect({ workers: c.workers > 0, notice: workerNotice(c) }).toEqual({ workers: expectWorkers, notice: undefined });
   } finally {
     await page.close();
   }
@@ -139,6 +145,7 @@ test('hls.js (fMP4) plays with every segment served by the hook', async () => {
   await play(
     '/hls.html',
     files.map((f) => `/static/hls/${f}`),
+    true,
   );
 });
 
@@ -147,5 +154,6 @@ test('dash.js plays with every segment served by the hook', async () => {
   await play(
     '/dash.html',
     files.map((f) => `/static/dash/${f}`),
+    false,
   );
 });

@@ -36,7 +36,50 @@ export interface Counters {
    * and a worker's fetch/XHR go to the network unseen (see extension/README.md, Workers).
    */
   workers: number;
+  /** Time from each served request to its answer (what the player waited for MUTP), ms. */
+  servedMs: number;
+  /**
+   * The plain network as this page saw it (Resource Timing of the main thread's document): files
+   * of at least {@link NETWORK_SAMPLE_MIN_BYTES} fetched from the network (not from the cache),
+   * their bytes and the time each took from its start to its last byte. The baseline of the
+   * popup's "time saved".
+   */
+  networkFiles: number;
+  networkBytes: number;
+  networkMs: number;
+  /** Bytes the main thread's fetch/XHR requests got from the network (any size, where the browser tells). */
+  fetchedBytes: number;
+  /** The main thread's fetch/XHR responses whose size the browser hides (cross-origin without Timing-Allow-Origin). */
+  fetchedUnsized: number;
+  /** Bytes the page appended to SourceBuffers on the main thread (what reached the player through MSE). */
+  appendedBytes: number;
+  /** Media elements given a MediaSourceHandle: MSE run inside a worker, whose fetches the hook cannot see. */
+  workerMediaSources: number;
 }
+
+/** Network files smaller than this say more about latency than about throughput: not a baseline sample. */
+export const NETWORK_SAMPLE_MIN_BYTES = 256 * 1024;
+
+/** The counters that are plain sums (every field but the reason maps). */
+const SUMS = [
+  'media',
+  'intercepted',
+  'served',
+  'servedBytes',
+  'aborted',
+  'manifests',
+  'segmentsKnown',
+  'requests',
+  'workers',
+  'servedMs',
+  'networkFiles',
+  'networkBytes',
+  'networkMs',
+  'fetchedBytes',
+  'fetchedUnsized',
+  'appendedBytes',
+  'workerMediaSources',
+] as const;
 
 export function emptyCounters(): Counters {
   return {
@@ -51,6 +94,14 @@ export function emptyCounters(): Counters {
     segmentsKnown: 0,
     requests: 0,
     workers: 0,
+    servedMs: 0,
+    networkFiles: 0,
+    networkBytes: 0,
+    networkMs: 0,
+    fetchedBytes: 0,
+    fetchedUnsized: 0,
+    appendedBytes: 0,
+    workerMediaSources: 0,
   };
 }
 
@@ -62,15 +113,7 @@ export function totalFallbacks(c: Counters): number {
 export function sumCounters(list: Counters[]): Counters {
   const out = emptyCounters();
   for (const c of list) {
-    out.media += c.media;
-    out.intercepted += c.intercepted;
-    out.served += c.served;
-    out.servedBytes += c.servedBytes;
-    out.aborted += c.aborted;
-    out.manifests += c.manifests;
-    out.segmentsKnown += c.segmentsKnown;
-    out.requests += c.requests;
-    out.workers += c.workers ?? 0;
+    for (const key of SUMS) out[key] += c[key] ?? 0;
     for (const [reason, n] of Object.entries(c.fallbacks)) out.fallbacks[reason] = (out.fallbacks[reason] ?? 0) + n;
     for (const [cause, n] of Object.entries(c.origoCauses ?? {}))
       out.origoCauses[cause] = (out.origoCauses[cause] ?? 0) + n;
@@ -83,15 +126,7 @@ export function sanitizeCounters(raw: unknown): Counters {
   const r = (raw && typeof raw === 'object' ? raw : {}) as Record<string, unknown>;
   const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.floor(v) : 0);
   const out = emptyCounters();
-  out.media = num(r.media);
-  out.intercepted = num(r.intercepted);
-  out.served = num(r.served);
-  out.servedBytes = num(r.servedBytes);
-  out.aborted = num(r.aborted);
-  out.manifests = num(r.manifests);
-  out.segmentsKnown = num(r.segmentsKnown);
-  out.requests = num(r.requests);
-  out.workers = num(r.workers);
+  for (const key of SUMS) out[key] = num(r[key]);
   const names = (v: unknown, into: Record<string, number>) => {
     const f = v && typeof v === 'object' ? (v as Record<string, unknown>) : {};
     for (const [name, n] of Object.entries(f).slice(0, 64)) {

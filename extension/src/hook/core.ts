@@ -4,7 +4,7 @@
  * the counters. The fetch and XHR wrappers (fetch.ts, xhr.ts) only translate between the page's
  * API and this.
  */
-import { Counters, emptyCounters } from '../common/counters';
+import { Counters, emptyCounters, NETWORK_SAMPLE_MIN_BYTES } from '../common/counters';
 import { GetFailure, GetRequest, GetSuccess, HookConfig, MAX_UPCOMING } from '../common/messages';
 import { manifestHint } from '../common/media';
 import { hookDeadline, MIN_DEADLINE_MS } from '../common/deadlines';
@@ -37,6 +37,17 @@ export interface Timers {
   clearTimeout(handle: unknown): void;
 }
 
+/** What the hook reads of a Resource Timing entry (the page's own network fetches). */
+export interface NetworkEntry {
+  initiatorType: string;
+  /** Body bytes as sent (0 when the browser hides it: cross-origin without Timing-Allow-Origin). */
+  encodedBodySize: number;
+  /** 0 for a response from the cache (or hidden). */
+  transferSize: number;
+  startTime: number;
+  responseEnd: number;
+}
+
 /** (Defined with the deadline rule in common/deadlines.ts, which the content script shares.) */
 export { MIN_DEADLINE_MS };
 /** Manifests larger than this are not parsed. */
@@ -58,6 +69,8 @@ export class HookCore {
   constructor(
     private readonly transport: DownloaderTransport,
     private readonly timers: Timers,
+    /** Monotonic ms (the page's performance.now); without it served requests are not timed. */
+    private readonly now?: () => number,
   ) {}
 
   setConfig(config: HookConfig): void {
@@ -93,6 +106,39 @@ export class HookCore {
     this.changed();
   }
 
+  /** The page appended bytes to a SourceBuffer (main thread): media that reached the player. */
+  noteAppended(bytes: number): void {
+    if (!(bytes > 0)) return;
+    this.counters.appendedBytes += bytes;
+    this.changed();
+  }
+
+  /** A media element got a MediaSourceHandle: its MediaSource (and so its fetches) live in a worker. */
+  noteWorkerMediaSource(): void {
+    this.counters.workerMediaSources++;
+    this.changed();
+  }
+
+  /**
+   * A file the page fetched from the network (Resource Timing). Requests served by MUTP never
+   * reach the network, so they are not here: these are fallbacks, pass-through and other files.
+   */
+  noteNetwork(e: NetworkEntry): void {
+    const c = this.counters;
+    const fromNetwork = e.transferSize > 0;
+    if (e.initiatorType === 'xmlhttprequest' || e.initiatorType === 'fetch') {
+      if (e.encodedBodySize > 0) c.fetchedBytes += e.encodedBodySize;
+      else if (e.transferSize === 0 && e.responseEnd > 0) c.fetchedUnsized++;
+    }
+    const ms = e.responseEnd - e.startTime;
+    if (fromNetwork && e.encodedBodySize >= NETWORK_SAMPLE_MIN_BYTES && ms > 0) {
+      c.networkFiles++;
+      c.networkBytes += e.encodedBodySize;
+      c.networkMs += ms;
+    }
+    this.changed();
+  }
+
   /** The deadline for one request: 2× the segment's duration when known, at most the configured one. */
   deadlineFor(d: InterceptDecision): number {
     return hookDeadline(this.config?.deadlineMs ?? 10_000, d.segment?.duration);
@@ -106,6 +152,7 @@ export class HookCore {
     let settled = false;
     let resolve!: (o: Outcome) => void;
     const promise = new Promise<Outcome>((r) => (resolve = r));
+    const started = this.now?.();
     const finish = (o: Outcome) => {
       if (settled) return;
       settled = true;
@@ -113,6 +160,8 @@ export class HookCore {
       if (o.kind === 'served') {
         this.counters.served++;
         this.counters.servedBytes += o.answer.body.byteLength;
+        const now = this.now?.();
+        if (started !== undefined && now !== undefined) this.counters.servedMs += Math.max(0, now - started);
       } else if (o.kind === 'fallback') {
         this.bump(o.reason);
         if (o.cause) this.counters.origoCauses[o.cause] = (this.counters.origoCauses[o.cause] ?? 0) + 1;

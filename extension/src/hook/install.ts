@@ -10,6 +10,8 @@ import { createXhrClass } from './xhr';
 export function installHook(core: HookCore, g: PageGlobals): void {
   const win = g.window;
   countWorkers(core, win);
+  watchMediaSources(core, win);
+  watchNetwork(core, win);
   const hookedFetch = createFetch(core, g);
   Object.defineProperty(hookedFetch, 'name', { value: 'fetch' });
   Object.defineProperty(hookedFetch, 'length', { value: 1 });
@@ -47,6 +49,75 @@ function countWorkers(core: HookCore, win: Window): void {
     },
   });
   Object.defineProperty(win, 'Worker', { ...descriptor, value: Counted });
+}
+
+/**
+ * What reaches the player through MSE on the main thread (SourceBuffer.prototype.appendBuffer,
+ * counted, then the native one with the same arguments), and media elements given a
+ * MediaSourceHandle (MSE in a worker). Together with the page's own requests this tells whether
+ * media arrived past the hook, i.e. through a worker (common/explain.ts). `name` and `length` of
+ * the wrapped method stay the native ones.
+ */
+function watchMediaSources(core: HookCore, win: Window): void {
+  const w = win as unknown as {
+    SourceBuffer?: { prototype: { appendBuffer: (data: BufferSource) => void } };
+    HTMLMediaElement?: { prototype: object };
+    MediaSourceHandle?: abstract new () => unknown;
+  };
+  const proto = w.SourceBuffer?.prototype;
+  const native = proto?.appendBuffer;
+  if (proto && typeof native === 'function') {
+    const counted = {
+      appendBuffer(this: unknown, data: BufferSource) {
+        try {
+          core.noteAppended((data as ArrayBufferView | ArrayBuffer)?.byteLength ?? 0);
+        } catch {
+          // counting never changes what the page does
+        }
+        // eslint-disable-next-line prefer-rest-params
+        return Reflect.apply(native, this, arguments);
+      },
+    }.appendBuffer;
+    Object.defineProperty(counted, 'name', { value: native.name });
+    Object.defineProperty(counted, 'length', { value: native.length });
+    const d = Object.getOwnPropertyDescriptor(proto, 'appendBuffer');
+    Object.defineProperty(proto, 'appendBuffer', { ...d, value: counted });
+  }
+  const Handle = w.MediaSourceHandle;
+  const mediaProto = w.HTMLMediaElement?.prototype;
+  const src = mediaProto && Object.getOwnPropertyDescriptor(mediaProto, 'srcObject');
+  if (typeof Handle === 'function' && mediaProto && src?.set && src.get) {
+    const set = src.set;
+    Object.defineProperty(mediaProto, 'srcObject', {
+      ...src,
+      set: {
+        srcObject(this: unknown, value: unknown) {
+          try {
+            if (value instanceof Handle) core.noteWorkerMediaSource();
+          } catch {
+            // as above
+          }
+          set.call(this, value);
+        },
+      }.srcObject,
+    });
+  }
+}
+
+/** The page's own network fetches (Resource Timing, including those before the hook ran). */
+function watchNetwork(core: HookCore, win: Window): void {
+  const Observer = (win as unknown as { PerformanceObserver?: typeof PerformanceObserver }).PerformanceObserver;
+  if (typeof Observer !== 'function') return;
+  const observer = new Observer((list) => {
+    for (const e of list.getEntries() as PerformanceResourceTiming[]) {
+      try {
+        core.noteNetwork(e);
+      } catch {
+        // as above
+      }
+    }
+  });
+  observer.observe({ type: 'resource', buffered: true });
 }
 
 /** A random session id (per page document). */

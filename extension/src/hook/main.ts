@@ -38,7 +38,7 @@ function start(): void {
     () => ({ session, pageUrl: win.location.href }),
     (port, message) => g.portPostMessage.call(port, message),
   );
-  const core = new HookCore(transport, g);
+  const core = new HookCore(transport, g, g.now);
 
   let countersTimer: unknown;
   const publish = () => {

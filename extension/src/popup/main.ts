@@ -7,6 +7,7 @@ import { Counters, totalFallbacks } from '../common/counters';
 import { ext, loadSettingsState, onSettingsChanged, saveSettings } from '../common/ext';
 import { SegmentRecord } from '../common/messages';
 import { mergeSettings, Settings, SettingsState, siteEnabled, siteKey } from '../common/settings';
+import { estimateSavings, workerNotice } from '../common/explain';
 import { emptyTab, tabCounters, tabKey, TabStats } from '../common/stats';
 import { goodputChart } from './chart';
 import { ConnectionView } from './connection-view';
@@ -80,15 +81,51 @@ function renderCounters(c: Counters): void {
     ...Object.entries(c.fallbacks)
       .sort((a, b) => b[1] - a[1])
       .map(([reason, n]) => el('li', `${reason}: ${n}`)),
-    ...(c.workers > 0
-      ? [
-          el(
-            'li',
-            `not covered: ${c.workers} page worker${c.workers === 1 ? '' : 's'} (media a player fetches inside a worker goes to the network unseen)`,
-          ),
-        ]
-      : []),
+    ...workerLines(c),
   );
+}
+
+/** "not covered: ..." only when media reached the player past the hook through a worker (common/explain.ts). */
+function workerLines(c: Counters): HTMLElement[] {
+  const notice = workerNotice(c);
+  if (!notice) return [];
+  const workers = `${notice.workers} page worker${notice.workers === 1 ? '' : 's'}`;
+  const text =
+    notice.kind === 'worker-mse'
+      ? `not covered: ${workers} (the player runs its MediaSource in a worker: its media goes to the network unseen)`
+      : `not covered: ${workers} (≈ ${formatBytes(notice.bytes)} reached the player that no request of the page fetched: a worker fetched it past MUTP)`;
+  const li = el('li', text);
+  li.id = 'worker-notice';
+  return [li];
+}
+
+/** Time and bytes saved against the plain network (common/explain.ts; the popup's "How this is computed"). */
+function renderSavings(c: Counters): void {
+  const s = estimateSavings(c);
+  const lines: HTMLElement[] = [];
+  if (s.served === 0) {
+    lines.push(el('div', 'nothing served by MUTP on this tab yet', 'muted'));
+  } else {
+    const time = el('div');
+    time.id = 'saved-time';
+    if (s.savedMs !== undefined && s.networkMs !== undefined && s.network) {
+      const verb = s.savedMs >= 0 ? 'saved' : 'lost';
+      time.append(el('strong', `${formatMs(Math.abs(s.savedMs))} ${verb}`));
+      time.append(
+        ` — ${s.served} served in ${formatMs(s.servedMs)}; the network ≈ ${formatMs(s.networkMs)} at ${formatRate(s.network.bps)} (measured on ${s.network.files} file${s.network.files === 1 ? '' : 's'}, ${formatBytes(s.network.bytes)})`,
+      );
+    } else {
+      time.append(
+        el('strong', 'time saved: no estimate yet'),
+        ` — ${s.served} served in ${formatMs(s.servedMs)}; no file of 256 KiB or more came from the network on this tab to compare with`,
+      );
+    }
+    const bytes = el('div');
+    bytes.id = 'saved-bytes';
+    bytes.append(el('strong', formatBytes(s.servedBytes)), ' from the edge proxies instead of the origin server');
+    lines.push(time, bytes);
+  }
+  $('savings').replaceChildren(...lines);
 }
 
 /**
@@ -166,6 +203,7 @@ function render(): void {
   renderSwitches();
   const counters = tabCounters(stats);
   renderCounters(counters);
+  renderSavings(counters);
   renderOrigo(counters, stats.segments);
   $('chart').replaceChildren(goodputChart(stats.segments));
   renderProxies(stats.segments, stats);

@@ -96,7 +96,7 @@ const transport = new PortTransport(
   g.now,
   () => ({ session: 'test', pageUrl: location.href }),
 );
-const core = new HookCore(transport, g);
+const core = new HookCore(transport, g, g.now);
 installHook(core, g);
 core.setConfig({
   enabled: params.get('enabled') !== '0',
