@@ -6,10 +6,10 @@
  * are locked in the options page. Firefox's real managed storage: managed.firefox.browser.test.ts.
  */
 import type { Page, WebWorker } from 'puppeteer-core';
-import { launchChromium, LaunchedBrowser } from '@mutp/testing/browsers';
+import type { LaunchedBrowser } from '@mutp/testing/browsers';
 import { freePort } from '@mutp/testing/ports';
 import { waitFor } from '@mutp/testing/wait';
-import { ensureBuilt } from './helpers/build';
+import { launchWithExtension } from './helpers/extension-browser';
 import { FakeOrigo, startFakeOrigo } from './helpers/fake-origo';
 import { startTestServer, TestServer } from './helpers/server';
 
@@ -22,21 +22,11 @@ let worker: WebWorker;
 let extensionId: string;
 
 beforeAll(async () => {
-  const dir = ensureBuilt();
   server = await startTestServer({ '/livez': { body: '{"status":"alive"}', type: 'application/json' } });
   origo = await startFakeOrigo(
     ['edge-1', 'edge-2', 'edge-3'].map((name) => ({ proxyId: `p-${name}`, name, httpUrl: server.url })),
   );
-  browser = await launchChromium({
-    enableExtensions: true,
-    args: [`--disable-extensions-except=${dir}`, `--load-extension=${dir}`],
-  });
-  const target = await browser.browser.waitForTarget(
-    (t) => t.type() === 'service_worker' && t.url().endsWith('/background.js'),
-    { timeout: 20_000 },
-  );
-  extensionId = new URL(target.url()).host;
-  worker = (await target.worker())!;
+  ({ browser, worker, extensionId } = await launchWithExtension());
 });
 
 afterAll(async () => {
