@@ -66,7 +66,7 @@ const MAX_LARGE_BYTES = 4 * 1024 ** 3;
 /** Bytes start..end-1 of /large/<total>/<seed> (block k is the synthetic object of seed*1000003 + k + 1). */
 export function largeObjectSlice(total: number, seed: number, start: number, end: number): Uint8Array {
   const out = new Uint8Array(Math.max(0, Math.min(end, total) - start));
-  for (let at = start; at < start + out.length; ) {
+  for (let at = start; at < start + out.length;) {
     const block = Math.floor(at / LARGE_BLOCK_BYTES);
     const blockStart = block * LARGE_BLOCK_BYTES;
     const bytes = syntheticObject(Math.min(LARGE_BLOCK_BYTES, total - blockStart), (seed * 1000003 + block + 1) >>> 0);
