@@ -17,7 +17,7 @@ export class ProgressDisplay {
     if (!enabled || !stream.isTTY) return;
     this.bars = new MultiBar({
       stream,
-      format: ' {name} {bar} {percentage}% | {done} of {size} | {speed} | ETA {eta_formatted} | {proxies}',
+      format: ' {name} {bar} {percentage}% | {done} of {size} | {speed} | ETA {eta} | {proxies}',
       hideCursor: true,
       clearOnComplete: false,
       barsize: 24,
@@ -65,17 +65,26 @@ export class DownloadLine {
       done: formatBytes(done),
       size: total !== undefined ? formatBytes(total) : '?',
       speed: formatRate(speed),
+      eta: total !== undefined && speed > 0 ? formatEta((total - done) / speed) : '-',
       proxies: this.proxies,
     });
   }
 
   /** The line stays, showing the end state. */
   finish(outcome: string): void {
-    this.bar?.update({ proxies: outcome });
+    this.bar?.update({ eta: '-', proxies: outcome });
     this.bar?.stop();
   }
 }
 
 function blankPayload(name: string, proxiesAsked: number) {
-  return { name, done: '0 B', size: '?', speed: '-', proxies: `${proxiesAsked} proxies asked` };
+  return { name, done: '0 B', size: '?', speed: '-', eta: '-', proxies: `${proxiesAsked} proxies asked` };
+}
+
+/** 45s, 3m05s, 2h07m. */
+export function formatEta(seconds: number): string {
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
 }

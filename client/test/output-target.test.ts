@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { fileNameOf, planOutput } from '../src/output-target';
 import { parseInputList, urlProblem } from '../src/input-list';
 import { parseChecksum } from '../src/checksum';
+import { formatEta } from '../src/progress-display';
 
 let dir: string;
 beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'mutp-out-'))));
@@ -68,4 +69,8 @@ test("an input file in aria2's form: URLs, comments, out= and checksum= under a 
   expect(() => parseInputList('ftp://x/y\n', 'l')).toThrow(/l:1: not an http/);
   expect(() => parseInputList('# nothing\n', 'l')).toThrow(/no URL/);
   expect(() => parseChecksum('md5=abc')).toThrow(/expected sha-256=/);
+});
+
+test('ETA reads as a person says it', () => {
+  expect([formatEta(0.4), formatEta(45), formatEta(185), formatEta(7620)]).toEqual(['0s', '45s', '3m05s', '2h07m']);
 });
