@@ -218,7 +218,7 @@ test('objects above maxObjectBytes: the download stops when the length is known;
   const answer = t.d.handle(req(url));
   await flush();
   const call = t.client().calls[0];
-  call.options.onProgress?.({ dof: 0, totalDof: 100, bytes: 50_000_000 });
+  call.options.onProgress?.({ dof: 0, totalDof: 100, bytes: 50_000_000, liveSources: 2, sources: 2 });
   expect(call.options.signal?.aborted).toBe(true);
   expect(failed(await answer)).toMatchObject({ ok: false, reason: 'too-large' });
   expect(failed(await t.d.handle(req(url)))).toMatchObject({ reason: 'too-large' });
@@ -435,7 +435,8 @@ test('progress: the first datagram cancels the first-byte timer; later ones cost
   const answer = d.handle(req('https://cdn.example/a.ts'));
   await flush();
   const call = client().calls[0];
-  for (let i = 0; i < 1000; i++) call.options.onProgress?.({ dof: i, totalDof: 1000, bytes: 5000 });
+  for (let i = 0; i < 1000; i++)
+    call.options.onProgress?.({ dof: i, totalDof: 1000, bytes: 5000, liveSources: 2, sources: 2 });
   expect(timers).toEqual({ set: 1, cancelled: 1 });
   call.resolve(object(5000));
   expect(ok(await answer).status).toBe(200);

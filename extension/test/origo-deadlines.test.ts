@@ -168,7 +168,7 @@ test("a download with no byte by the first-byte limit stops with 'no-first-byte'
   const slow = t.d.handle(req({ deadlineMs: 5000 }));
   const moving = t.d.handle(req({ deadlineMs: 5000 }));
   await flush();
-  t.client.calls[1].options.onProgress?.({ dof: 1, totalDof: 10, bytes: 100 });
+  t.client.calls[1].options.onProgress?.({ dof: 1, totalDof: 10, bytes: 100, liveSources: 2, sources: 2 });
   expect(t.timers.map((x) => x.cancelled)).toEqual([false, true]);
   t.timers[0].fire();
   expect(await slow).toMatchObject({ ok: false, reason: 'no-first-byte' });

@@ -60,7 +60,7 @@ const fakeClient: ClientLike = {
         if (o.range && o.range.start >= obj.bytes.length)
           return reject(new ClientError('download-failed', 'all sources failed: range not satisfiable (8)'));
         const result = fakeResult(obj.bytes.slice(), delay, o.range);
-        o.onProgress?.({ dof: 1, totalDof: 1, bytes: result.object.length });
+        o.onProgress?.({ dof: 1, totalDof: 1, bytes: result.object.length, liveSources: 1, sources: 1 });
         resolve(result);
       }, delay);
     });
