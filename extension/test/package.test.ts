@@ -77,3 +77,13 @@ test.each([
     });
   }
 });
+
+test('the Chrome manifest names the managed-settings schema, and it is the one in static/', () => {
+  const manifest = JSON.parse(readFileSync(join(CHROME_DIR, 'manifest.json'), 'utf8')) as {
+    storage?: { managed_schema?: string };
+  };
+  expect(manifest.storage).toEqual({ managed_schema: 'managed-schema.json' });
+  expect(JSON.parse(readFileSync(join(CHROME_DIR, 'managed-schema.json'), 'utf8'))).toEqual(
+    JSON.parse(readFileSync(join(EXTENSION_ROOT, 'static', 'managed-schema.json'), 'utf8')),
+  );
+});
