@@ -24,8 +24,8 @@ import { GetFlags, planDownloads, runDownloads, UsageError } from './get-command
 import { createNodeHost } from './node-host';
 import { parsePlaylist, PlaylistError } from './playlist';
 
-/** Ranges of 16 MiB: a few times that in memory, whatever the object's size. */
-const DEFAULT_CHUNK_BYTES = 16 * 1024 * 1024;
+/** Ranges of 8 MiB: a few times that in memory whatever the object's size, and at most that fetched again after an interruption. */
+const DEFAULT_CHUNK_BYTES = 8 * 1024 * 1024;
 
 /** `a-b` (inclusive, as in an HTTP Range header) to the range the proxies fetch. */
 function byteRange(v: string): ByteRange {
@@ -87,7 +87,7 @@ downloadCommand('get')
   .option('-j, --max-concurrent-downloads <n>', 'downloads at once (with several URLs)', integer(1, 16), 2)
   .option(
     '--chunk-size <bytes>',
-    "largest range fetched at once: the memory a download holds (e.g. 16MiB; at most the proxies' --max-object-bytes)",
+    "largest range fetched at once: the memory a download holds (e.g. 8MiB; at most the proxies' --max-object-bytes)",
     byteCount(64 * 1024, MAX_OBJECT_BYTES),
     DEFAULT_CHUNK_BYTES,
   )

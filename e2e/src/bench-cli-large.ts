@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Cluster, startCluster } from './cluster';
-import { largeObjectSlice, LARGE_BLOCK_BYTES, Origin, startOrigin } from './origin';
+import { largeObjectSlice, LARGE_BLOCK_BYTES, Origin, originQuiet, startOrigin } from './origin';
 
 const ROOT = join(__dirname, '..', '..');
 const MUTP = join(ROOT, 'client', 'bin', 'mutp.js');
@@ -43,20 +43,11 @@ function peakRssMiB(pid: number): number {
 
 /** Runs mutp; with `killAt`, SIGKILLs it once the control file says that many bytes are verified. */
 function runMutp(args: string[], out: string, killAt?: number): Promise<RunOutcome> {
-  const child = spawn(
-    process.execPath,
-    [
-      ...(process.env.MUTP_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
-      '--enable-source-maps',
-      '--conditions=mutp-compiled',
-      MUTP,
-      ...args,
-    ],
-    {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  // The launcher itself, so its #! line (node's flags, the allocator's setting) applies as for a user.
+  const child = spawn(MUTP, args, {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -108,7 +99,7 @@ async function main(): Promise<void> {
       gib: { type: 'string', default: '2' },
       proxies: { type: 'string', default: '4' },
       mode: { type: 'string', default: 'rlnc' },
-      'chunk-size': { type: 'string', default: '16MiB' },
+      'chunk-size': { type: 'string' },
       'kill-at': { type: 'string', default: '0.5' },
     },
   });
@@ -140,8 +131,7 @@ async function main(): Promise<void> {
       String(values.mode),
       '--proxies',
       String(proxies),
-      '--chunk-size',
-      String(values['chunk-size']),
+      ...(values['chunk-size'] ? ['--chunk-size', values['chunk-size']] : []),
       '--no-progress',
       '--timeout',
       '300000',
@@ -150,6 +140,8 @@ async function main(): Promise<void> {
     const first = await runMutp(args, out, Math.floor(total * Number(values['kill-at'])));
     if (first.killedAt === undefined)
       throw new Error(`the first run was not killed (exit ${first.code}): ${first.stderr}`);
+    // What the killed run's proxies were still fetching arrives first; after that it is the resume's.
+    await originQuiet(origin, path);
     const logged = origin.log.length;
     // The range in flight at the kill: asked of the origin, never committed (fetched again on resume).
     const inFlight = new Set<string>();
@@ -183,7 +175,7 @@ async function main(): Promise<void> {
       bytes: total,
       proxies,
       mode: values.mode,
-      chunkSize: values['chunk-size'],
+      chunkSize: values['chunk-size'] ?? 'default (8MiB)',
       killedAtBytes: first.killedAt,
       resumedFrom: summary.resumedFrom,
       inFlightRangeBytes: inFlightBytes,

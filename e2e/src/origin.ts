@@ -44,6 +44,22 @@ export interface Origin {
   close(): Promise<void>;
 }
 
+/**
+ * Resolves once `path` has had no request for `quietMs` (fetches a killed client's proxies still
+ * had under way have reached the origin); rejects after `timeoutMs`.
+ */
+export async function originQuiet(origin: Origin, path: string, quietMs = 1000, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let seen = origin.requests.get(path) ?? 0;
+  let quietSince = Date.now();
+  while (Date.now() - quietSince < quietMs) {
+    if (Date.now() > deadline) throw new Error(`${path} still requested after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+    const now = origin.requests.get(path) ?? 0;
+    if (now !== seen) [seen, quietSince] = [now, Date.now()];
+  }
+}
+
 /** Deterministic bytes for /object/<bytes>/<seed>: the same on every run. */
 export function syntheticObject(bytes: number, seed: number): Uint8Array {
   const out = new Uint8Array(bytes);

@@ -8,7 +8,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cluster, spawnService, startCluster } from '../src/cluster';
-import { largeObjectSlice, MEDIA_DIR, Origin, startOrigin, syntheticObject } from '../src/origin';
+import { largeObjectSlice, MEDIA_DIR, Origin, originQuiet, startOrigin, syntheticObject } from '../src/origin';
 import { waitFor } from '@mutp/testing/wait';
 
 jest.setTimeout(120_000);
@@ -309,6 +309,8 @@ ${origin.url}/object/150000/78
     expect(await exited).toBeNull();
     const control = JSON.parse(readFileSync(`${out}.mutp`, 'utf8')) as { nextOffset: number };
     expect(control.nextOffset).toBeLessThan(total);
+    // What the killed run's proxies were still fetching has arrived; what comes next is the resume's.
+    await originQuiet(origin, path);
     const logged = origin.log.length;
 
     const run = await mutp([...args, '-c', '--proxies', '2', '--json'], 90_000);
