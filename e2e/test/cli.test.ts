@@ -381,3 +381,48 @@ describe('mutp playlist', () => {
     expect(missing.stderr).toMatch(/cannot read the playlist/);
   });
 });
+
+describe('a proxy that dies mid-download', () => {
+  // Last in the file: it restarts one of the cluster's proxies.
+  test('with two proxies a range cannot be confirmed by one: exit 1 naming why, .part kept; -c after the restart finishes it', async () => {
+    const total = 24 * 1024 * 1024;
+    const path = `/large/${total}/9`;
+    const out = join(dir, 'dying.bin');
+    const args = ['get', `${origin.url}${path}`, '--origo', cluster.clientUrl, '-o', out, '--chunk-size', '1MiB'];
+    const child = spawnService('client/src/cli.ts', [...args, '--proxies', '2'], {});
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    await waitFor(
+      `a quarter of ${path} verified`,
+      () => {
+        const record = JSON.parse(readFileSync(`${out}.mutp`, 'utf8')) as { nextOffset: number };
+        return Promise.resolve(record.nextOffset >= total / 4 ? true : undefined);
+      },
+      60_000,
+      10,
+      () => stderr,
+    );
+    cluster.kill('cli-p1');
+    // Two agreeing sources are needed to trust a range (docs/security.md): one left cannot confirm the next.
+    expect(await exited).toBe(1);
+    expect(stderr).toMatch(/fewer than 2 sources could confirm the object/);
+    expect(stderr).toMatch(/dying\.bin\.part is kept: run again with -c to resume/);
+    const kept = (JSON.parse(readFileSync(`${out}.mutp`, 'utf8')) as { nextOffset: number }).nextOffset;
+    expect(kept).toBeGreaterThanOrEqual(total / 4);
+
+    await cluster.restartProxy('cli-p1');
+    const resumed = await mutp([...args, '-c', '--proxies', '2', '--json'], 90_000);
+    expect({ code: resumed.code, stderr: resumed.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
+    expect(JSON.parse(resumed.stdout.trim().split('\n').pop()!)).toMatchObject({ resumedFrom: kept, bytes: total });
+    expect(sha256OfFile(out)).toBe(
+      createHash('sha256')
+        .update(largeObjectSlice(total, 9, 0, total))
+        .digest('hex'),
+    );
+  }, 180_000);
+});
+
+function sha256OfFile(file: string): string {
+  return createHash('sha256').update(readFileSync(file)).digest('hex');
+}
