@@ -11,7 +11,7 @@ log() { printf '[setup] %s\n' "$*"; }
 # tests, ffmpeg makes the test streams; iproute2 and procps run the namespace testbed;
 # redis-server and postgresql back the tests of origo's shared state and records (the tests start
 # their own servers on loopback ports, the packaged services are not used).
-APT_PACKAGES=(ca-certificates git build-essential python3 emscripten chromium firefox-esr ffmpeg iproute2 procps redis-server postgresql)
+APT_PACKAGES=(ca-certificates git curl openssl build-essential python3 emscripten chromium firefox-esr ffmpeg iproute2 procps redis-server postgresql)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ "${#missing[@]}" -gt 0 ]; then
