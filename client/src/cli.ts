@@ -91,6 +91,12 @@ downloadCommand('get')
     byteCount(64 * 1024, MAX_OBJECT_BYTES),
     DEFAULT_CHUNK_BYTES,
   )
+  .option(
+    '--max-tries <n>',
+    'tries per range when a failure can be mended by trying again (1 = no retry)',
+    integer(1, 100),
+    5,
+  )
   .option('--checksum <sha-256=hex>', "the saved file's SHA-256 (checked before it takes its name)", parseChecksum)
   .option('--range <first-last>', 'only these bytes of the object (inclusive offsets, as in HTTP Range)', byteRange)
   .option('--timeout <ms>', 'give up on a download that makes no progress for this long', integer(1), 120_000)

@@ -17,11 +17,15 @@ export interface FileDownloadOptions {
   /** The bytes of the resource asked for (`--range`); the whole resource when absent. */
   range?: ByteRange;
   chunkBytes: number;
+  /** Tries per range (--max-tries). */
+  maxTries: number;
   resume: boolean;
   checksum?: Checksum;
   signal: AbortSignal;
   /** Bytes of the file done (resumed prefix included) and its size once known, per datagram. */
   onBytes?: (done: number, total: number | undefined, progress: DownloadProgress | undefined) => void;
+  /** A range failed and is tried again after `waitMs`. */
+  onRetry?: (range: ByteRange, attempt: number, error: unknown, waitMs: number) => void;
 }
 
 export interface FileResult extends SplitResult {
@@ -75,11 +79,17 @@ export async function downloadToFile(
     o.onBytes?.(resumedAt, known !== undefined ? sizeOf(identity, known) : undefined, undefined);
     split = await downloadSplit(
       fetchRange,
-      { start, ...(identity.end !== undefined ? { end: identity.end } : {}), chunkBytes: o.chunkBytes },
+      {
+        start,
+        ...(identity.end !== undefined ? { end: identity.end } : {}),
+        chunkBytes: o.chunkBytes,
+        maxTries: o.maxTries,
+      },
       part,
       part.resumeFrom,
       {
         onBytes: (done, total, progress) => o.onBytes?.(done, total, progress),
+        ...(o.onRetry ? { onRetry: o.onRetry } : {}),
         onRange: (_result, progress) => {
           const total = progress.completeLength !== undefined ? sizeOf(identity, progress.completeLength) : undefined;
           o.onBytes?.(progress.nextOffset - start, total, undefined);

@@ -29,6 +29,8 @@ export function formatFileResult(r: FileResult): string {
     `  ${where}${r.contentType ? `, ${r.contentType}` : ''}, in ${r.ranges} range${r.ranges === 1 ? '' : 's'}`,
   );
   lines.push(`  sha-256 ${r.sha256}`);
+  if (r.retries > 0)
+    lines.push(`  ${r.retries} range${r.retries === 1 ? ' was' : 's were'} tried again after a failure`);
   for (const p of r.proxies) {
     // Parallel HTTP: what a proxy sent beyond its winning responses was thrown away.
     const wasted = r.mode === 'http' ? Math.max(0, p.bytes - Math.round(p.share * r.fetchedBytes)) : 0;

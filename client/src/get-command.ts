@@ -28,6 +28,7 @@ export interface GetFlags {
   allowOverwrite?: boolean;
   maxConcurrentDownloads: number;
   chunkSize: number;
+  maxTries: number;
   checksum?: Checksum;
   range?: ByteRange;
   timeout: number;
@@ -151,11 +152,14 @@ async function downloadOne(
   interrupt.addEventListener('abort', stop, { once: true });
   let lastDone = -1;
   let timer: NodeJS.Timeout | undefined;
+  const rearm = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => abort.abort(new Error(`no progress for ${flags.timeout} ms`)), flags.timeout);
+  };
   const watch = (done: number) => {
     if (done === lastDone && timer) return;
     lastDone = done;
-    clearTimeout(timer);
-    timer = setTimeout(() => abort.abort(new Error(`no progress for ${flags.timeout} ms`)), flags.timeout);
+    rearm();
   };
   watch(0);
   try {
@@ -165,12 +169,21 @@ async function downloadOne(
       ...(flags.scheduler ? { scheduler: flags.scheduler } : {}),
       ...(flags.range ? { range: flags.range } : {}),
       chunkBytes: flags.chunkSize,
+      maxTries: flags.maxTries,
       resume: plan.resume,
       ...(item.checksum ? { checksum: item.checksum } : {}),
       signal: abort.signal,
       onBytes: (done, total, progress) => {
         watch(done);
         line.update(done, total, progress);
+      },
+      onRetry: (range, attempt, error, waitMs) => {
+        rearm(); // the wait before a retry does not count against --timeout
+        const why = error instanceof Error ? error.message : String(error);
+        display.log(
+          `mutp: ${name}: bytes ${range.start}-${range.start + range.length - 1}: ${why}; ` +
+            `trying again in ${waitMs / 1000} s (try ${attempt} of ${flags.maxTries})`,
+        );
       },
     });
     line.finish('saved');
@@ -213,6 +226,7 @@ function jsonSummary(url: string, o: Outcome) {
     fetchedBytes: r.fetchedBytes,
     resumedFrom: r.resumedFrom,
     ranges: r.ranges,
+    retries: r.retries,
     attributes: {
       ...(r.contentType ? { contentType: r.contentType } : {}),
       ...(r.start > 0 || r.bytes !== r.completeLength

@@ -30,6 +30,12 @@ export class ProgressDisplay {
     return new DownloadLine(this.bars?.create(1, 0, blankPayload(name, proxiesAsked)), name, proxiesAsked);
   }
 
+  /** A message above the bars (or on stderr when there are none). */
+  log(line: string): void {
+    if (this.bars) this.bars.log(`${line}\n`);
+    else console.error(line);
+  }
+
   stop(): void {
     this.bars?.stop();
   }

@@ -17,6 +17,8 @@ export interface SplitPlan {
   end?: number;
   /** Largest range asked for at once (the memory a download holds). */
   chunkBytes: number;
+  /** Tries per range (aria2's --max-tries); a failure that trying again can mend is retried. Default 1. */
+  maxTries?: number;
 }
 
 /** How far a download got: every byte before `nextOffset` is written and verified. */
@@ -58,6 +60,8 @@ export interface SplitResult {
   /** The resource's end as the proxies stated it; undefined when the origin never said. */
   completeLength?: number;
   ranges: number;
+  /** Ranges tried again after a failure that trying again could mend. */
+  retries: number;
   /** Bytes of all ranges / bytes received from every proxy (each range's normalized goodput, weighted). */
   normalizedGoodput: number;
   contentType?: string;
@@ -71,6 +75,10 @@ export class SplitError extends Error {
 }
 
 export interface SplitEvents {
+  /** A range failed and is tried again after `waitMs` (attempt counts from 2). */
+  onRetry?: (range: ByteRange, attempt: number, error: unknown, waitMs: number) => void;
+  /** How to wait between tries (tests pass one that does not). */
+  sleep?: (ms: number) => Promise<void>;
   /** Called per datagram of a range with the bytes of the download done so far (from `plan.start`). */
   onBytes?: (done: number, total: number | undefined, progress: DownloadProgress) => void;
   /** Called after each range is committed. */
@@ -79,6 +87,22 @@ export interface SplitEvents {
 
 /** The range a 416 refused: the end of a resource whose length the origin never stated. */
 const NOT_SATISFIABLE = /range not satisfiable|range-not-satisfiable/;
+
+/**
+ * Failures another try can mend: sources that stayed silent or could not confirm the range, lost
+ * connections, a proxy that could not be reached. Not: what the origin answered (404, 416, too
+ * large), sources that disagree (a conflict is judged by origo, not retried into agreement), a
+ * cancel, origo unreachable (the client already moved through every instance).
+ */
+export function retryable(error: unknown): boolean {
+  const text = String(error instanceof Error ? error.message : error);
+  if (/^cancelled|origin not found|origin error|range not satisfiable|too large|bad request|unsupported/.test(text))
+    return false;
+  return /^connect-failed|^download-failed: (metadata-unconfirmed|idle-timeout|all-sources-failed)/.test(text);
+}
+
+/** Waits 1 s, 2 s, 4 s ... between tries, at most 8 s. */
+const retryWaitMs = (attempt: number) => Math.min(8000, 1000 * 2 ** (attempt - 2));
 
 export async function downloadSplit(
   fetchRange: FetchRange,
@@ -92,6 +116,7 @@ export async function downloadSplit(
   let completeLength = from.completeLength;
   const totals = new Map<string, ProxyTotals>();
   let ranges = 0;
+  let retries = 0;
   let weightedGoodput = 0;
   let contentType: string | undefined;
   let mostProxies = 0;
@@ -102,17 +127,27 @@ export async function downloadSplit(
   while (offset <= lastByte()) {
     const length = Math.min(plan.chunkBytes, lastByte() - offset + 1);
     const done = offset - plan.start;
-    let result: GetResult;
-    try {
-      result = await fetchRange({ start: offset, length }, (p) => {
-        const fraction = p.totalDof > 0 ? p.dof / p.totalDof : 0;
-        events.onBytes?.(done + Math.floor(fraction * (p.bytes || length)), total(), p);
-      });
-    } catch (e) {
-      // Past the end of a resource of unknown length: the previous range was its last.
-      if (completeLength === undefined && offset > plan.start && NOT_SATISFIABLE.test(String(e))) break;
-      throw e;
+    let result: GetResult | undefined;
+    for (let attempt = 1; !result; attempt++) {
+      try {
+        result = await fetchRange({ start: offset, length }, (p) => {
+          const fraction = p.totalDof > 0 ? p.dof / p.totalDof : 0;
+          events.onBytes?.(done + Math.floor(fraction * (p.bytes || length)), total(), p);
+        });
+      } catch (e) {
+        if (attempt < (plan.maxTries ?? 1) && retryable(e)) {
+          const waitMs = retryWaitMs(attempt + 1);
+          retries++;
+          events.onRetry?.({ start: offset, length }, attempt + 1, e, waitMs);
+          await (events.sleep ?? ((ms) => new Promise<void>((r) => setTimeout(r, ms))))(waitMs);
+          continue;
+        }
+        // Past the end of a resource of unknown length: the previous range was its last.
+        if (completeLength === undefined && offset > plan.start && NOT_SATISFIABLE.test(String(e))) break;
+        throw e;
+      }
     }
+    if (!result) break;
     const served = result.attributes?.range;
     if (!served || served.start !== offset)
       throw new SplitError(`bytes from ${offset} came back without their place in the object`);
@@ -146,6 +181,7 @@ export async function downloadSplit(
     resumedFrom: from.nextOffset,
     ...(completeLength !== undefined ? { completeLength } : {}),
     ranges,
+    retries,
     normalizedGoodput: fetchedBytes > 0 ? weightedGoodput / fetchedBytes : 0,
     ...(contentType !== undefined ? { contentType } : {}),
     proxies,

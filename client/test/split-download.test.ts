@@ -1,6 +1,6 @@
 import type { ByteRange } from '@mutp/shared';
 import type { GetResult } from '@mutp/shared/client';
-import { downloadSplit, SplitError, SplitProgress, SplitSink } from '../src/split-download';
+import { downloadSplit, retryable, SplitError, SplitProgress, SplitSink } from '../src/split-download';
 
 /** A resource of `length` bytes (byte i = i mod 251) served range by range as the proxies would. */
 function resource(length: number | (() => number), options: { statesLength?: boolean } = {}) {
@@ -136,4 +136,58 @@ test('an object that changes length between ranges fails instead of stitching ve
   await expect(run).rejects.toThrow(SplitError);
   await expect(run).rejects.toThrow(/changed while it was downloaded: it had 3000 bytes, now 4000/);
   expect(sink.commits.map((c) => c.nextOffset)).toEqual([1000]); // what was verified stays committed
+});
+
+test('a range that fails in a way trying again can mend is tried again (up to maxTries); others fail at once', async () => {
+  const r = resource(3000);
+  const failures = [
+    'download-failed: metadata-unconfirmed: fewer than 2 sources could confirm the object',
+    'connect-failed: no proxy could be reached',
+  ];
+  const flaky = (range: ByteRange) =>
+    range.start === 1000 && failures.length > 0 ? Promise.reject(new Error(failures.shift())) : r.fetchRange(range);
+  const waits: number[] = [];
+  const retried: number[] = [];
+  const sink = memorySink();
+  const result = await downloadSplit(flaky, { start: 0, chunkBytes: 1000, maxTries: 3 }, sink, undefined, {
+    sleep: (ms) => {
+      waits.push(ms);
+      return Promise.resolve();
+    },
+    onRetry: (range, attempt) => retried.push(range.start * 10 + attempt),
+  });
+  expect(sink.bytes).toEqual(expected(0, 3000));
+  expect(result.retries).toBe(2);
+  expect(waits).toEqual([1000, 2000]);
+  expect(retried).toEqual([10002, 10003]);
+
+  // Out of tries: the last failure stands, and what was verified stays committed.
+  const always = (range: ByteRange) =>
+    range.start === 1000 ? Promise.reject(new Error('download-failed: idle-timeout: silent')) : r.fetchRange(range);
+  const sink2 = memorySink();
+  await expect(
+    downloadSplit(always, { start: 0, chunkBytes: 1000, maxTries: 2 }, sink2, undefined, {
+      sleep: () => Promise.resolve(),
+    }),
+  ).rejects.toThrow(/idle-timeout/);
+  expect(sink2.commits.map((c) => c.nextOffset)).toEqual([1000]);
+});
+
+test('what the origin answered, a conflict or a cancel is not retried', () => {
+  expect(
+    retryable(
+      new Error(
+        'download-failed: all-sources-failed: no source can serve the object (a: source-error: origin not found (1): origin answered 404)',
+      ),
+    ),
+  ).toBe(false);
+  expect(
+    retryable(
+      new Error('download-failed: all-sources-failed: no source can serve the object (a: connection to a lost)'),
+    ),
+  ).toBe(true);
+  expect(retryable(new Error('download-failed: metadata-conflict: the sources disagree'))).toBe(false);
+  expect(retryable(new Error('cancelled: cancelled by the caller'))).toBe(false);
+  expect(retryable(new Error('origo-unreachable: no origo instance answered'))).toBe(false);
+  expect(retryable(new Error('download-failed: range not satisfiable (8)'))).toBe(false);
 });
