@@ -290,24 +290,11 @@ ${origin.url}/object/150000/78
     const path = `/large/${total}/7`;
     const out = join(dir, 'large.bin');
     const args = ['get', `${origin.url}${path}`, '--origo', cluster.clientUrl, '-o', out, '--chunk-size', '1MiB'];
-    const child = spawnService('client/src/cli.ts', [...args, '--proxies', '2'], {});
-    let stderr = '';
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     // Killed once a sixth of it is verified (the control file says so).
-    await waitFor(
-      `a sixth of ${path} verified`,
-      () => {
-        const record = JSON.parse(readFileSync(`${out}.mutp`, 'utf8')) as { nextOffset: number };
-        return Promise.resolve(record.nextOffset >= total / 6 ? true : undefined);
-      },
-      60_000,
-      10,
-      () => stderr,
-    );
+    const { child, exited } = await runUntilVerified([...args, '--proxies', '2'], out, total / 6);
     child.kill('SIGKILL');
     expect(await exited).toBeNull();
-    const control = JSON.parse(readFileSync(`${out}.mutp`, 'utf8')) as { nextOffset: number };
+    const control = { nextOffset: verifiedEnd(out) };
     expect(control.nextOffset).toBeLessThan(total);
     // What the killed run's proxies were still fetching has arrived; what comes next is the resume's.
     await originQuiet(origin, path);
@@ -390,26 +377,13 @@ describe('a proxy that dies mid-download', () => {
     const out = join(dir, 'dying.bin');
     const args = ['get', `${origin.url}${path}`, '--origo', cluster.clientUrl, '-o', out, '--chunk-size', '1MiB'];
     // One try per range: the dead proxy stays excluded for longer than retries would wait.
-    const child = spawnService('client/src/cli.ts', [...args, '--proxies', '2', '--max-tries', '1'], {});
-    let stderr = '';
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    await waitFor(
-      `a quarter of ${path} verified`,
-      () => {
-        const record = JSON.parse(readFileSync(`${out}.mutp`, 'utf8')) as { nextOffset: number };
-        return Promise.resolve(record.nextOffset >= total / 4 ? true : undefined);
-      },
-      60_000,
-      10,
-      () => stderr,
-    );
+    const { exited, stderr } = await runUntilVerified([...args, '--proxies', '2', '--max-tries', '1'], out, total / 4);
     cluster.kill('cli-p1');
     // Two agreeing sources are needed to trust a range (docs/security.md): one left cannot confirm the next.
     expect(await exited).toBe(1);
-    expect(stderr).toMatch(/fewer than 2 sources could confirm the object/);
-    expect(stderr).toMatch(/dying\.bin\.part is kept: run again with -c to resume/);
-    const kept = (JSON.parse(readFileSync(`${out}.mutp`, 'utf8')) as { nextOffset: number }).nextOffset;
+    expect(stderr()).toMatch(/fewer than 2 sources could confirm the object/);
+    expect(stderr()).toMatch(/dying\.bin\.part is kept: run again with -c to resume/);
+    const kept = verifiedEnd(out);
     expect(kept).toBeGreaterThanOrEqual(total / 4);
 
     await cluster.restartProxy('cli-p1');
@@ -423,6 +397,30 @@ describe('a proxy that dies mid-download', () => {
     );
   }, 180_000);
 });
+
+/** Where `out`'s control file says the verified bytes end. */
+function verifiedEnd(out: string): number {
+  return (JSON.parse(readFileSync(`${out}.mutp`, 'utf8')) as { nextOffset: number }).nextOffset;
+}
+
+/**
+ * `mutp <args>` left running until at least `bytes` of `out` are verified (its control file says
+ * so): then the test kills something. Its stderr and exit code stay observable.
+ */
+async function runUntilVerified(args: string[], out: string, bytes: number) {
+  const child = spawnService('client/src/cli.ts', args, {});
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  await waitFor(
+    `${bytes} bytes of ${out} verified`,
+    () => Promise.resolve(verifiedEnd(out) >= bytes ? true : undefined),
+    60_000,
+    10,
+    () => stderr,
+  );
+  return { child, exited, stderr: () => stderr };
+}
 
 function sha256OfFile(file: string): string {
   return createHash('sha256').update(readFileSync(file)).digest('hex');
