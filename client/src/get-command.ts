@@ -150,18 +150,22 @@ async function downloadOne(
   const abort = new AbortController();
   const stop = () => abort.abort(new Error('interrupted'));
   interrupt.addEventListener('abort', stop, { once: true });
+  // Per datagram only two numbers change; the one timer checks them when it fires.
   let lastDone = -1;
-  let timer: NodeJS.Timeout | undefined;
-  const rearm = () => {
-    clearTimeout(timer);
-    timer = setTimeout(() => abort.abort(new Error(`no progress for ${flags.timeout} ms`)), flags.timeout);
-  };
+  let progressAt = Date.now();
+  const rearm = () => (progressAt = Date.now());
   const watch = (done: number) => {
-    if (done === lastDone && timer) return;
+    if (done === lastDone) return;
     lastDone = done;
-    rearm();
+    progressAt = Date.now();
   };
-  watch(0);
+  let timer: NodeJS.Timeout | undefined;
+  const check = () => {
+    const idleMs = Date.now() - progressAt;
+    if (idleMs >= flags.timeout) abort.abort(new Error(`no progress for ${flags.timeout} ms`));
+    else timer = setTimeout(check, flags.timeout - idleMs);
+  };
+  timer = setTimeout(check, flags.timeout);
   try {
     const result = await downloadToFile(client, item.url, plan.file, {
       mode: flags.mode,

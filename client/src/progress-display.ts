@@ -9,6 +9,8 @@ import { formatBytes, formatRate } from './format';
 
 /** Speed is measured over this much of the recent past. */
 const SPEED_WINDOW_MS = 3000;
+/** Updates come per datagram; the line is worked out at most this often (cli-progress draws at 10 fps). */
+const UPDATE_EVERY_MS = 100;
 
 export class ProgressDisplay {
   private readonly bars?: MultiBar;
@@ -44,6 +46,9 @@ export class ProgressDisplay {
 export class DownloadLine {
   private readonly samples: { at: number; done: number }[] = [];
   private proxies: string;
+  private updatedAt = 0;
+  private lastTotal?: number;
+  private latestDone = 0;
 
   constructor(
     private readonly bar: SingleBar | undefined,
@@ -55,7 +60,11 @@ export class DownloadLine {
 
   update(done: number, total: number | undefined, progress: DownloadProgress | undefined): void {
     if (!this.bar) return;
+    this.latestDone = done;
     const now = Date.now();
+    if (now - this.updatedAt < UPDATE_EVERY_MS && total === this.lastTotal) return;
+    this.updatedAt = now;
+    this.lastTotal = total;
     this.samples.push({ at: now, done });
     while (this.samples.length > 2 && now - this.samples[0].at > SPEED_WINDOW_MS) this.samples.shift();
     const first = this.samples[0];
@@ -78,7 +87,7 @@ export class DownloadLine {
 
   /** The line stays, showing the end state. */
   finish(outcome: string): void {
-    this.bar?.update({ eta: '-', proxies: outcome });
+    this.bar?.update(this.latestDone, { done: formatBytes(this.latestDone), eta: '-', proxies: outcome });
     this.bar?.stop();
   }
 }
