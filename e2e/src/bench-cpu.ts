@@ -79,6 +79,8 @@ export interface CpuRow {
   cpuMs: number;
   cpuMsPerMiB: number;
   usPerPacket: number;
+  /** Client rows: the share of the CPU spent on the JavaScript thread. */
+  mainThreadShare?: number;
 }
 
 const MIB = 1 << 20;
@@ -95,6 +97,24 @@ function processCpuNs(pid: number): number {
     }
   }
   return ns;
+}
+
+/** The client's JavaScript thread alone (the rest is native threads: libdatachannel's, quinn's, V8's GC helpers). */
+const mainThreadCpuNs = () => Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]);
+
+/** This process's CPU ns by thread name (comm), threads alive at the reading. */
+function threadCpuNs(): Map<string, number> {
+  const byName = new Map<string, number>();
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      const name = readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim();
+      const ns = Number(readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+      byName.set(name, (byName.get(name) ?? 0) + ns);
+    } catch {
+      // ended meanwhile
+    }
+  }
+  return byName;
 }
 
 const ownCpuNs = () => {
@@ -121,6 +141,8 @@ async function measureCell(
   for (let r = 0; r < opts.repeats; r++) {
     const proxy0 = pids.reduce((sum, pid) => sum + processCpuNs(pid), 0);
     const client0 = ownCpuNs();
+    const main0 = mainThreadCpuNs();
+    const threads0 = threadCpuNs();
     let bytes = 0;
     let packets = 0;
     for (let d = 0; d < opts.downloads; d++) {
@@ -129,6 +151,12 @@ async function measureCell(
       packets += result.sources.reduce((sum, s) => sum + s.received, 0);
     }
     const clientNs = ownCpuNs() - client0;
+    const mainNs = mainThreadCpuNs() - main0;
+    const threads = [...threadCpuNs()]
+      .map(([name, ns]) => [name, ns - (threads0.get(name) ?? 0)] as const)
+      .filter(([, ns]) => ns > 0.02 * clientNs)
+      .sort((a, b) => b[1] - a[1])
+      .map(([name, ns]) => `${name} ${Math.round((100 * ns) / clientNs)} %`);
     const proxyNs = pids.reduce((sum, pid) => sum + processCpuNs(pid), 0) - proxy0;
     for (const [side, ns] of [
       ['client', clientNs],
@@ -145,10 +173,12 @@ async function measureCell(
         cpuMs: round(ns / 1e6),
         cpuMsPerMiB: round(ns / 1e6 / (bytes / MIB)),
         usPerPacket: round(ns / 1e3 / packets),
+        ...(side === 'client' ? { mainThreadShare: round(mainNs / clientNs) } : {}),
       });
     }
     process.stderr.write(
-      `bench:cpu ${mode} ${transport} #${r + 1}: client ${round(clientNs / 1e6 / (bytes / MIB))} ms/MiB, ` +
+      `bench:cpu ${mode} ${transport} #${r + 1}: client ${round(clientNs / 1e6 / (bytes / MIB))} ms/MiB ` +
+        `(${Math.round((100 * mainNs) / clientNs)} % on its JS thread; ${threads.join(', ')}), ` +
         `proxies ${round(proxyNs / 1e6 / (bytes / MIB))} ms/MiB, ${packets} packets\n`,
     );
   }
