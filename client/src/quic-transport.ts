@@ -30,8 +30,9 @@ class NodeQuicLink implements LinkTransport {
   onClose?: (reason: string) => void;
   private open = true;
 
+  /** Ours, not the native session's (a call into the addon per datagram): its close event ends us. */
   get isOpen(): boolean {
-    return this.open && this.session !== undefined && !this.session.closed;
+    return this.open && this.session !== undefined;
   }
 
   send(bytes: Uint8Array): boolean {

@@ -177,9 +177,9 @@ function nativeTransport(o: TransportOptions): NativeTransport {
   };
 }
 
-/** Calls `each(sessionId, payload)` for every datagram of a batch (views into one buffer). */
 /**
- * Each datagram of a batch with when it arrived (performance.now() time): a batch is read at
+ * Calls `each(sessionId, payload, receivedAt)` for every datagram of a batch (views into one
+ * buffer), with when it arrived (performance.now() time): a batch is read at
  * once, so the arrival spacing a rate estimate needs comes from the native side's timestamps.
  */
 function forEachDatagram(

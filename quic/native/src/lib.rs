@@ -15,6 +15,20 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// One runtime worker, not one per core (napi-rs's default): every session's work is small and
+/// per datagram, and with two workers they handed datagrams and wake-ups to each other (issue 33:
+/// cross-thread wake-ups were most of the addon's CPU on a 2-core machine). Node's own thread is
+/// the other core's.
+#[napi_derive::module_init]
+fn init_runtime() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("the QUIC addon's runtime");
+    create_custom_tokio_runtime(runtime);
+}
+
 fn err(m: impl Into<String>) -> Error {
     Error::new(Status::InvalidArg, m.into())
 }
