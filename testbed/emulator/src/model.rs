@@ -254,6 +254,7 @@ pub struct DirectionModel {
     prev_jitter_ns: f64,
     prev_delivery_ns: f64,
     now_ns: f64,
+    min_delay_ns: f64,
     /// Packets past the rate and loss stages: (delivery time, packet), in delivery order.
     pub delay_line: VecDeque<(f64, Vec<u8>)>,
     pub stats: Arc<DirStats>,
@@ -305,6 +306,14 @@ impl DirectionModel {
                 })
             }
         };
+        let min_delay_ns = match &sched {
+            None => base.delay_ns,
+            Some(s) => s
+                .segs
+                .iter()
+                .map(|g| g.params.delay_ns)
+                .fold(f64::INFINITY, f64::min),
+        };
         let (connected, params) = match &sched {
             None => (true, base.clone()),
             Some(s) => (s.segs[0].connected, s.segs[0].params.clone()),
@@ -326,9 +335,15 @@ impl DirectionModel {
             prev_jitter_ns: 0.0,
             prev_delivery_ns: 0.0,
             now_ns: 0.0,
+            min_delay_ns,
             delay_line: VecDeque::new(),
             stats: Arc::new(DirStats::default()),
         })
+    }
+
+    /// The least fixed delay (jitter aside) of any segment.
+    pub fn min_delay_ns(&self) -> f64 {
+        self.min_delay_ns
     }
 
     fn next_boundary(&self) -> Option<f64> {
@@ -603,6 +618,17 @@ mod tests {
         m.advance(3e9);
         assert_eq!(m.delay_line.len(), 2);
         assert_eq!(m.stats.dropped_disconnected.load(Relaxed), 2);
+    }
+
+    #[test]
+    fn min_delay_is_over_all_segments() {
+        let m = dir(r#"{"rate":{"kind":"unlimited"},"delayMs":20,
+               "schedule":{"segments":[{"durationMs":10,"connected":true},{"durationMs":10,"connected":true,"delayMs":5}]}}"#);
+        assert_eq!(m.min_delay_ns(), 5e6);
+        assert_eq!(
+            dir(r#"{"rate":{"kind":"unlimited"},"delayMs":20}"#).min_delay_ns(),
+            20e6
+        );
     }
 
     #[test]

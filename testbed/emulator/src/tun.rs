@@ -21,6 +21,7 @@ fn last_error(what: &str) -> String {
 /// Opens TUN `name` as IFF_TUN | IFF_NO_PI (raw IP packets, no packet-info header). iproute2 makes
 /// `mode tun` devices without `pi` (IFF_NO_PI) and without multi_queue, so these flags match; the
 /// kernel refuses to attach if the device is a TAP or multi-queue, and we re-read the flags to be sure.
+/// Non-blocking: a reader drains what is queued and then sleeps in ppoll (see pump.rs).
 pub fn open(name: &str) -> Result<OwnedFd, String> {
     // TUNSETIFF would create a missing device (in whatever namespace we run in): attach only to an
     // existing one, so a wrong name or namespace fails instead of making a stray interface.
@@ -30,7 +31,12 @@ pub fn open(name: &str) -> Result<OwnedFd, String> {
             "no device {name} in this network namespace (create it first with `ip tuntap add dev {name} mode tun`)"
         ));
     }
-    let raw = unsafe { libc::open(c"/dev/net/tun".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+    let raw = unsafe {
+        libc::open(
+            c"/dev/net/tun".as_ptr(),
+            libc::O_RDWR | libc::O_CLOEXEC | libc::O_NONBLOCK,
+        )
+    };
     if raw < 0 {
         return Err(last_error("open /dev/net/tun"));
     }
