@@ -35,8 +35,9 @@ class NodeQuicLink implements LinkTransport {
     return this.open && this.session !== undefined;
   }
 
+  /** A client sends only feedback: queued, so the JS thread never waits on the connection's lock. */
   send(bytes: Uint8Array): boolean {
-    return this.isOpen && this.session!.sendDatagram(bytes);
+    return this.isOpen && this.session!.queueDatagram(bytes);
   }
 
   close(reason = 'closed by the client'): void {

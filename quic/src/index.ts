@@ -117,6 +117,7 @@ interface NativeServer {
 interface NativeClient {
   readonly closed: boolean;
   sendDatagram(data: Uint8Array): boolean;
+  queueDatagram(data: Uint8Array): boolean;
   info(): SessionInfo;
   setRateCap(bytesPerSecond: number): void;
   setLowWaterMark(bytes: number): void;
@@ -395,6 +396,17 @@ export class QuicSession {
   /** As `QuicServer.sendDatagram`. */
   sendDatagram(data: Uint8Array): boolean {
     return this.inner.sendDatagram(data);
+  }
+
+  /**
+   * Queues a datagram for the addon's runtime to send: this thread never waits on the
+   * connection's lock (sendDatagram does, while the runtime handles packets). For a receiver's
+   * small feedback: no send-buffer accounting, no `onSendBufferLow`. False when the session is
+   * closed or 256 datagrams wait already; one larger than `maxDatagramSize` is dropped there, as
+   * the network may drop any datagram.
+   */
+  queueDatagram(data: Uint8Array): boolean {
+    return this.inner.queueDatagram(data);
   }
 
   info(): SessionInfo {

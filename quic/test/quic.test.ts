@@ -318,6 +318,20 @@ describe('server and client on loopback', () => {
     expect(h.server.sessionCount).toBe(1);
   });
 
+  test("queued datagrams (a receiver's feedback) arrive in full; a closed session refuses them", async () => {
+    const h = await startServer(cert);
+    const c = await connect(h, cert.sha256);
+    const id = h.requests[0].sessionId;
+    // Fewer than the queue holds, each sent by the addon's runtime rather than this thread.
+    for (let i = 0; i < 200; i++) expect(c.session.queueDatagram(payload(i, 100))).toBe(true);
+    await waitFor(() => (h.received.get(id)?.length ?? 0) === 200, 'the server to receive 200 queued datagrams');
+    const got = [...h.received.get(id)!].map((d) => d.readUInt32BE(0)).sort((a, b) => a - b);
+    expect(got).toEqual(Array.from({ length: 200 }, (_, i) => i));
+    c.session.close(0, 'done');
+    await waitFor(() => c.session.closed, 'the session to close');
+    expect(c.session.queueDatagram(payload(0))).toBe(false);
+  });
+
   test('certificate reload: new handshakes use the new one, live sessions stay', async () => {
     const h = await startServer(cert);
     const old = await connect(h, cert.sha256);

@@ -347,6 +347,11 @@ impl NativeClient {
     }
 
     #[napi]
+    pub fn queue_datagram(&self, data: &[u8]) -> bool {
+        self.session.send_queued(data)
+    }
+
+    #[napi]
     pub fn info(&self) -> SessionInfo {
         self.session.info()
     }

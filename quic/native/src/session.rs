@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
-use tokio::sync::Notify;
+use tokio::sync::{mpsc, Notify};
 use wtransport::error::ConnectionError;
 use wtransport::{Connection, VarInt};
 
@@ -273,7 +273,13 @@ pub struct Session {
     closed: AtomicBool,
     cap: AtomicU64,
     local_close: Mutex<Option<(u32, String)>>,
+    /// `send_queued`'s datagrams, sent by a task on the runtime (`spawn_tasks` takes the receiver).
+    outbox: mpsc::Sender<Vec<u8>>,
+    outbox_rx: Mutex<Option<mpsc::Receiver<Vec<u8>>>>,
 }
+
+/// Datagrams `send_queued` holds for the runtime before it refuses more.
+const OUTBOX_DATAGRAMS: usize = 256;
 
 /// Longest wtransport datagram header (quarter stream id varint).
 const DATAGRAM_HEADER_MAX: usize = 8;
@@ -281,7 +287,10 @@ const DATAGRAM_HEADER_MAX: usize = 8;
 impl Session {
     pub fn new(id: u32, conn: Connection, send_buffer: usize) -> Arc<Self> {
         let baseline = send_buffer.saturating_sub(conn.quic_connection().datagram_send_buffer_space());
+        let (outbox, outbox_rx) = mpsc::channel(OUTBOX_DATAGRAMS);
         Arc::new(Session {
+            outbox,
+            outbox_rx: Mutex::new(Some(outbox_rx)),
             id,
             conn,
             send_buffer,
@@ -334,6 +343,15 @@ impl Session {
             self.arm();
         }
         true
+    }
+
+    /// Queues a datagram for the runtime to send: the calling (JavaScript) thread never takes
+    /// quinn's connection lock, which the runtime holds while it handles packets; on a busy 2-core
+    /// machine a send waited there ~80 us on average (issue 33), longer when the holder was
+    /// preempted. For a client's feedback: no send-buffer accounting, no low-water event. False
+    /// when the session is closed or `OUTBOX_DATAGRAMS` wait already.
+    pub fn send_queued(&self, data: &[u8]) -> bool {
+        !self.closed.load(Ordering::Relaxed) && self.outbox.try_send(data.to_vec()).is_ok()
     }
 
     pub fn set_low_water(&self, bytes: usize) {
@@ -402,6 +420,18 @@ impl Session {
     /// The receive loop (datagrams to the sink; the closed event at the end, then `on_closed`) and
     /// the low-water watcher.
     pub fn spawn_tasks(self: &Arc<Self>, sink: Arc<EventSink>, on_closed: impl FnOnce(u32) + Send + 'static) {
+        if let Some(mut outbox) = self.outbox_rx.lock().unwrap().take() {
+            let s = self.clone();
+            napi::bindgen_prelude::spawn(async move {
+                while let Some(datagram) = outbox.recv().await {
+                    if s.is_closed() {
+                        return;
+                    }
+                    // Too large or the session gone: dropped, as an unreliable datagram may be.
+                    let _ = s.conn.send_datagram(datagram);
+                }
+            });
+        }
         let s = self.clone();
         let rx_sink = sink.clone();
         napi::bindgen_prelude::spawn(async move {

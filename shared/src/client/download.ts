@@ -118,6 +118,18 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
       if (receiver.status !== 'active') return settle();
       timer.arm();
     };
+    // A datagram's answer (feedback, a STOP) waits for the other datagrams that arrived with it:
+    // a transport that hands over a batch at once (QUIC's addon) then costs one flush, and one
+    // wake-up of its sending thread, per batch rather than per datagram (issue 33).
+    let flushQueued = false;
+    const flushAfterBatch = () => {
+      if (flushQueued) return;
+      flushQueued = true;
+      queueMicrotask(() => {
+        flushQueued = false;
+        flush();
+      });
+    };
     const timer = new DeadlineTimer(
       receiver,
       (at, fire) => clock.setTimer(Math.max(0, at - clock.now()), fire),
@@ -177,7 +189,7 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
             const bytes = receiver.objectLength ?? 0;
             o.onProgress({ ...receiver.progress(), bytes, liveSources, sources: links.length });
           }
-          flush();
+          flushAfterBatch();
         },
         awaiting: () => !settled && receiver.sourceLive(index),
         reconnected: (now) => {
