@@ -89,9 +89,10 @@ impl Cadence {
                 wake_ns: Some(now + WINDOW_NS),
             }
         } else {
+            // EARLY_NS ahead, as a wake-up is late by some tens of microseconds.
             Sleep {
                 watch: true,
-                wake_ns: next_due,
+                wake_ns: next_due.map(|d| d - EARLY_NS),
             }
         }
     }
@@ -140,10 +141,10 @@ mod tests {
         c.drained(&mut times, 7.0);
         assert_eq!(times, [5.0, 6.0]);
         assert_eq!(
-            c.sleep(7.0, Some(9.0)),
+            c.sleep(7.0, Some(9e6)),
             Sleep {
                 watch: true,
-                wake_ns: Some(9.0)
+                wake_ns: Some(9e6 - EARLY_NS)
             }
         );
         assert_eq!(c.horizon(0.0), EARLY_NS);
