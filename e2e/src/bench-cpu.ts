@@ -1,20 +1,23 @@
 /**
  * `npm run bench:cpu -- [--json] [--repeats 3] [--modes uncoded,rlnc,fountain] [--transports webrtc,quic]
- * [--sides client,proxy,emulator]`: what a byte costs in CPU. The Node client downloads from the
+ * [--sides client,proxy,emulator] [--runtimes node,chromium]`: what a byte costs in CPU. The Node client downloads from the
  * paper's mixed fleet of four loopback proxies (896, 896, 1792, 1792 KB/s); per mode and transport
  * one warm-up download is excluded, then each of `--repeats` measurements downloads the object
  * `--downloads` times from the proxies' caches and reads the processes' own CPU counters before
  * and after: the client's with process.cpuUsage() (this process: every thread, node-datachannel's
  * and the QUIC addon's included; the in-process origin is idle once the proxies hold the object),
  * each proxy's from /proc (its threads' schedstat, in ns). The emulator row is linkem's paced
- * regime from `bench:linkem` (it needs network namespaces).
+ * regime from `bench:linkem` (it needs network namespaces). The Chromium client rows (runtime
+ * 'chromium', side 'client': the extension downloading in headless Chromium from the same kind of
+ * cluster, skipped when Chromium is not installed) are cpu-chromium.ts's; the JSON document's
+ * `chromiumProcesses` splits them by Chromium process, with each cell's idle baseline.
  *
  * Rows: {runtime, side, mode, transport, bytes, cpuMsPerMiB, usPerPacket}, one per measurement;
  * `summary` holds each cell's median and range. Proxies' packets are those the client received
  * (on loopback none are lost). The last stdout line is one JSON document.
  */
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { ClientError, DownloadResult, MutpClient, TransportPreference } from '@mutp/shared/client';
@@ -24,13 +27,21 @@ import { createNodeHost } from '@mutp/client';
 import { byteCount, integer } from '@mutp/cli-options';
 import { Cluster, mixedFleetOfFour, startCluster } from './cluster';
 import { startOrigin } from './origin';
-
-const SIDES = ['client', 'proxy', 'emulator'] as const;
-type Side = (typeof SIDES)[number];
-const CODED_MODES = ['uncoded', 'rlnc', 'fountain'] as const;
-type CpuMode = (typeof CODED_MODES)[number];
-const TRANSPORTS = ['webrtc', 'quic'] as const;
-type Transport = (typeof TRANSPORTS)[number];
+import {
+  CODED_MODES,
+  CpuMode,
+  CpuRow,
+  MIB,
+  round,
+  RUNTIMES,
+  Runtime,
+  Side,
+  SIDES,
+  Transport,
+  TRANSPORTS,
+} from './cpu-row';
+import { measureChromium } from './cpu-chromium';
+import { processCpuNs, threadCpuNsByName } from './proc-cpu';
 
 const listOf =
   <T extends string>(name: string, allowed: readonly T[]) =>
@@ -52,6 +63,7 @@ const program = new Command()
   .option('--modes <list>', 'modes', listOf('--modes', CODED_MODES), [...CODED_MODES])
   .option('--transports <list>', 'proxy links', listOf('--transports', TRANSPORTS), [...TRANSPORTS])
   .option('--sides <list>', 'what to measure', listOf('--sides', SIDES), [...SIDES])
+  .option('--runtimes <list>', 'clients (chromium: client rows only)', listOf('--runtimes', RUNTIMES), [...RUNTIMES])
   .option('--cap-scale <x>', "multiply every proxy's upload cap by x", (v) => Number(v), 1)
   .option('--timeout-ms <ms>', 'one download fails after this long', integer(1000, 600_000), 120_000)
   .parse();
@@ -64,58 +76,14 @@ const opts = program.opts<{
   modes: CpuMode[];
   transports: Transport[];
   sides: Side[];
+  runtimes: Runtime[];
   capScale: number;
   timeoutMs: number;
 }>();
 if (!(opts.capScale > 0)) throw new Error(`--cap-scale: a positive number, got ${opts.capScale}`);
 
-export interface CpuRow {
-  runtime: 'node' | 'chromium';
-  side: Side;
-  mode: CpuMode | 'udp';
-  transport: Transport | 'tun';
-  bytes: number;
-  packets: number;
-  cpuMs: number;
-  cpuMsPerMiB: number;
-  usPerPacket: number;
-  /** Client rows: the share of the CPU spent on the JavaScript thread. */
-  mainThreadShare?: number;
-}
-
-const MIB = 1 << 20;
-const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
-
-/** CPU nanoseconds of every live thread of a process (schedstat: finer than stat's 10 ms ticks). */
-function processCpuNs(pid: number): number {
-  let ns = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-    } catch {
-      // the thread ended between listing and reading: its time is lost to this reading
-    }
-  }
-  return ns;
-}
-
 /** The client's JavaScript thread alone (the rest is native threads: libdatachannel's, quinn's, V8's GC helpers). */
 const mainThreadCpuNs = () => Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]);
-
-/** This process's CPU ns by thread name (comm), threads alive at the reading. */
-function threadCpuNs(): Map<string, number> {
-  const byName = new Map<string, number>();
-  for (const tid of readdirSync('/proc/self/task')) {
-    try {
-      const name = readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim();
-      const ns = Number(readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-      byName.set(name, (byName.get(name) ?? 0) + ns);
-    } catch {
-      // ended meanwhile
-    }
-  }
-  return byName;
-}
 
 const ownCpuNs = () => {
   const { user, system } = process.cpuUsage();
@@ -142,7 +110,7 @@ async function measureCell(
     const proxy0 = pids.reduce((sum, pid) => sum + processCpuNs(pid), 0);
     const client0 = ownCpuNs();
     const main0 = mainThreadCpuNs();
-    const threads0 = threadCpuNs();
+    const threads0 = threadCpuNsByName('self');
     let bytes = 0;
     let packets = 0;
     for (let d = 0; d < opts.downloads; d++) {
@@ -152,7 +120,7 @@ async function measureCell(
     }
     const clientNs = ownCpuNs() - client0;
     const mainNs = mainThreadCpuNs() - main0;
-    const threads = [...threadCpuNs()]
+    const threads = [...threadCpuNsByName('self')]
       .map(([name, ns]) => [name, ns - (threads0.get(name) ?? 0)] as const)
       .filter(([, ns]) => ns > 0.02 * clientNs)
       .sort((a, b) => b[1] - a[1])
@@ -289,7 +257,11 @@ function summarize(rows: CpuRow[]) {
 
 async function main(): Promise<void> {
   const rows: CpuRow[] = [];
-  if (opts.sides.some((s) => s === 'client' || s === 'proxy')) rows.push(...(await measureNode()));
+  const nodeSides = opts.sides.some((s) => s === 'client' || s === 'proxy');
+  if (opts.runtimes.includes('node') && nodeSides) rows.push(...(await measureNode()));
+  const chromium =
+    opts.runtimes.includes('chromium') && opts.sides.includes('client') ? await measureChromium(opts) : undefined;
+  rows.push(...(chromium?.rows ?? []));
   if (opts.sides.includes('emulator')) rows.push(...measureEmulator());
   const summary = summarize(rows);
   console.log('runtime   side      mode      transport  ms/MiB (range)          us/packet (range)');
@@ -301,7 +273,16 @@ async function main(): Promise<void> {
     );
   const cpu = readFileSync('/proc/cpuinfo', 'utf8').match(/^model name\s*:\s*(.*)$/m)?.[1] ?? 'unknown';
   if (opts.json)
-    console.log(JSON.stringify({ bench: 'cpu', cpuModel: cpu, objectBytes: opts.objectBytes, rows, summary }));
+    console.log(
+      JSON.stringify({
+        bench: 'cpu',
+        cpuModel: cpu,
+        objectBytes: opts.objectBytes,
+        rows,
+        summary,
+        ...(chromium ? { chromiumProcesses: chromium.processes } : {}),
+      }),
+    );
 }
 
 main().catch((e) => {

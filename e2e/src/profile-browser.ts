@@ -24,6 +24,7 @@ import { capsFor, playOnce, PlayResult, segmentUrlsOf, warmProxies } from './bro
 import { startCluster } from './cluster';
 import { startOrigin } from './origin';
 import { startPlayerPages } from './player-pages';
+import { chromiumLabel } from './proc-cpu';
 import { SourceMapConsumer } from 'source-map';
 
 const program = new Command()
@@ -295,12 +296,8 @@ function cpuSeconds(): Map<number, { command: string; seconds: number }> {
 
 function labelOf(cmd: string[]): string {
   const joined = cmd.join(' ');
-  if (joined.includes('chromium')) {
-    const type = /--type=([\w-]+)/.exec(joined)?.[1] ?? 'browser';
-    const sub = /--utility-sub-type=([\w.]+)/.exec(joined)?.[1];
-    const ext = joined.includes('--extension-process') ? ' (extension)' : '';
-    return `chromium ${type}${sub ? ` ${sub}` : ''}${ext}`;
-  }
+  const chromium = chromiumLabel(cmd);
+  if (chromium) return chromium;
   if (joined.includes('proxy/src/main.ts')) return 'proxy';
   if (joined.includes('origo/src/main.ts')) return 'origo';
   if (joined.includes('profile-browser')) return 'this tool (origin, page server)';
