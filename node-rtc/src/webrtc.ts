@@ -227,6 +227,12 @@ class NodeChannel implements DatagramChannel {
   private closed = false;
   private lastError?: string;
   private onLow?: () => void;
+  /**
+   * libdatachannel's bufferedAmount was 0 when last read and every message since was sent at
+   * once (sendMessageBinary answered true): only a queued message raises it, so it is still 0
+   * and the pump's check before each datagram needs no call into the native side.
+   */
+  private knownEmpty = false;
 
   constructor(private readonly dc: DataChannel) {
     this.label = dc.getLabel();
@@ -256,23 +262,43 @@ class NodeChannel implements DatagramChannel {
   }
 
   get bufferedAmount(): number {
-    if (this.closed) return 0;
-    return safely(() => this.dc.bufferedAmount(), 0);
+    if (this.closed || this.knownEmpty) return 0;
+    let amount: number;
+    try {
+      amount = this.dc.bufferedAmount();
+    } catch {
+      return 0;
+    }
+    this.knownEmpty = amount === 0;
+    return amount;
   }
 
   get isOpen(): boolean {
-    return !this.closed && safely(() => this.dc.isOpen(), false);
+    if (this.closed) return false;
+    try {
+      return this.dc.isOpen();
+    } catch {
+      return false;
+    }
   }
+
+  /**
+   * Copies `bytes` before it returns (libdatachannel takes a copy): the caller may reuse them.
+   * One call into the native side per message: on a channel libdatachannel has not opened or has
+   * closed, sendMessageBinary throws.
+   */
+  readonly copiesOnSend = true;
 
   send(bytes: Uint8Array): boolean {
     if (this.closed) return false;
     // libdatachannel's send() answers false when it queued the message instead of sending it at
     // once: that is still accepted. Only a closed channel (or a throw) drops the message.
-    return safely(() => {
-      if (!this.dc.isOpen()) return false;
-      this.dc.sendMessageBinary(bytes);
+    try {
+      if (!this.dc.sendMessageBinary(bytes)) this.knownEmpty = false;
       return true;
-    }, false);
+    } catch {
+      return false;
+    }
   }
 
   setLowWaterMark(bytes: number, onLow: () => void): void {
