@@ -210,6 +210,8 @@ class QuicSessionChannel implements DatagramChannel {
   onClose?: (reason?: string) => void;
   private open = true;
   private onLow?: () => void;
+  /** The native send copies the datagram into the session's queue before it returns. */
+  readonly copiesOnSend = true;
 
   constructor(
     private readonly server: QuicServerApi,

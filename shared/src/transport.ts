@@ -25,6 +25,8 @@ export interface DatagramChannel {
   readonly isOpen: boolean;
   /** Queues one message; false (message dropped) when the channel is not open. */
   send(bytes: Uint8Array): boolean;
+  /** send() copies the bytes before it returns: the caller may reuse them for the next message. */
+  readonly copiesOnSend?: boolean;
   /** Calls `onLow` whenever bufferedAmount falls to `bytes` or below (late binding's wake-up). */
   setLowWaterMark(bytes: number, onLow: () => void): void;
   /**

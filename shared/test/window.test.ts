@@ -1072,3 +1072,47 @@ describe('deadline contract', () => {
     );
   });
 });
+
+describe('datagram buffer', () => {
+  /** The DATA datagrams one sender emits at time 0, as polled (not copied). */
+  function dataPolled(sender: Sender): Uint8Array[] {
+    const out: Uint8Array[] = [];
+    for (let bytes = sender.pollDatagram(0); bytes; bytes = sender.pollDatagram(0)) {
+      const type = decodeOrThrow(bytes).type;
+      if (type === MessageType.DataRlnc || type === MessageType.DataUncoded) out.push(bytes);
+    }
+    return out;
+  }
+
+  test.each(['rlnc', 'uncoded'] as const)(
+    '%s: DATA is built in the buffer, each datagram the bytes a fresh array would carry',
+    (mode) => {
+      const fresh = makeSender({ mode, objectLength: 16 * 40 - 5 });
+      const expected = dataPolled(fresh).map((d) => d.slice());
+      const reusing = makeSender({ mode, objectLength: 16 * 40 - 5 });
+      const buffer = new Uint8Array(64);
+      reusing.datagramBuffer = buffer;
+      const got: Uint8Array[] = [];
+      for (let bytes = reusing.pollDatagram(0); bytes; bytes = reusing.pollDatagram(0)) {
+        const type = decodeOrThrow(bytes).type;
+        if (type !== MessageType.DataRlnc && type !== MessageType.DataUncoded) continue;
+        expect(bytes.buffer).toBe(buffer.buffer);
+        got.push(bytes.slice());
+      }
+      expect(got.length).toBeGreaterThan(0);
+      expect(got).toEqual(expected);
+    },
+  );
+
+  test('a datagram longer than the buffer gets an array of its own', () => {
+    const sender = makeSender({ mode: 'rlnc' });
+    const small = new Uint8Array(DATA_RLNC_HEADER_BYTES + 8);
+    sender.datagramBuffer = small;
+    const data = dataPolled(sender);
+    expect(data.length).toBeGreaterThan(0);
+    for (const d of data) {
+      expect(d.buffer).not.toBe(small.buffer);
+      expect(d.length).toBe(DATA_RLNC_HEADER_BYTES + 16);
+    }
+  });
+});

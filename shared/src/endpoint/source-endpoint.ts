@@ -11,6 +11,7 @@
 import { Codec } from '../codec/types';
 import { Sha256 } from '../integrity';
 import { Layout } from '../layout';
+import { MAX_DATAGRAM_BYTES } from '../limits';
 import { schedulerSupports } from '../modes';
 import { seededRandom } from '../random';
 import { ByteRange, ObjectAttributes, servedRangeProblem, validContentType } from '../range';
@@ -169,6 +170,8 @@ export class SourceEndpoint {
   private lastActivity: number;
   private idleReported = false;
   private closed = false;
+  /** Where DATA datagrams are built (reuseDatagramMemory), or undefined: a new array each. */
+  private datagramBuffer?: Uint8Array;
   /** Why the source is going away (goAway()), once it is: new REQUESTs are refused with it. */
   private goingAwayReason?: string;
   /** The last ended transfer's path estimate (warm start for the next one). */
@@ -275,6 +278,7 @@ export class SourceEndpoint {
         now,
         config: this.opts.senderConfig,
         warmStart,
+        datagramBuffer: this.datagramBuffer,
       });
       if (remembered) this.counters.warmStarts++;
       else if (warmStart) this.counters.capStarts++;
@@ -401,6 +405,16 @@ export class SourceEndpoint {
   /** The Sender of a transfer, while it runs (a view for the simulator and tests). */
   sender(transferId: number): Sender | undefined {
     return this.transfers.get(transferId)?.sender;
+  }
+
+  /**
+   * On: DATA datagrams are built in one buffer of this endpoint, each valid until the next
+   * pollDatagram (for a host whose channel copies a datagram before send() returns: no
+   * allocation per packet). Off (the default): each is an array of its own.
+   */
+  reuseDatagramMemory(on: boolean): void {
+    this.datagramBuffer = on ? (this.datagramBuffer ?? new Uint8Array(MAX_DATAGRAM_BYTES)) : undefined;
+    for (const t of this.order) t.sender!.datagramBuffer = this.datagramBuffer;
   }
 
   /** Whether any transfer has a Sender (the caller's pump has something to ask). */

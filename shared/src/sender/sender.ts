@@ -138,6 +138,10 @@ export interface SenderOptions {
   now: number;
   config?: Partial<SenderConfig>;
   /**
+   * Where DATA datagrams are built (see `Sender.datagramBuffer`); default: a new array each.
+   */
+  datagramBuffer?: Uint8Array;
+  /**
    * What the previous transfer on the same connection learnt of the path (its last reported rate
    * and its minimum RTT): the in-flight limit starts there instead of at initialWindowPackets,
    * so a new download does not spend its first round trips growing the window again.
@@ -273,6 +277,18 @@ export class Sender implements ScheduleView {
    */
   private holdDataUntil = -Infinity;
   private readonly symbolDigestAnswers: SymbolDigestAnswers;
+  /**
+   * When set, DATA datagrams are built in this buffer and returned as views of it: each is valid
+   * until the next pollDatagram (of any sender given the same buffer). For hosts whose channel
+   * copies a datagram before send() returns: no allocation per packet. A datagram longer than
+   * the buffer gets an array of its own.
+   */
+  datagramBuffer?: Uint8Array;
+  /** The last view of datagramBuffer handed out (most datagrams of a transfer have one length). */
+  private datagramView?: Uint8Array;
+  private datagramPayload?: Uint8Array;
+  /** The payload part of the datagram datagramOf() returned last. */
+  private payload: Uint8Array = new Uint8Array(0);
 
   constructor(opts: SenderOptions) {
     const r = opts.request;
@@ -333,6 +349,7 @@ export class Sender implements ScheduleView {
     this.digestCursor = this.digests.length;
     this.metaDueAt = opts.now;
     this.lastHeardAt = opts.now;
+    this.datagramBuffer = opts.datagramBuffer;
   }
 
   private readonly random: Random;
@@ -659,28 +676,49 @@ export class Sender implements ScheduleView {
     return this.buildData(unit, now);
   }
 
+  /**
+   * A datagram to build DATA in, `headerBytes` + `payloadLength` long, and its payload part
+   * (`this.payload`): views of datagramBuffer, or a new array.
+   */
+  private datagramOf(headerBytes: number, payloadLength: number): Uint8Array {
+    const length = headerBytes + payloadLength;
+    const buffer = this.datagramBuffer;
+    if (!buffer || length > buffer.length) {
+      const datagram = new Uint8Array(length);
+      this.payload = datagram.subarray(headerBytes);
+      return datagram;
+    }
+    let view = this.datagramView;
+    if (!view || view.buffer !== buffer.buffer || view.byteOffset !== buffer.byteOffset || view.length !== length) {
+      this.datagramView = view = buffer.subarray(0, length);
+      this.datagramPayload = buffer.subarray(headerBytes, length);
+    }
+    this.payload = this.datagramPayload!;
+    return view;
+  }
+
   private buildData(unit: number, now: number): Uint8Array {
     const seq = this.nextSeq++;
     const payloadLength = this.layout.payloadLength(unit);
     let datagram: Uint8Array;
     if (this.layout.mode === 'uncoded') {
-      datagram = new Uint8Array(DATA_UNCODED_HEADER_BYTES + payloadLength);
+      datagram = this.datagramOf(DATA_UNCODED_HEADER_BYTES, payloadLength);
       writeDataUncodedHeader(datagram, this.transferId, seq, unit);
-      this.encoder.encodeInto(unit, 0, datagram.subarray(DATA_UNCODED_HEADER_BYTES));
+      this.encoder.encodeInto(unit, 0, this.payload);
     } else if (this.layout.mode === 'rlnc') {
       const seed = this.random();
-      datagram = new Uint8Array(DATA_RLNC_HEADER_BYTES + payloadLength);
+      datagram = this.datagramOf(DATA_RLNC_HEADER_BYTES, payloadLength);
       writeDataRlncHeader(datagram, this.transferId, seq, unit, seed);
-      this.encoder.encodeInto(unit, seed, datagram.subarray(DATA_RLNC_HEADER_BYTES));
+      this.encoder.encodeInto(unit, seed, this.payload);
     } else {
       // Source i of N uses block ids i, i + N, i + 2N, ...: the sources never send the same block,
       // and together they start with the systematic ids (the cheapest to decode).
       let blockId = this.sourceIndex + this.sourceCount * this.blockIdsUsed[unit]++;
       while (this.encoder.usableKey && !this.encoder.usableKey(unit, blockId))
         blockId = this.sourceIndex + this.sourceCount * this.blockIdsUsed[unit]++;
-      datagram = new Uint8Array(DATA_FOUNTAIN_HEADER_BYTES + payloadLength);
+      datagram = this.datagramOf(DATA_FOUNTAIN_HEADER_BYTES, payloadLength);
       writeDataFountainHeader(datagram, this.transferId, seq, unit, blockId);
-      this.encoder.encodeInto(unit, blockId, datagram.subarray(DATA_FOUNTAIN_HEADER_BYTES));
+      this.encoder.encodeInto(unit, blockId, this.payload);
     }
     this.pin(unit);
     const slot = seq & (RING - 1);
