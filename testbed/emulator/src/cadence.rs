@@ -8,11 +8,12 @@
 //!   when read, exactly, and a delivery leaves at most EARLY_NS before it is due (and late only
 //!   by the wake-up's latency);
 //! - ticking (dense input: on average a packet or more per WINDOW_NS): it wakes every WINDOW_NS,
-//!   reads what came since the last look and delivers what is due within half a window
-//!   either side. The packets of one look are spread evenly over the time since the previous look
-//!   (for paced traffic, their true arrival times give or take a fraction of a window): arrival
-//!   estimates and deliveries are each off by less than half a window, either way, so delays stay
-//!   unbiased and within a window of their due value.
+//!   reads what came since the last look and delivers what is due within half a window either
+//!   side (leaning EARLY_NS early, as when watching). The packets of one look are spread evenly
+//!   over the time since the previous look (for paced traffic, their true arrival times give or
+//!   take a fraction of a window): arrival estimates and deliveries are each off by less than
+//!   half a window, either way, so delays stay within a window of their due value and the mean
+//!   is kept.
 //!
 //! Ticking needs every delay to be at least a window: a packet can leave no earlier than it is read.
 //! The model's departures, drops and segment changes replay in event time either way.
@@ -72,13 +73,10 @@ impl Cadence {
         }
     }
 
-    /// Packets due by this time are delivered now.
+    /// Packets due by this time are delivered now. Ticking leans EARLY_NS early too, as watching
+    /// does: a wake-up and the kernel's path to the receiver add some tens of microseconds.
     pub fn horizon(&self, now: f64) -> f64 {
-        now + if self.ticking {
-            WINDOW_NS / 2.0
-        } else {
-            EARLY_NS
-        }
+        now + EARLY_NS + if self.ticking { WINDOW_NS / 2.0 } else { 0.0 }
     }
 
     /// The next sleep, given the earliest time a delivery may fall due.
