@@ -31,6 +31,7 @@ import { RateMeter } from './rate-meter';
 import { encoderPreparer } from './stage-prepare';
 import { HintLedger } from './hint-ledger';
 import { Stager } from './stager';
+import { Pacer, pacingQuantumBytes } from './pacer';
 import { TokenBucket, TokenBucketStats } from './token-bucket';
 import { TransferHostStats, TransferServices } from './transfer-host';
 
@@ -175,6 +176,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
     codecs: deps.codecs ?? {},
     objects,
     bucket,
+    pacer: new Pacer(bucket, pacingQuantumBytes(bucket, config.pacingQuantumMs)),
     admission,
     metrics,
     meter,

@@ -81,11 +81,17 @@ export class TokenBucket {
    * are treated as the burst size: split larger writes, or they would wait forever.
    */
   waitTime(bytes: number, now: number): number {
+    const ms = this.timeUntil(bytes, now);
+    if (ms > 0) this.counters.waits++;
+    return ms;
+  }
+
+  /** As waitTime, but not counted as a wait (a timer set for one that was counted already). */
+  timeUntil(bytes: number, now: number): number {
     if (this.unlimited) return 0;
     this.refill(now);
     const need = Math.min(bytes, this.burstBytes) - this.tokens;
     if (need <= EPSILON_BYTES) return 0;
-    this.counters.waits++;
     return (need * 1000) / this.rateBps;
   }
 

@@ -265,6 +265,7 @@ export function testConfig(
     maxObjectBytes: 8 << 20,
     uploadLimitKBps: 0,
     uploadBurstBytes: 0,
+    pacingQuantumMs: 0,
     allowedOrigins: '*',
     allowPrivateOrigins: false,
     insecure: false,

@@ -177,6 +177,7 @@ describe('configuration', () => {
       maxObjectBytes: 64 * 1024 * 1024,
       uploadLimitKBps: 0,
       uploadBurstBytes: 0,
+      pacingQuantumMs: 0,
       allowedOrigins: '*',
       allowPrivateOrigins: false,
       maxTransfers: 256,
@@ -202,6 +203,8 @@ describe('configuration', () => {
         '1400',
         '--upload-burst',
         '32KiB',
+        '--pacing-quantum-ms',
+        '4',
       ],
       { MUTP_PROXY_SECRET: 'env-secret', MUTP_PROXY_UPLOAD_LIMIT: '1792', MUTP_PROXY_ALLOW_PRIVATE_ORIGINS: '1' },
     );
@@ -213,6 +216,7 @@ describe('configuration', () => {
       allowedOrigins: ['https://cdn.example.com', 'http://media.example.org:8080'],
       uploadLimitKBps: 1792,
       uploadBurstBytes: 32 * 1024,
+      pacingQuantumMs: 4,
       allowPrivateOrigins: true,
       mtu: 1400,
     });
