@@ -1,5 +1,5 @@
 /**
- * `npm run profile:browser -- [--mode rlnc] [--sources 4] [--plays 2] [--out DIR]`: where the
+ * `npm run profile:browser -- [--mode rlnc] [--sources 4] [--plays 2] [--transport quic] [--out DIR]`: where the
  * browser path spends its time. One bench:browser cell (hls.js playing the high stream through
  * the extension from N shaped loopback proxies) is played `--plays` times with:
  *
@@ -17,7 +17,7 @@
  */
 import { readFileSync, readdirSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import type { CDPSession, Target } from 'puppeteer-core';
 import { CHROME_EXTENSION, ensureExtensionBuilt, launchChromium } from './browser';
 import { capsFor, playOnce, PlayResult, segmentUrlsOf, warmProxies } from './browser-play';
@@ -36,6 +36,11 @@ const program = new Command()
   .option('--stream <path>', 'HLS manifest under e2e/media/out', 'high/hls-ts/index.m3u8')
   .option('--interval-us <n>', 'CPU profile sampling interval, microseconds', (v) => Number(v), 250)
   .option('--no-trace', 'no Chromium trace (the CPU profile and /proc only)')
+  .addOption(
+    new Option('--transport <kind>', 'proxy links: webrtc, or quic (the proxies run their QUIC endpoint)')
+      .choices(['webrtc', 'quic'])
+      .default('webrtc'),
+  )
   .option('--settings <json>', 'extra extension settings (JSON)', '{}')
   .option('--out <dir>', 'output directory', join(__dirname, '..', 'results', 'profile'))
   .option('--extension <dir>', 'an unpacked Chromium extension to use instead of extension/dist/chrome')
@@ -48,6 +53,7 @@ const opts = program.opts<{
   intervalUs: number;
   trace: boolean;
   settings: string;
+  transport: string;
   out: string;
   extension?: string;
 }>();
@@ -390,6 +396,7 @@ async function main(): Promise<void> {
       proxies: caps.map((uploadKBps, i) => ({ name: `p${i}-${uploadKBps}`, uploadKBps })),
       allowPrivateOrigins: true,
       readyTimeoutMs: 60_000,
+      quic: opts.transport === 'quic',
     });
     const manifestUrl = `${origin.url}/${opts.stream}`;
     const segmentUrls = await segmentUrlsOf(manifestUrl);
@@ -399,6 +406,7 @@ async function main(): Promise<void> {
       mode: opts.mode as 'rlnc',
       proxies: opts.sources,
       exposeCounters: true,
+      transport: opts.transport as 'webrtc' | 'quic',
       ...(JSON.parse(opts.settings) as object),
     });
     for (let play = 0; play < opts.plays; play++) {
