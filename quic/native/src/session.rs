@@ -44,25 +44,8 @@ impl TransportOptions {
         let mut rate = self.rate.clone();
         rate.initial_rtt = self.initial_rtt;
         t.congestion_controller_factory(Arc::new(MutpRateFactory { cfg: rate }));
-        t.ack_frequency_config(Some(ack_frequency()));
         Ok(t)
     }
-}
-
-/// The peer acknowledges every `ACK_EVERY` ack-eliciting packets or after `ACK_DELAY`, whichever
-/// comes first (the QUIC ACK frequency extension; a peer without it acks every other packet, as
-/// Chromium does). Each ACK is a datagram the receiver builds, encrypts and sends and the sender
-/// wakes for (issue 33: a receiving client sent one per two packets received; 3000 datagrams in
-/// now cost it 377 packets out). The rate controller still gets a sample per ACK: at the paper's
-/// 896 KB/s (~750 packets/s) one every ~5 ms, several per round trip on any path it runs on.
-const ACK_EVERY: u32 = 8;
-const ACK_DELAY: Duration = Duration::from_millis(5);
-
-fn ack_frequency() -> quinn::AckFrequencyConfig {
-    let mut f = quinn::AckFrequencyConfig::default();
-    f.ack_eliciting_threshold(quinn::VarInt::from_u32(ACK_EVERY - 1))
-        .max_ack_delay(Some(ACK_DELAY));
-    f
 }
 
 /// Events for JavaScript. Datagrams are not carried in the event: they wait in `DatagramQueue`
