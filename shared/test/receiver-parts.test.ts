@@ -502,6 +502,40 @@ describe('Completion', () => {
     expect(completion.takeObject()).toBeUndefined();
   });
 
+  test('an object that is one coded check unit is hashed once: its unit check gives the object check its SHA-256', () => {
+    const small = object.subarray(0, 3 * symbolSize - 7); // one rlnc generation: one check unit
+    const layout = new Layout('rlnc', small.length, symbolSize, generationSize);
+    const hashedWhole: number[] = [];
+    const counting = (data: Uint8Array) => {
+      if (data.length === small.length) hashedWhole.push(data.length);
+      return sha256(data);
+    };
+    const completion = new Completion({
+      mode: 'rlnc',
+      symbolSize,
+      generationSize,
+      window: 8,
+      codec: rlncCodec,
+      sha256: counting,
+      maxPacketLogBytes: 1 << 20,
+    });
+    completion.start(small.length, unitDigests(small, layout, sha256));
+    const encoder = rlncCodec.createEncoder(small, layout);
+    const random = seededRandom(9);
+    const payload = new Uint8Array(symbolSize);
+    while (!completion.allUnitsComplete) {
+      const seed = random();
+      encoder.encodeInto(0, seed, payload);
+      completion.add(0, 0, seed, payload.slice());
+    }
+    const identity = { objectLength: small.length, digest: sha256(small), unitRoot: new Uint8Array(32) };
+    // The kept digest is still compared: an identity naming other bytes fails.
+    expect(completion.verify({ ...identity, digest: new Uint8Array(32) })).toMatchObject({ code: 'digest-mismatch' });
+    expect(completion.verify(identity)).toBeUndefined();
+    expect(completion.takeObject()).toEqual(small);
+    expect(hashedWhole).toHaveLength(1);
+  });
+
   test('a check unit that fails names its only contributor and rewinds; excluding it rewinds too', () => {
     const { completion, layout } = started('uncoded');
     expect(completion.rewound).toBe(false);

@@ -119,6 +119,13 @@ export class CheckedDecoder {
   private readonly slabPool: Uint8Array[] = [];
   /** Check units that failed once (stats). */
   failedChecks = 0;
+  /**
+   * SHA-256 of the whole object, when one check unit is the whole object (a fountain object of
+   * one source block, an rlnc object of one generation) and its check hashed exactly these bytes:
+   * the object's own check compares this instead of hashing the same bytes again (issue 33: a
+   * fountain download hashed its whole object twice at completion, on its critical path).
+   */
+  wholeObjectDigest?: Uint8Array;
 
   constructor(
     readonly layout: Layout,
@@ -340,6 +347,13 @@ export class CheckedDecoder {
   private digestOk(k: number, bytes: Uint8Array): boolean {
     if (!this.checked) return true;
     const want = this.digests.subarray(k * UNIT_DIGEST_BYTES, (k + 1) * UNIT_DIGEST_BYTES);
+    if (this.layout.mode !== 'uncoded' && this.checks.checkCount === 1 && bytes.length === this.layout.objectLength) {
+      // A coded unit's digest is its bytes' SHA-256, truncated (integrity.ts): keep it whole.
+      const full = this.sha256(bytes).slice();
+      const ok = bytesEqual(full.subarray(0, UNIT_DIGEST_BYTES), want);
+      if (ok) this.wholeObjectDigest = full;
+      return ok;
+    }
     return bytesEqual(checkUnitDigest(this.layout, bytes, this.sha256), want);
   }
 

@@ -123,14 +123,16 @@ export class Completion {
 
   /** Checks the reassembled object against the agreed identity; on success it can be taken. */
   verify(identity: Identity): VerifyFailure | undefined {
-    const object = this.decoding().object;
+    const decoder = this.decoding();
+    const object = decoder.object;
     if (object.length !== identity.objectLength) {
       return {
         code: 'length-mismatch',
         message: `reassembled ${object.length} bytes, expected ${identity.objectLength}`,
       };
     }
-    if (this.opts.checked !== false && !bytesEqual(this.opts.sha256(object), identity.digest)) {
+    const digest = this.opts.checked === false ? undefined : (decoder.wholeObjectDigest ?? this.opts.sha256(object));
+    if (digest && !bytesEqual(digest, identity.digest)) {
       return {
         code: 'digest-mismatch',
         message: 'SHA-256 of the reassembled object differs from the digest the sources reported',
