@@ -5,23 +5,10 @@
  */
 import { VerifySignature } from '../assertion';
 import { RtcFactory } from '..';
-import type { LinkTransport } from './link-transport';
+import type { QuicOpener } from './link-transport-types';
 
-/** Where and how to open a QUIC transport to one proxy (its offered endpoint, and the client's origo token). */
-export interface QuicTarget {
-  /** The proxy's WebTransport URL, with the token already in its query. */
-  url: string;
-  /** SHA-256 of the certificates the proxy may present, base64: nothing else is accepted. */
-  certificateHashes: readonly string[];
-  /** The attempt is given up after this long (the caller also stops waiting then). */
-  timeoutMs: number;
-}
-
-/**
- * Opens a QUIC transport (a WebTransport session carrying MUTP messages as QUIC datagrams); the
- * caller bounds it in time and closes one that opens too late.
- */
-export type QuicOpener = (target: QuicTarget) => Promise<LinkTransport>;
+// Part of the host's interface, kept in a leaf module: link-transport.ts imports this one.
+export type { QuicOpener, QuicTarget } from './link-transport-types';
 
 export interface Clock {
   /** Milliseconds, monotonic. */

@@ -1,26 +1,16 @@
 /**
- * What carries one proxy link's datagrams, and the WebRTC one: a peer connection with the two MUTP
- * channels (transport.ts), set up through origo's signalling relay. The link's logic (routing,
- * liveness, reconnection) is the core's LinkEndpoint; a transport only moves datagrams.
+ * What carries one proxy link's datagrams (LinkTransport, link-transport-types.ts), and the WebRTC
+ * one: a peer connection with the two MUTP channels (transport.ts), set up through origo's
+ * signalling relay. The link's logic (routing, liveness, reconnection) is the core's LinkEndpoint;
+ * a transport only moves datagrams.
  */
 import { DATA_CHANNEL_LABEL, DatagramChannel, FEEDBACK_CHANNEL_LABEL, ProxyInfo, RtcFactory } from '..';
 import { ClientError } from './errors';
-import { Clock, QuicOpener, withTimeout } from './host';
+import { Clock, withTimeout } from './host';
+import type { LinkTransport, QuicOpener } from './link-transport-types';
 import { OrigoSession } from './origo-session';
 
-export interface LinkTransport {
-  /** Which kind it is, for traces and records ('webrtc', 'quic'). */
-  readonly kind: string;
-  readonly isOpen: boolean;
-  /** Sends one datagram to the proxy; false when it was dropped (not open, or its buffer is full). */
-  send(bytes: Uint8Array): boolean;
-  /** Closes it; onClose is not called for a close the link asked for. */
-  close(reason?: string): void;
-  /** `receivedAt`: when it arrived (performance.now() clock), where the transport reads in batches. */
-  onDatagram?: (bytes: Uint8Array, receivedAt?: number) => void;
-  /** It closed or failed under the link. */
-  onClose?: (reason: string) => void;
-}
+export type { LinkTransport } from './link-transport-types';
 
 /** A connection attempt that got no answer within its time (not a refusal or a failure). */
 export class ConnectTimeoutError extends ClientError {
