@@ -18,11 +18,23 @@ const MAY_IMPORT = {
   proxy: ['shared', 'wasm', 'node-rtc', 'quic', 'cli-options', 'origin-fetch'],
   client: ['shared', 'wasm', 'node-rtc', 'quic', 'cli-options'],
   extension: ['shared', 'wasm'],
+  // Test tooling imports nothing of ours, but for the entries in TESTING_ENTRIES_MAY_IMPORT.
   testing: [],
   // The namespace testbed realises the simulator's network profiles (sim/src/profiles.ts).
   testbed: ['sim'],
   // The whole-system runs use everything, through public entries.
   e2e: null,
+};
+
+/**
+ * The entries of @mutp/testing that start a service in-process for other workspaces' tests, or
+ * build on the core, import it by its public entry: only these files, so the rest of the test
+ * tooling stays free of the services. No service's src imports @mutp/testing (the table above).
+ */
+const TESTING_ENTRIES_MAY_IMPORT = {
+  'src/origin.ts': ['shared'],
+  'src/origo.ts': ['shared', 'origo'],
+  'src/proxy.ts': ['proxy'],
 };
 
 /** Node built-ins: the protocol core and the client orchestration also run in browsers. */
@@ -32,11 +44,12 @@ const NODE_BUILTINS = ['node:*', 'fs', 'path', 'crypto', 'os', 'net', 'http', 'h
 const MAX_DEPTH = 8;
 
 /**
- * `no-restricted-imports` for the files `depth` folders below `workspace/` (under `sub`, if given):
- * the import table, no relative path that climbs out of the workspace (`../` once more than the
- * file is deep), and `extra` patterns. One rule, so each file gets every pattern at once.
+ * `no-restricted-imports` for the files `depth` folders below `workspace/` (under `sub`, if given;
+ * only the one file `file`, a path below `workspace/`, if given): the import table, no relative
+ * path that climbs out of the workspace (`../` once more than the file is deep), and `extra`
+ * patterns. One rule, so each file gets every pattern at once.
  */
-function importRules(workspace, allowed, { sub = '', extra = [], ignores } = {}) {
+function importRules(workspace, allowed, { sub = '', file, extra = [], ignores } = {}) {
   const table =
     allowed === null
       ? []
@@ -50,29 +63,31 @@ function importRules(workspace, allowed, { sub = '', extra = [], ignores } = {})
                 : `${workspace}/ may import only ${allowed.map((a) => `@mutp/${a}`).join(', ')} (README.md, Architecture).`,
           },
         ];
+  const rulesAt = (files, depth) => ({
+    files,
+    ...(ignores ? { ignores } : {}),
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            ...table,
+            {
+              regex: `^(\\.\\./){${depth + 1}}`,
+              message: `a relative import out of ${workspace}/: import the other workspace by its package name.`,
+            },
+            ...extra,
+          ],
+        },
+      ],
+    },
+  });
+  if (file) return [rulesAt([`${workspace}/${file}`], file.split('/').length - 1)];
   const base = sub ? `${workspace}/${sub}/` : `${workspace}/`;
   const first = sub ? sub.split('/').length : 0;
   const entries = [];
   for (let depth = first; depth <= MAX_DEPTH; depth++) {
-    entries.push({
-      files: [`${base}${'*/'.repeat(depth - first)}*.ts`],
-      ...(ignores ? { ignores } : {}),
-      rules: {
-        'no-restricted-imports': [
-          'error',
-          {
-            patterns: [
-              ...table,
-              {
-                regex: `^(\\.\\./){${depth + 1}}`,
-                message: `a relative import out of ${workspace}/: import the other workspace by its package name.`,
-              },
-              ...extra,
-            ],
-          },
-        ],
-      },
-    });
+    entries.push(rulesAt([`${base}${'*/'.repeat(depth - first)}*.ts`], depth));
   }
   return entries;
 }
@@ -105,6 +120,7 @@ export default tseslint.config(
       ...importRules(workspace, [...allowed, 'testing'], { sub: 'test' }),
       ...importRules(workspace, [...allowed, 'testing'], { sub: 'bench' }),
     ]),
+  ...Object.entries(TESTING_ENTRIES_MAY_IMPORT).flatMap(([file, allowed]) => importRules('testing', allowed, { file })),
   // The sans-IO core: no Node built-ins, and nothing of the client orchestration layered on it.
   ...importRules('shared', [], {
     sub: 'src',

@@ -16,23 +16,10 @@ import { ClientError, ClientHost, MutpClient } from '@mutp/shared/client';
 import { releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import { WebSocketServer } from 'ws';
-// Real origo and proxies in-process, by the issue's brief: an exception to the import table
-// (client/ may import only shared, wasm, node-rtc), as in proxy/test/origo-failover.test.ts.
-// eslint-disable-next-line no-restricted-imports
-import { closeAll, SECRET, startOrigo, TestOrigo } from '../../origo/test/helpers';
-// eslint-disable-next-line no-restricted-imports
-import { createProxy, Proxy } from '../../proxy/src/proxy';
-// eslint-disable-next-line no-restricted-imports
-import {
-  LOOPBACK_ONLY,
-  makeObject,
-  objectOrigin,
-  silentLogger,
-  testConfig,
-  TestServer,
-  until,
-  within,
-} from '../../proxy/test/helpers';
+import { closeAll, SECRET, startOrigo, TestOrigo } from '@mutp/testing/origo';
+import { makeObject, objectOrigin, TestServer } from '@mutp/testing/origin';
+import { createTestProxy, Proxy } from '@mutp/testing/proxy';
+import { until, within } from '@mutp/testing/wait';
 import { createNodeHost } from '../src/node-host';
 
 const WAIT_MS = 20_000;
@@ -70,9 +57,9 @@ afterAll(async () => {
 /** A real origo sharing the token key, with a real proxy registered on it. */
 async function origoWithProxy(name: string): Promise<{ origo: TestOrigo; clientUrl: string; proxy: Proxy }> {
   const origo = await startOrigo({ allowLocalProxies: true, tokenKeyFile: tokenKey, heartbeatIntervalMs: 500 });
-  const proxy = createProxy(
-    testConfig({ origoUrl: `ws://127.0.0.1:${origo.port}/v1/proxy`, secret: SECRET, name, uploadLimitKBps: 4096 }),
-    { logger: silentLogger(), allowedClasses: LOOPBACK_ONLY, codecs },
+  const proxy = await createTestProxy(
+    { origoUrl: `ws://127.0.0.1:${origo.port}/v1/proxy`, secret: SECRET, name, uploadLimitKBps: 4096 },
+    { codecs },
   );
   proxies.push(proxy);
   await proxy.start();

@@ -5,8 +5,6 @@
  * download then completes byte-exact and the process exits 0. A second signal exits at once. In
  * process: a drain that times out reports the transfers it cuts, and new transfers are refused;
  * origo shutting down answers /readyz 503 and refuses new sockets from its first step.
- * Real origos in-process need origo's test helpers: an exception to the import table
- * (README.md, Architecture), as in origo-failover.test.ts.
  */
 import { ChildProcess, spawn } from 'node:child_process';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -15,7 +13,6 @@ import { join } from 'node:path';
 import { CONNECTION_TRANSFER_ID, decode, ErrorCode, MessageType, uncodedCodec } from '@mutp/shared';
 import { createNodeRtcFactory, releaseNodeRtc } from '@mutp/node-rtc';
 import WebSocket from 'ws';
-// eslint-disable-next-line no-restricted-imports
 import {
   ADMIN,
   closeAll,
@@ -27,7 +24,7 @@ import {
   startOrigo,
   TestOrigo,
   TestPeer,
-} from '../../origo/test/helpers';
+} from '@mutp/testing/origo';
 import { DRAINING_REASON } from '../src/drain';
 import { createProxy } from '../src/proxy';
 import {

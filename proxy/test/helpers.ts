@@ -1,86 +1,15 @@
-/** Test helpers: local origins, loopback WebRTC pairs, an MUTP client over real channels. */
-import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { Codec, type DatagramChannel, Mode, Receiver, type RtcFactory, type RtcPeer, seededRandom } from '@mutp/shared';
-import pino from 'pino';
+/**
+ * The proxy's test helpers: loopback WebRTC pairs and an MUTP client over real channels. Local
+ * origins, bounded waits and the in-process proxy's config are shared with other workspaces'
+ * tests, so they live in @mutp/testing and are re-exported here.
+ */
+import { Codec, type DatagramChannel, Mode, Receiver, type RtcFactory, type RtcPeer } from '@mutp/shared';
+import { until } from '@mutp/testing/wait';
 import { ServeError, ServeErrorKind } from '../src/errors';
 
-export const silentLogger = () => pino({ level: 'silent' });
-
-/** Rejects with a clear message when `promise` takes longer than `ms`. */
-export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    promise.finally(() => clearTimeout(timer)),
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
-    }),
-  ]);
-}
-
-/** Resolves when `condition()` holds (polled), or fails after `ms` naming `what`. */
-export async function until(condition: () => boolean, ms: number, what: string): Promise<void> {
-  const start = Date.now();
-  while (!condition()) {
-    if (Date.now() - start > ms) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
-/** Deterministic pseudo-random bytes. */
-export function makeObject(size: number, seed: number): Uint8Array {
-  const random = seededRandom(seed);
-  const bytes = new Uint8Array(size);
-  for (let i = 0; i < size; i += 4) {
-    const v = random();
-    bytes[i] = v;
-    if (i + 1 < size) bytes[i + 1] = v >>> 8;
-    if (i + 2 < size) bytes[i + 2] = v >>> 16;
-    if (i + 3 < size) bytes[i + 3] = v >>> 24;
-  }
-  return bytes;
-}
-
-export interface TestServer {
-  server: Server;
-  url: string;
-  hits: number;
-  close(): Promise<void>;
-}
-
-/** An HTTP server on 127.0.0.1, port 0, counting requests; close() drops every connection. */
-export async function startServer(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<TestServer> {
-  const server = createServer((req, res) => {
-    result.hits++;
-    handler(req, res);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  const result: TestServer = {
-    server,
-    url: `http://127.0.0.1:${port}`,
-    hits: 0,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-  return result;
-}
-
-/** Origin serving fixed objects by path (others 404). */
-export function objectOrigin(objects: Record<string, Uint8Array>, contentType = 'video/mp4') {
-  return startServer((req, res) => {
-    const body = objects[req.url ?? ''];
-    if (!body) {
-      res.writeHead(404).end('not here');
-      return;
-    }
-    res.writeHead(200, { 'content-type': contentType, 'content-length': body.length });
-    res.end(body);
-  });
-}
+export { makeObject, objectOrigin, startServer, type TestServer } from '@mutp/testing/origin';
+export { LOOPBACK_ONLY, silentLogger, testConfig } from '@mutp/testing/proxy';
+export { until, within } from '@mutp/testing/wait';
 
 export interface LoopbackPair {
   offerer: RtcPeer;
@@ -243,53 +172,8 @@ export function allOpen(channels: DatagramChannel[], ms: number, what: string): 
   return until(() => channels.every((c) => c.isOpen), ms, what);
 }
 
-/** A proxy config for in-process tests: ephemeral port on 127.0.0.1, quiet, no origo. */
-export function testConfig(
-  over: Partial<import('../src/config').ProxyConfig> = {},
-): import('../src/config').ProxyConfig {
-  return {
-    secret: 'test-secret',
-    name: 'test-proxy',
-    httpPort: 0,
-    httpHost: '127.0.0.1',
-    iceBind: '127.0.0.1',
-    iceUdpMux: false,
-    quicCertificateDays: 14,
-    cacheBytes: 32 << 20,
-    transferMemoryBytes: 64 << 20,
-    maxOriginFetches: 32,
-    maxStaging: 16,
-    maxStagingPerClient: 4,
-    minSymbolSize: 256,
-    peerIdleTimeoutMs: 30_000,
-    maxObjectBytes: 8 << 20,
-    uploadLimitKBps: 0,
-    uploadBurstBytes: 0,
-    pacingQuantumMs: 0,
-    allowedOrigins: '*',
-    allowPrivateOrigins: false,
-    insecure: false,
-    // Test origins listen on ephemeral loopback ports.
-    originPorts: '*',
-    corsOrigins: [],
-    maxTransfers: 64,
-    maxTransfersPerClient: 16,
-    maxPeers: 16,
-    maxPeersPerClient: 4,
-    // Every test client is on loopback: one network (the shares have their own tests).
-    minNetworks: 1,
-    originTimeoutMs: 5000,
-    originTotalTimeoutMs: 10_000,
-    logLevel: 'silent',
-    ...over,
-  };
-}
-
 /** A well-formed Ed25519 public key for OrigoLink options (origo only passes it on). */
 export const TEST_ASSERTION_KEY = 'A'.repeat(43);
-
-/** Only loopback besides public addresses: tests never reach any other address. */
-export const LOOPBACK_ONLY: ReadonlySet<'loopback'> = new Set(['loopback'] as const);
 
 /** A token verifier with a fresh Ed25519 key, and a signer of client tokens as origo makes them. */
 export async function testTokens() {

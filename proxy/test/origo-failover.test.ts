@@ -3,15 +3,12 @@
  * no Redis: they do not share state, which these tests do not need). The proxy registers on one;
  * when that one closes it registers on the other within a bounded wait, under the same proxyId.
  * OrigoLink with a seeded random: where the rotation starts, and a dead instance skipped.
- * Real origos in-process need origo's test helpers: the one import of proxy/ tests into origo/,
- * an exception to the import table (README.md, Architecture) made for this test.
  */
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { uncodedCodec } from '@mutp/shared';
 import pino from 'pino';
-// eslint-disable-next-line no-restricted-imports
-import { ADMIN, closeAll, getJson, SECRET, startOrigo, TestOrigo } from '../../origo/test/helpers';
+import { ADMIN, closeAll, getJson, SECRET, startOrigo, TestOrigo } from '@mutp/testing/origo';
 import { OrigoLink, OrigoLinkOptions } from '../src/origo-link';
 import { createProxy, Proxy } from '../src/proxy';
 import { silentLogger, TEST_ASSERTION_KEY, testConfig, until } from './helpers';

@@ -24,3 +24,23 @@ export async function waitFor<T>(
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
+
+/** Rejects with a clear message when `promise` takes longer than `ms`. */
+export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout>;
+  return Promise.race([
+    promise.finally(() => clearTimeout(timer)),
+    new Promise<T>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
+    }),
+  ]);
+}
+
+/** Resolves when `condition()` holds (polled every 5 ms), or fails after `ms` naming `what`. */
+export async function until(condition: () => boolean, ms: number, what: string): Promise<void> {
+  const start = Date.now();
+  while (!condition()) {
+    if (Date.now() - start > ms) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
