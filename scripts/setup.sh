@@ -56,20 +56,48 @@ if ! rustup target list --installed | grep -qx wasm32-unknown-emscripten; then
   rustup target add wasm32-unknown-emscripten
 fi
 
+# The builds below do not depend on each other: they run side by side (cargo and emcc leave a core
+# idle in their serial phases: the last crate, linking, LTO), each timed, and any failure fails
+# set-up after all have finished.
+build_pids=()
+build_names=()
+start_build() {
+  local name=$1
+  shift
+  (
+    t0=$SECONDS
+    "$@"
+    log "$name finished in $((SECONDS - t0)) s"
+  ) &
+  build_pids+=($!)
+  build_names+=("$name")
+}
 # WebAssembly and native codec builds; each step skips itself when its outputs are current.
-bash wasm/build.sh
-# linkem, the testbed's link emulator (cargo rebuilds only what changed).
-if [ ! -x testbed/emulator/target/release/linkem ] || [ -n "$(find testbed/emulator/src testbed/emulator/Cargo.toml testbed/emulator/Cargo.lock \
-  -newer testbed/emulator/target/release/linkem -print -quit)" ]; then
-  log "building linkem (testbed/emulator)"
-  (cd testbed/emulator && cargo build --release --locked --quiet)
-else
-  log "linkem up to date"
-fi
-# @mutp/quic's native addon (napi-rs, wtransport/quinn: quic/native -> quic/dist/mutp_quic.node).
-bash quic/build.sh
+start_build "wasm" bash wasm/build.sh
+# linkem, the testbed's link emulator (cargo rebuilds only what changed); then @mutp/quic's native
+# addon (napi-rs, wtransport/quinn: quic/native -> quic/dist/mutp_quic.node). One after the other:
+# two cargo builds at once would only fight over the same two cores.
+build_native() {
+  if [ ! -x testbed/emulator/target/release/linkem ] || [ -n "$(find testbed/emulator/src testbed/emulator/Cargo.toml testbed/emulator/Cargo.lock \
+    -newer testbed/emulator/target/release/linkem -print -quit)" ]; then
+    log "building linkem (testbed/emulator)"
+    (cd testbed/emulator && cargo build --release --locked --quiet)
+  else
+    log "linkem up to date"
+  fi
+  bash quic/build.sh
+}
+start_build "linkem and the quic addon" build_native
 # Test media for the demo, the end-to-end tests and benchmarks (ffmpeg, once).
-bash e2e/media/generate.sh
+start_build "media" bash e2e/media/generate.sh
+build_failed=()
+for i in "${!build_pids[@]}"; do
+  wait "${build_pids[$i]}" || build_failed+=("${build_names[$i]}")
+done
+if [ "${#build_failed[@]}" -gt 0 ]; then
+  echo "[setup] failed: ${build_failed[*]} (its output is above)" >&2
+  exit 1
+fi
 # The browser extension (Chrome and Firefox packages in extension/dist), rebuilt when a source
 # is newer than the package.
 package=extension/dist/mutp-chrome.zip

@@ -2,22 +2,59 @@
 # Command 2: set up, then run every check: type-check, lint, format check, all tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+setup_t0=$SECONDS
 bash scripts/setup.sh
-echo "[test] type-check"
-npx tsc -p tsconfig.json
-npx tsc -p extension/tsconfig.json
-echo "[test] lint"
-npx eslint .
-npx prettier --check . >/dev/null || { npx prettier --check .; exit 1; }
-echo "[test] native tests (C RLNC, Rust wirehair)"
+echo "[test] set-up took $((SECONDS - setup_t0)) s"
+# Each phase prints its wall time when the next begins (the note on CI time reads them).
+phase_name=
+phase() {
+  [ -n "$phase_name" ] && echo "[test] $phase_name took $((SECONDS - phase_t0)) s"
+  phase_name=$1
+  phase_t0=$SECONDS
+  [ -n "$phase_name" ] && echo "[test] $phase_name"
+  return 0
+}
+# The static checks are independent and each single-threaded: side by side, each timed; a failing
+# one prints its output after all have finished.
+phase "type-check, lint, format check and import circles (side by side)"
+checks=$(mktemp -d)
+trap 'rm -rf "$checks"' EXIT
+check_pids=()
+check_names=()
+start_check() {
+  local name=$1
+  shift
+  (
+    t0=$SECONDS
+    "$@" >"$checks/$name.log" 2>&1
+    echo "[test] $name passed in $((SECONDS - t0)) s"
+  ) &
+  check_pids+=($!)
+  check_names+=("$name")
+}
+start_check type-check npx tsc -p tsconfig.json
+start_check type-check-extension npx tsc -p extension/tsconfig.json
+start_check lint npx eslint .
+start_check format npx prettier --check .
+start_check import-circles npm run --silent lint:cycles
+check_failed=0
+for i in "${!check_pids[@]}"; do
+  if ! wait "${check_pids[$i]}"; then
+    echo "[test] ${check_names[$i]} failed:" >&2
+    cat "$checks/${check_names[$i]}.log" >&2
+    check_failed=1
+  fi
+done
+[ "$check_failed" -eq 0 ] || exit 1
+phase "native tests (C RLNC, Rust wirehair)"
 make -s -C wasm/rlnc test
 [ -d "$HOME/.cargo/bin" ] && export PATH="$HOME/.cargo/bin:$PATH"
 (cd wasm/wirehair && CARGO_TARGET_DIR=target cargo test --locked --release --quiet)
-echo "[test] linkem unit tests (testbed/emulator)"
+phase "linkem unit tests (testbed/emulator)"
 (cd testbed/emulator && cargo test --locked --release --quiet)
-echo "[test] quic native unit tests (rate controller, certificates)"
+phase "quic native unit tests (rate controller, certificates)"
 (cd quic/native && cargo test --locked --release --quiet)
-echo "[test] jest: unit and component tests"
+phase "jest: unit and component tests"
 # Suites over real WebRTC (node-datachannel on loopback) wait on its native threads: they run on
 # their own below, not beside the CPU-bound unit tests.
 REAL_RTC='(/proxy/test/(webrtc|origo-link|transfer-host)|/client/test/origo-failover)\.test\.ts$'
@@ -25,9 +62,10 @@ npx jest --ci --testPathIgnorePatterns '\.browser\.test\.ts$' '/e2e/' '/testbed/
 # One at a time in a process of their own, before the whole-system suites: in the same process
 # after them (which start and clean up node-datachannel, browsers and the testbed) a loopback data
 # channel once did not open within 10 s.
-echo "[test] jest: real-WebRTC suites"
+phase "jest: real-WebRTC suites"
 npx jest --ci --runInBand --testPathPattern "$REAL_RTC"
 # Whole-system, browser and testbed suites start many processes or native threads each (and the
 # link emulator's validation measures timing): one at a time on these 2-core machines.
-echo "[test] jest: end-to-end, browser and testbed tests"
+phase "jest: end-to-end, browser and testbed tests"
 npx jest --ci --runInBand --testPathPattern '(\.browser\.test\.ts|/e2e/|/testbed/test/)'
+phase ""
