@@ -39,7 +39,11 @@ export interface OriginFetchOptions extends OriginPolicy {
   range?: ByteRange;
 }
 
-export interface FetchedObject {
+/**
+ * An origin's answer: the body and the response headers a cache keeps. What the proxy's cache
+ * takes from a fetcher (tests and other fetchers need not follow redirects).
+ */
+export interface FetchResult {
   bytes: Uint8Array;
   /** The origin's Content-Type, only when validContentType accepts it. */
   contentType?: string;
@@ -54,6 +58,10 @@ export interface FetchedObject {
   range?: { start: number; completeLength?: number };
   /** The origin ignored Range and sent the whole resource: `bytes` is a view into it. */
   wholeBody?: Uint8Array;
+}
+
+/** What fetchOrigin returns: the origin's answer and where it was found. */
+export interface FetchedObject extends FetchResult {
   /** The URL the body came from, after redirects. */
   finalUrl: string;
   redirects: number;
@@ -65,8 +73,7 @@ export const DEFAULT_MAX_REDIRECTS = 5;
 /** Longest ETag / Last-Modified kept; a longer one is dropped (cut, two could compare equal). */
 export const MAX_VALIDATOR_CHARS = 256;
 
-type Body = Omit<FetchedObject, 'finalUrl' | 'redirects'>;
-type Hop = { kind: 'redirect'; location: string } | { kind: 'body'; body: Body };
+type Hop = { kind: 'redirect'; location: string } | { kind: 'body'; body: FetchResult };
 
 export async function fetchOrigin(rawUrl: string, options: OriginFetchOptions): Promise<FetchedObject> {
   const maxBytes = Math.min(options.maxBytes, MAX_OBJECT_BYTES);
@@ -307,7 +314,7 @@ function shapeBody(
   body: Uint8Array,
   served: { first: number; completeLength?: number } | undefined,
   range: ByteRange | undefined,
-): Pick<FetchedObject, 'bytes' | 'range' | 'wholeBody'> | ServeError {
+): Pick<FetchResult, 'bytes' | 'range' | 'wholeBody'> | ServeError {
   if (!range) return { bytes: body };
   if (served) return { bytes: body, range: { start: served.first, completeLength: served.completeLength } };
   const part = sliceOfWhole(body, range);
@@ -322,7 +329,7 @@ function shapeBody(
 /** The response headers the proxy keeps: a valid Content-Type, Cache-Control and validators. */
 function describe(
   headers: http.IncomingHttpHeaders,
-): Pick<FetchedObject, 'contentType' | 'cacheControl' | 'expires' | 'date' | 'etag' | 'lastModified'> {
+): Pick<FetchResult, 'contentType' | 'cacheControl' | 'expires' | 'date' | 'etag' | 'lastModified'> {
   const contentType = headers['content-type'];
   const validator = (value: string | undefined) =>
     value !== undefined && value.length > 0 && value.length <= MAX_VALIDATOR_CHARS ? value : undefined;

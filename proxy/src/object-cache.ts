@@ -31,7 +31,7 @@ import {
   SharedEncoders,
   validValidator,
 } from '@mutp/shared';
-import type { FetchedObject } from '@mutp/origin-fetch';
+import type { FetchResult } from '@mutp/origin-fetch';
 import { cachePolicy } from './cache-policy';
 import { ServeError } from './errors';
 import { locateRange, rangeKey, ResourceExtent, sameVersion, Validators } from './range-cache';
@@ -54,12 +54,6 @@ export interface CachedObject {
   /** When the origin sent the bytes, and its validator: what a signed META asserts of them. */
   readonly provenance: AssertionProvenance;
 }
-
-/**
- * What the cache needs of an origin's answer: the fetch's result without where it ended up
- * (tests and other fetchers need not follow redirects).
- */
-export type FetchResult = Omit<FetchedObject, 'finalUrl' | 'redirects'>;
 
 export interface FetchControl {
   /** Aborted when nobody waits for the fetch any more. */

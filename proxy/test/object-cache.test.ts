@@ -3,7 +3,8 @@ import { createHash } from 'node:crypto';
 import { encoderBytesOf, Layout, MemoryBudget, rlncCodec } from '@mutp/shared';
 import { ServeError } from '../src/errors';
 import { cachePolicy } from '../src/cache-policy';
-import { FetchResult, ObjectCache } from '../src/object-cache';
+import type { FetchResult } from '@mutp/origin-fetch';
+import { ObjectCache } from '../src/object-cache';
 
 /** A fetcher whose answers the test releases by hand. */
 function manualFetcher() {
