@@ -6,16 +6,65 @@
  * as QUIC fails or has had a head start without opening, and whichever opens first carries the
  * link (QUIC when both are open at once); the other is closed.
  */
+import { ProxyInfo } from '..';
 import { ClientError } from './errors';
-import { Clock } from './host';
-import { ConnectTimeoutError, LinkTransport } from './link-transport';
+import { ClientHost, Clock } from './host';
+import { ConnectTimeoutError, LinkTransport, openQuicTransport, openWebRtcTransport } from './link-transport';
+import { OrigoSession } from './origo-session';
 
 export type TransportPreference = 'auto' | 'quic' | 'webrtc';
 
 /** How long QUIC has alone before WebRTC starts beside it (a blocked UDP port costs at most this). */
 export const QUIC_HEAD_START_MS = 1000;
 
+/** A proxy whose QUIC endpoint failed is reached over WebRTC alone for this long (no head start wasted). */
+const QUIC_FAILURE_MEMORY_MS = 60_000;
+
 type Opener = () => Promise<LinkTransport>;
+
+const why = (e: unknown) => (e instanceof Error ? e.message : String(e));
+
+/** Opens a client's transports to proxies, by its preference, remembering whose QUIC failed. */
+export class TransportOpener {
+  /** Proxies whose QUIC endpoint failed, by when: WebRTC alone for a while. */
+  private readonly quicFailedAt = new Map<string, number>();
+  private nextLink = 0;
+
+  constructor(
+    private readonly host: ClientHost,
+    private readonly config: { transport?: TransportPreference; trace?: (line: string) => void },
+  ) {}
+
+  /** A transport to `proxy` by the configured preference (QUIC first where it can be had). */
+  open(session: OrigoSession, proxy: ProxyInfo, timeoutMs: number): Promise<LinkTransport> {
+    const clock = this.host.clock;
+    const preference = this.config.transport ?? 'auto';
+    const webrtc = () => openWebRtcTransport(session, this.host.rtc, proxy, this.connectionId(), clock, timeoutMs);
+    const quicOpener = this.host.quic;
+    const token = session.tokenFor(proxy);
+    if (preference === 'webrtc') return webrtc();
+    if (proxy.quic === undefined || quicOpener === undefined || token === undefined) {
+      if (preference === 'auto') return webrtc();
+      const missing = proxy.quic === undefined ? 'it offers no QUIC endpoint' : 'this client cannot open QUIC';
+      return Promise.reject(new ClientError('connect-failed', `proxy ${proxy.name}: ${missing}`));
+    }
+    const quic = () =>
+      openQuicTransport(quicOpener, proxy, token, clock, timeoutMs).catch((e: unknown) => {
+        this.quicFailedAt.set(proxy.proxyId, clock.now());
+        this.config.trace?.(`${proxy.name}: QUIC failed (${why(e)})`);
+        throw e;
+      });
+    if (preference === 'quic') return quic();
+    const failedAt = this.quicFailedAt.get(proxy.proxyId);
+    if (failedAt !== undefined && clock.now() - failedAt < QUIC_FAILURE_MEMORY_MS) return webrtc();
+    this.quicFailedAt.delete(proxy.proxyId);
+    return openPreferringQuic(quic, webrtc, clock);
+  }
+
+  private connectionId(): string {
+    return `c${(this.host.random() >>> 0).toString(36)}${this.nextLink++}`;
+  }
+}
 
 /**
  * Opens `quic` and, after its head start or its failure, `webrtc`; resolves with the first to
