@@ -17,54 +17,23 @@
  * with its own digest, encoders and unit digests, memoised on the parent. Entries keep the
  * origin's validators (ETag, Last-Modified): a response of another version of the href drops the
  * entries of the old one, so slices are never cut from a resource that has changed.
+ *
+ * Here: lookups, ranges, the LRU and its index by href, loading an origin's answer. In their own
+ * modules: one entry (cache-entry.ts), what entries cost the memory budget (entry-memory.ts), the
+ * fetches under way (origin-fetches.ts), the range arithmetic (range-cache.ts).
  */
-import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import {
-  AssertionProvenance,
-  ByteRange,
-  IdleEncoders,
-  LayoutDigests,
-  MemoryBudget,
-  networkShare,
-  servedRangeProblem,
-  SharedEncoders,
-  validValidator,
-} from '@mutp/shared';
-import type { FetchResult } from '@mutp/origin-fetch';
+import { ByteRange, IdleEncoders, MemoryBudget, servedRangeProblem } from '@mutp/shared';
 import { cachePolicy } from './cache-policy';
+import { CachedObject, Entry } from './cache-entry';
+import { EntryMemory } from './entry-memory';
 import { ServeError } from './errors';
-import { locateRange, rangeKey, ResourceExtent, sameVersion, Validators } from './range-cache';
+import { Fetching, ObjectFetcher, OriginFetches, withdrawn } from './origin-fetches';
+import { locateRange, rangeKey, sameVersion, Validators } from './range-cache';
 
-export interface CachedObject {
-  bytes: Uint8Array;
-  /** SHA-256 of bytes. */
-  digest: Uint8Array;
-  contentType?: string;
-  /** For a ranged lookup: where the bytes sit in the resource (completeLength undefined: unknown). */
-  range?: { start: number; completeLength?: number };
-  /** Encoders shared by the transfers of this object (one codec copy per layout). */
-  encoders: SharedEncoders;
-  /** Integrity digests per layout, computed once for all transfers of this object. */
-  digests: LayoutDigests;
-  /** Whether the LRU accounts for the bytes (an object larger than the cache is served, not kept). */
-  readonly cached: boolean;
-  /** Marks one user (a transfer) of the bytes; call the returned function when it is done. */
-  hold(): () => void;
-  /** When the origin sent the bytes, and its validator: what a signed META asserts of them. */
-  readonly provenance: AssertionProvenance;
-}
-
-export interface FetchControl {
-  /** Aborted when nobody waits for the fetch any more. */
-  signal: AbortSignal;
-  /** Called as body bytes arrive; false means the memory budget is full and the fetch must stop. */
-  reserve(bytes: number): boolean;
-  /** The bytes to fetch; absent: the whole resource. */
-  range?: ByteRange;
-}
-
-export type ObjectFetcher = (url: string, control: FetchControl) => Promise<FetchResult>;
+// What the cache hands out, for its users to import with it.
+export { sha256 } from './cache-entry';
+export type { CachedObject } from './cache-entry';
 
 export interface ObjectCacheStats {
   hits: number;
@@ -125,7 +94,6 @@ export interface ObjectCacheOptions {
 
 export const DEFAULT_IDLE_ENCODER_BYTES = 64 << 20;
 
-export const DEFAULT_MAX_CONCURRENT_FETCHES = 32;
 /**
  * What a ranged entry costs the LRU besides its bytes (keys, digests, bookkeeping), so that a
  * flood of tiny ranges fills the cache after a bounded number of entries.
@@ -133,105 +101,19 @@ export const DEFAULT_MAX_CONCURRENT_FETCHES = 32;
 export const RANGE_ENTRY_OVERHEAD_BYTES = 1024;
 /** Ranged entries kept per href; past it the oldest goes (bounds the containment scan). */
 export const MAX_RANGE_ENTRIES_PER_HREF = 1024;
-/** Slices memoised per entry; past it the oldest is forgotten (its users keep it). */
-const MAX_SLICES_PER_ENTRY = 32;
-
-export function sha256(bytes: Uint8Array): Uint8Array {
-  const digest = createHash('sha256').update(bytes).digest();
-  return new Uint8Array(digest.buffer, digest.byteOffset, digest.byteLength);
-}
-
-interface EntryFacts {
-  /** The cache key: the href, or the href and the range the entry was fetched for. */
-  key: string;
-  href: string;
-  contentType?: string;
-  range?: { start: number; completeLength?: number };
-  /** Where the bytes sit in the resource (a whole object: from 0, complete). */
-  extent: ResourceExtent;
-  validators: Validators;
-  /** When the origin's answer arrived (ms since the epoch). */
-  fetchedAt: number;
-}
-
-/** A cache entry (or a slice of one) and its users; `evicted` once the LRU dropped it. */
-class Entry implements CachedObject {
-  users = 0;
-  evicted = false;
-  cached = false;
-  /** Lookups that returned this entry (staging: whether anyone asked for it after the hint). */
-  lookups = 0;
-  /** Slices served from this entry, by range key. */
-  readonly slices = new Map<string, Entry>();
-  readonly contentType: string | undefined;
-  readonly range: { start: number; completeLength?: number } | undefined;
-  readonly provenance: AssertionProvenance;
-
-  constructor(
-    readonly bytes: Uint8Array,
-    readonly facts: EntryFacts,
-    readonly digest: Uint8Array,
-    readonly encoders: SharedEncoders,
-    readonly digests: LayoutDigests,
-    private readonly heldOutside: (entry: Entry, held: boolean) => void,
-    /** A slice's bytes are its parent's: holding the slice holds the parent. */
-    readonly parent?: Entry,
-  ) {
-    this.contentType = facts.contentType;
-    this.range = facts.range;
-    this.provenance = provenanceOf(facts);
-  }
-
-  hold(): () => void {
-    const releaseParent = this.parent?.hold();
-    // Users of an object the LRU no longer accounts for pay for its bytes while they hold it.
-    if (this.users++ === 0 && this.evicted) this.heldOutside(this, true);
-    let done = false;
-    return () => {
-      if (done) return;
-      done = true;
-      if (--this.users === 0 && this.evicted) this.heldOutside(this, false);
-      releaseParent?.();
-    };
-  }
-}
-
-interface Fetching {
-  key: string;
-  href: string;
-  /** The range fetched; undefined: the whole resource. */
-  range?: ByteRange;
-  promise: Promise<Entry>;
-  controller: AbortController;
-  /** Waiters with a signal still waiting; the fetch is aborted when they all withdrew. */
-  waiters: number;
-  /** Some caller waits without a signal: never abort. */
-  pinned: boolean;
-  /** The client network that started it (its share is charged until the fetch ends). */
-  network?: string;
-}
 
 export class ObjectCache {
   private readonly lru: LRUCache<string, Entry> | undefined;
-  private readonly inFlight = new Map<string, Fetching>();
-  /** Fetches under way per href, for ranged lookups that can join a larger one. */
-  private readonly inFlightByHref = new Map<string, Set<Fetching>>();
+  private readonly fetches: OriginFetches;
   /** Entries in the LRU per href (insertion order), for containment. */
   private readonly entriesByHref = new Map<string, Set<Entry>>();
   private readonly budget: MemoryBudget;
-  private readonly idleEncoders: IdleEncoders | undefined;
-  private readonly maxConcurrentFetches: number;
-  private readonly networkFetches: number;
-  /** Fetches under way per client network that started them. */
-  private readonly fetchesByNetwork = new Map<string, number>();
-  private heldAfterEviction = 0;
+  private readonly memory: EntryMemory;
   private readonly counters = {
     hits: 0,
     misses: 0,
     joined: 0,
     failures: 0,
-    abandoned: 0,
-    fetchesRefused: 0,
     uncacheable: 0,
     sliced: 0,
     staleDropped: 0,
@@ -243,9 +125,8 @@ export class ObjectCache {
   constructor(private readonly options: ObjectCacheOptions) {
     this.budget = options.budget ?? new MemoryBudget(Number.MAX_SAFE_INTEGER);
     const idleBytes = options.idleEncoderBytes ?? DEFAULT_IDLE_ENCODER_BYTES;
-    this.idleEncoders = idleBytes > 0 ? new IdleEncoders(this.budget, idleBytes) : undefined;
-    this.maxConcurrentFetches = options.maxConcurrentFetches ?? DEFAULT_MAX_CONCURRENT_FETCHES;
-    this.networkFetches = networkShare(this.maxConcurrentFetches, options.minNetworks ?? 1);
+    this.memory = new EntryMemory(this.budget, idleBytes > 0 ? new IdleEncoders(this.budget, idleBytes) : undefined);
+    this.fetches = new OriginFetches(options.maxConcurrentFetches, options.minNetworks);
     // A cache of 0 bytes stores nothing (every request goes to the origin, still deduplicated).
     this.lru =
       options.maxBytes > 0
@@ -260,7 +141,7 @@ export class ObjectCache {
             // Evicted, expired, replaced or deleted: the LRU no longer accounts for it.
             dispose: (entry) => {
               this.unindex(entry);
-              this.evicted(entry);
+              this.memory.evicted(entry);
             },
           })
         : undefined;
@@ -312,11 +193,11 @@ export class ObjectCache {
       }
       if (held) return this.hit(held);
     }
-    const joinable = this.joinable(key, url, range);
+    const joinable = this.fetches.joinable(key, url, range);
     if (joinable) {
       this.counters.joined++;
       this.options.onLookup?.('joined');
-      const waited = this.wait(joinable, signal);
+      const waited = this.fetches.wait(joinable, signal);
       if (!range) return waited;
       return waited.then(
         (entry) => this.servedFrom(entry, url, range, signal),
@@ -346,54 +227,15 @@ export class ObjectCache {
     network?: string,
   ): Promise<CachedObject> {
     if (signal?.aborted) return Promise.reject(withdrawn());
-    if (this.inFlight.size >= this.maxConcurrentFetches) {
-      this.counters.fetchesRefused++;
-      return Promise.reject(
-        new ServeError('overloaded', `proxy at its limit of ${this.maxConcurrentFetches} origin fetches`),
-      );
-    }
-    const byNetwork = network === undefined ? 0 : (this.fetchesByNetwork.get(network) ?? 0);
-    if (network !== undefined && byNetwork >= this.networkFetches) {
-      this.counters.fetchesRefused++;
-      return Promise.reject(
-        new ServeError('overloaded', `client network at its share of ${this.networkFetches} origin fetches`),
-      );
-    }
-    if (network !== undefined) this.fetchesByNetwork.set(network, byNetwork + 1);
-    this.counters.misses++;
-    this.options.onLookup?.('miss');
-    const controller = new AbortController();
-    const fetching: Fetching = {
-      key,
-      href: url,
-      range,
-      promise: undefined as unknown as Promise<Entry>,
-      controller,
-      waiters: 0,
-      pinned: false,
-      network,
-    };
-    this.inFlight.set(key, fetching);
-    let byHref = this.inFlightByHref.get(url);
-    if (!byHref) this.inFlightByHref.set(url, (byHref = new Set()));
-    byHref.add(fetching);
-    fetching.promise = this.load(fetching);
-    const waited = this.wait(fetching, signal);
+    const fetching = this.fetches.start(key, url, range, network, (started) => {
+      this.counters.misses++;
+      this.options.onLookup?.('miss');
+      return this.load(started);
+    });
+    if (fetching instanceof ServeError) return Promise.reject(fetching);
+    const waited = this.fetches.wait(fetching, signal);
     if (!range) return waited;
     return waited.then((entry) => this.servedFrom(entry, url, range, signal, false));
-  }
-
-  /** A fetch under way that will hold what is asked: the same key, or for a range a larger fetch. */
-  private joinable(key: string, url: string, range: ByteRange | undefined): Fetching | undefined {
-    const live = (f: Fetching | undefined) => (f && !f.controller.signal.aborted ? f : undefined);
-    const same = live(this.inFlight.get(key));
-    if (same || !range) return same;
-    for (const f of this.inFlightByHref.get(url) ?? []) {
-      if (!live(f)) continue;
-      if (f.range === undefined) return f;
-      if (f.range.start <= range.start && f.range.start + f.range.length >= range.start + range.length) return f;
-    }
-    return undefined;
   }
 
   /** What serves `range` from a fetched (or cached) entry: itself, a slice, a refusal, or nothing. */
@@ -406,7 +248,8 @@ export class ObjectCache {
         `range starts at ${range.start}, the resource has ${entry.facts.extent.completeLength} bytes`,
       );
     if (!place) return undefined;
-    return this.slice(entry, range, place.offset, place.length);
+    this.counters.sliced++;
+    return this.memory.slice(entry, range, place.offset, place.length);
   }
 
   /** The range from an entry a joined (or own) fetch produced; fetches it anew if it is not there. */
@@ -440,89 +283,6 @@ export class ObjectCache {
     return undefined;
   }
 
-  /** A slice of `parent` for `range`, memoised on the parent so a range asked twice shares its state. */
-  private slice(parent: Entry, range: ByteRange, offset: number, length: number): Entry {
-    const key = rangeKey('', range);
-    const known = parent.slices.get(key);
-    this.counters.sliced++;
-    if (known) return known;
-    // A cached parent's bytes are accounted for (and stay charged while a slice holds them after
-    // eviction); an uncached one's are not, so a slice of it copies rather than keep it all alive.
-    const shared = parent.cached;
-    const bytes = shared ? parent.bytes.subarray(offset, offset + length) : parent.bytes.slice(offset, offset + length);
-    const { completeLength } = parent.facts.extent;
-    const slice = this.newEntry(
-      bytes,
-      {
-        key: rangeKey(parent.facts.href, range),
-        href: parent.facts.href,
-        contentType: parent.facts.contentType,
-        range: { start: range.start, completeLength },
-        extent: { start: range.start, completeLength },
-        validators: parent.facts.validators,
-        fetchedAt: parent.facts.fetchedAt,
-      },
-      shared ? parent : undefined,
-    );
-    slice.cached = shared;
-    if (shared && !parent.evicted) slice.encoders.keepIdleIn(this.idleEncoders);
-    if (parent.slices.size >= MAX_SLICES_PER_ENTRY) {
-      const oldest = parent.slices.keys().next().value!;
-      parent.slices.get(oldest)?.encoders.keepIdleIn(undefined);
-      parent.slices.delete(oldest);
-    }
-    parent.slices.set(key, slice);
-    return slice;
-  }
-
-  private newEntry(bytes: Uint8Array, facts: EntryFacts, parent?: Entry): Entry {
-    return new Entry(
-      bytes,
-      facts,
-      sha256(bytes),
-      new SharedEncoders(bytes, this.budget),
-      new LayoutDigests(bytes, sha256),
-      (e, held) => this.heldOutside(e, held),
-      parent,
-    );
-  }
-
-  private wait(fetching: Fetching, signal?: AbortSignal): Promise<Entry> {
-    if (!signal) {
-      fetching.pinned = true;
-      return fetching.promise;
-    }
-    fetching.waiters++;
-    return new Promise<Entry>((resolve, reject) => {
-      let waiting = true;
-      const leave = () => {
-        if (!waiting) return;
-        waiting = false;
-        signal.removeEventListener('abort', onAbort);
-        fetching.waiters--;
-      };
-      const onAbort = () => {
-        leave();
-        reject(withdrawn());
-        if (fetching.waiters === 0 && !fetching.pinned && !fetching.controller.signal.aborted) {
-          this.counters.abandoned++;
-          fetching.controller.abort();
-        }
-      };
-      signal.addEventListener('abort', onAbort);
-      fetching.promise.then(
-        (entry) => {
-          leave();
-          resolve(entry);
-        },
-        (e: unknown) => {
-          leave();
-          reject(e);
-        },
-      );
-    });
-  }
-
   private async load(fetching: Fetching): Promise<Entry> {
     const { href, range, controller } = fetching;
     let buffered = 0;
@@ -550,7 +310,7 @@ export class ObjectCache {
       this.dropStale(href, validators);
       // An origin that sent the whole resource (ignoring Range) gives the cache the whole object.
       const entry = whole
-        ? this.newEntry(whole, {
+        ? this.memory.entry(whole, {
             key: href,
             href,
             contentType: fetched.contentType,
@@ -558,7 +318,7 @@ export class ObjectCache {
             validators,
             fetchedAt,
           })
-        : this.newEntry(fetched.bytes, {
+        : this.memory.entry(fetched.bytes, {
             key: fetching.key,
             href,
             contentType: fetched.contentType,
@@ -578,15 +338,7 @@ export class ObjectCache {
       throw e;
     } finally {
       this.budget.give(buffered);
-      if (this.inFlight.get(fetching.key) === fetching) this.inFlight.delete(fetching.key);
-      if (fetching.network !== undefined) {
-        const left = (this.fetchesByNetwork.get(fetching.network) ?? 1) - 1;
-        if (left > 0) this.fetchesByNetwork.set(fetching.network, left);
-        else this.fetchesByNetwork.delete(fetching.network);
-      }
-      const byHref = this.inFlightByHref.get(href);
-      byHref?.delete(fetching);
-      if (byHref?.size === 0) this.inFlightByHref.delete(href);
+      this.fetches.finished(fetching);
     }
   }
 
@@ -596,7 +348,7 @@ export class ObjectCache {
     this.lru.set(key, entry, { ttl: ttlMs });
     entry.cached = this.lru.get(key) === entry;
     if (!entry.cached) return;
-    entry.encoders.keepIdleIn(this.idleEncoders);
+    this.memory.stored(entry);
     let entries = this.entriesByHref.get(href);
     if (!entries) this.entriesByHref.set(href, (entries = new Set()));
     entries.add(entry);
@@ -619,27 +371,6 @@ export class ObjectCache {
     const entries = this.entriesByHref.get(entry.facts.href);
     entries?.delete(entry);
     if (entries?.size === 0) this.entriesByHref.delete(entry.facts.href);
-  }
-
-  /** The LRU dropped an entry: transfers still sending it keep it charged to the budget. */
-  private evicted(entry: Entry): void {
-    // Encoders are kept idle only for objects the cache holds.
-    entry.encoders.keepIdleIn(undefined);
-    for (const slice of entry.slices.values()) slice.encoders.keepIdleIn(undefined);
-    if (entry.evicted || !entry.cached) return;
-    entry.evicted = true;
-    if (entry.users > 0) this.heldOutside(entry, true);
-  }
-
-  /**
-   * Charges (or gives back) an evicted object's bytes. Charged even past the budget's limit: the
-   * bytes exist whether or not the budget likes it, and new admissions wait until they are gone.
-   */
-  private heldOutside(entry: Entry, held: boolean): void {
-    const n = entry.bytes.byteLength;
-    if (held) this.budget.takeAnyway(n);
-    else this.budget.give(n);
-    this.heldAfterEviction += held ? n : -n;
   }
 
   /**
@@ -674,32 +405,17 @@ export class ObjectCache {
   stats(): ObjectCacheStats {
     return {
       ...this.counters,
+      abandoned: this.fetches.abandoned,
+      fetchesRefused: this.fetches.refused,
       entries: this.lru?.size ?? 0,
       bytes: this.lru?.calculatedSize ?? 0,
       maxBytes: this.options.maxBytes,
-      inFlight: this.inFlight.size,
-      heldAfterEviction: this.heldAfterEviction,
+      inFlight: this.fetches.size,
+      heldAfterEviction: this.memory.heldAfterEviction,
     };
   }
 
   clear(): void {
     this.lru?.clear();
   }
-}
-
-function withdrawn(): ServeError {
-  return new ServeError('internal', 'request withdrawn');
-}
-
-/**
- * What a signed META says of where the bytes came from: a strong ETag names the version best
- * (a weak one does not promise these bytes), else Last-Modified, else nothing.
- */
-function provenanceOf(facts: EntryFacts): AssertionProvenance {
-  const { etag, lastModified } = facts.validators;
-  if (etag !== undefined && !etag.startsWith('W/') && validValidator(etag))
-    return { fetchedAt: facts.fetchedAt, validator: { kind: 'etag', value: etag } };
-  if (lastModified !== undefined && validValidator(lastModified))
-    return { fetchedAt: facts.fetchedAt, validator: { kind: 'last-modified', value: lastModified } };
-  return { fetchedAt: facts.fetchedAt };
 }
