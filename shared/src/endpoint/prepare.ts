@@ -12,7 +12,7 @@
  */
 import type { Codec, UnitEncoder } from '../codec/types';
 import type { Layout } from '../layout';
-import type { SourceObject } from './source-endpoint';
+import type { SourceObject } from './source-object';
 
 export async function prepareObject(
   object: Pick<SourceObject, 'encoders' | 'digests' | 'hold'>,

@@ -8,70 +8,19 @@
  * (paced as it likes), and calls `handleTimeout` at `nextDeadline()`. The proxy and the
  * simulator run this same code, so the simulator exercises the proxy's admission and abuse paths.
  */
-import { Codec } from '../codec/types';
-import { Sha256 } from '../integrity';
 import { Layout } from '../layout';
 import { MAX_DATAGRAM_BYTES } from '../limits';
-import { schedulerSupports } from '../modes';
 import { seededRandom } from '../random';
-import { ByteRange, ObjectAttributes, servedRangeProblem, validContentType } from '../range';
-import { AssertionProvenance } from '../assertion';
-import { DEFAULT_SENDER_CONFIG, MetaSigner, PathEstimate, Sender, SenderConfig } from '../sender/sender';
-import { CONNECTION_TRANSFER_ID, decode, encodeError, ErrorCode, MessageType, Mode, RequestMessage } from '../wire';
-import { Admission, Grant } from './admission';
-import { LayoutDigests } from './layout-digests';
-import { EncoderBudgetError, SharedEncoders, sharingCodec } from './shared-encoders';
-
-/** An object ready to serve, as the caller's cache holds it. */
-export interface SourceObject {
-  bytes: Uint8Array;
-  /** SHA-256 of bytes (reported in META). */
-  digest: Uint8Array;
-  /** Encoders shared by every transfer of this object. */
-  encoders: SharedEncoders;
-  /** Unit digests per layout, shared likewise (absent: each Sender hashes the object itself). */
-  digests?: LayoutDigests;
-  /** False when no cache accounts for the bytes: the transfer is charged for them. */
-  cached: boolean;
-  /** Marks the transfer as a user of the bytes until the returned function is called. */
-  hold?(): () => void;
-  /** The origin's Content-Type (validContentType), reported in META. */
-  contentType?: string;
-  /** For a ranged REQUEST: where the bytes sit in the resource (servedRangeProblem must pass). */
-  range?: { start: number; completeLength?: number };
-  /** When the bytes came from the origin and its validator: what a signed META asserts of them. */
-  provenance?: AssertionProvenance;
-}
-
-export interface EndpointLimits {
-  /**
-   * Smallest symbol a client may ask for. Per-unit bookkeeping scales with object / symbol, so a
-   * 16-byte symbol would make a 64 MiB object cost 4 M units of state.
-   */
-  minSymbolSize: number;
-  /** A peer with no transfer and no datagram for this long is reported idle (the caller closes it). */
-  idleTimeoutMs: number;
-  /** Control datagrams (ERRORs) waiting to be sent; beyond, the oldest are dropped. */
-  maxControlQueue: number;
-  /** Refusals remembered so a repeated REQUEST gets the same answer without a new fetch. */
-  maxRecentErrors: number;
-  recentErrorMs: number;
-  /**
-   * A transfer that starts within this long of the previous one's end on the same connection
-   * starts from that transfer's path estimate (Sender `warmStart`). Players ask for a segment
-   * every few seconds; longer gaps fall back to the cautious initial window.
-   */
-  pathMemoryMs: number;
-}
-
-export const DEFAULT_ENDPOINT_LIMITS: EndpointLimits = {
-  minSymbolSize: 256,
-  idleTimeoutMs: 30_000,
-  maxControlQueue: 64,
-  maxRecentErrors: 64,
-  recentErrorMs: 5000,
-  pathMemoryMs: 10_000,
-};
+import { ByteRange } from '../range';
+import { DEFAULT_SENDER_CONFIG, PathEstimate, Sender } from '../sender/sender';
+import { CONNECTION_TRANSFER_ID, decode, ErrorCode, MessageType, Mode, RequestMessage } from '../wire';
+import { Grant } from './admission';
+import { clip, errorDatagram, ErrorReplies, messageOf } from './error-replies';
+import { LayoutRules, objectLayout, refusedLayout } from './layout-rules';
+import { EncoderBudgetError, sharingCodec } from './shared-encoders';
+import { attributesFor, SourceObject } from './source-object';
+import { DEFAULT_ENDPOINT_LIMITS, EndpointLimits, SourceEndpointOptions } from './config';
+import { WarmStart } from './warm-start';
 
 /** What a transfer waiting for its object holds (request, URL, record): charged at admission. */
 export const PENDING_TRANSFER_BYTES = 2048;
@@ -87,32 +36,6 @@ export const SENDER_BYTES_PER_UNIT = 42;
 /** Bytes of sender state one transfer of this layout holds (what admission charges). */
 export function senderStateBytes(layout: Layout): number {
   return SENDER_FIXED_BYTES + SENDER_BYTES_PER_UNIT * layout.unitCount;
-}
-
-export interface SourceEndpointOptions {
-  /** Whom per-client limits count against (a token subject, a peer id). */
-  clientKey: string;
-  /** The client's network, whom per-network shares count against (default: clientKey). */
-  networkKey?: string;
-  codecs: Partial<Record<Mode, Codec>>;
-  admission: Admission;
-  /** Seeds of the per-transfer coefficient generators. */
-  seed: () => number;
-  now: number;
-  senderConfig?: Partial<SenderConfig>;
-  /**
-   * The source's own upload capacity in bytes/s, when it knows it (a proxy's upload limit). A
-   * transfer with no recent path estimate starts sending at this rate instead of growing from
-   * `initialWindowPackets`: the first round trip is otherwise spent at a fraction of the link,
-   * which costs most at the start of short downloads. The client's rate reports take over after
-   * the first round trip, so a source shared by several clients settles at its share.
-   */
-  uploadCapBps?: number;
-  limits?: Partial<EndpointLimits>;
-  /** SHA-256 for integrity digests (Node hosts pass node:crypto's; default a portable one). */
-  sha256?: Sha256;
-  /** Signs every META's assertion (a proxy's key, published by origo); unsigned without it. */
-  signer?: MetaSigner;
 }
 
 export type EndpointEvent =
@@ -152,21 +75,16 @@ interface Transfer {
   unhold?: () => void;
 }
 
-interface RecentError {
-  url: string;
-  datagram: Uint8Array;
-  at: number;
-}
-
 export class SourceEndpoint {
   private readonly limits: EndpointLimits;
   private readonly transfers = new Map<number, Transfer>();
   /** Transfers with a Sender, in round-robin order. */
   private order: Transfer[] = [];
   private cursor = 0;
-  private readonly control: Uint8Array[] = [];
+  private readonly errors: ErrorReplies;
+  private readonly layoutRules: LayoutRules;
+  private readonly warmStart: WarmStart;
   private readonly events: EndpointEvent[] = [];
-  private readonly recentErrors = new Map<number, RecentError>();
   private lastActivity: number;
   private idleReported = false;
   private closed = false;
@@ -174,8 +92,6 @@ export class SourceEndpoint {
   private datagramBuffer?: Uint8Array;
   /** Why the source is going away (goAway()), once it is: new REQUESTs are refused with it. */
   private goingAwayReason?: string;
-  /** The last ended transfer's path estimate (warm start for the next one). */
-  private lastPath?: { estimate: PathEstimate; at: number };
   private readonly counters = {
     transfersStarted: 0,
     errorsSent: 0,
@@ -190,6 +106,10 @@ export class SourceEndpoint {
   constructor(private readonly opts: SourceEndpointOptions) {
     this.limits = { ...DEFAULT_ENDPOINT_LIMITS, ...opts.limits };
     this.lastActivity = opts.now;
+    this.errors = new ErrorReplies(this.limits);
+    this.layoutRules = { codecs: opts.codecs, minSymbolSize: this.limits.minSymbolSize };
+    const initialRttMs = opts.senderConfig?.initialRttMs ?? DEFAULT_SENDER_CONFIG.initialRttMs;
+    this.warmStart = new WarmStart(this.limits.pathMemoryMs, opts.uploadCapBps, initialRttMs);
   }
 
   get clientKey(): string {
@@ -244,11 +164,9 @@ export class SourceEndpoint {
     if (!t || t.sender || this.closed) return;
     const { request } = t;
     const codec = this.opts.codecs[request.mode]!;
-    let layout: Layout;
-    try {
-      layout = new Layout(request.mode, object.bytes.length, request.symbolSize, request.generationSize);
-    } catch (e) {
-      this.failPending(t, ErrorCode.BadRequest, `cannot lay out the object: ${messageOf(e)}`, now);
+    const layout = objectLayout(this.layoutRules, request, object.bytes.length);
+    if (!(layout instanceof Layout)) {
+      this.failPending(t, layout.code, layout.message, now);
       return;
     }
     const attributes = attributesFor(request, object);
@@ -261,8 +179,8 @@ export class SourceEndpoint {
       this.failPending(t, ErrorCode.Overloaded, 'proxy memory budget for transfers is full', now);
       return;
     }
-    const remembered = this.recentPath(now);
-    const warmStart = remembered ?? this.capStart();
+    const remembered = this.warmStart.recentPath(now);
+    const warmStart = remembered ?? this.warmStart.capStart();
     try {
       t.sender = new Sender({
         request,
@@ -313,9 +231,7 @@ export class SourceEndpoint {
   goAway(reason: string): void {
     if (this.closed || this.goingAwayReason !== undefined) return;
     this.goingAwayReason = clip(reason);
-    this.queueControl(
-      encodeError({ transferId: CONNECTION_TRANSFER_ID, code: ErrorCode.GoingAway, message: this.goingAwayReason }),
-    );
+    this.queueControl(errorDatagram(CONNECTION_TRANSFER_ID, ErrorCode.GoingAway, this.goingAwayReason));
     this.counters.errorsSent++;
   }
 
@@ -363,7 +279,7 @@ export class SourceEndpoint {
 
   /** A control datagram (ERROR) to send on any channel, or null. Not paced. */
   pollControl(): Uint8Array | null {
-    return this.control.shift() ?? null;
+    return this.errors.poll();
   }
 
   /** The next data datagram, taking active transfers in turn; null when none has one now. */
@@ -438,9 +354,9 @@ export class SourceEndpoint {
   // ---------------------------------------------------------------- internals
 
   private start(request: RequestMessage, now: number): void {
-    const recent = this.recentErrors.get(request.transferId);
-    if (recent && recent.url === request.url && now - recent.at < this.limits.recentErrorMs) {
-      this.queueControl(recent.datagram);
+    const answered = this.errors.recentAnswer(request, now);
+    if (answered) {
+      this.queueControl(answered);
       return;
     }
     if (request.transferId === CONNECTION_TRANSFER_ID) {
@@ -456,18 +372,9 @@ export class SourceEndpoint {
       this.refuse(request, ErrorCode.GoingAway, this.goingAwayReason, now);
       return;
     }
-    if (!this.opts.codecs[request.mode]) {
-      this.refuse(request, ErrorCode.Unsupported, `mode ${request.mode} is not served by this proxy`, now);
-      return;
-    }
-    if (!schedulerSupports(request.mode, request.scheduler)) {
-      const message = `scheduler ${request.scheduler} does not support mode ${request.mode}`;
-      this.refuse(request, ErrorCode.Unsupported, message, now);
-      return;
-    }
-    if (request.symbolSize < this.limits.minSymbolSize) {
-      const message = `symbol size ${request.symbolSize} is below this proxy's minimum of ${this.limits.minSymbolSize}`;
-      this.refuse(request, ErrorCode.Unsupported, message, now);
+    const refusal = refusedLayout(this.layoutRules, request);
+    if (refusal) {
+      this.refuse(request, refusal.code, refusal.message, now);
       return;
     }
     const slot = this.opts.admission.tryAcquire(
@@ -513,19 +420,7 @@ export class SourceEndpoint {
    * when a transfer ends; a host may seed it, e.g. the simulator's warm-connection runs).
    */
   rememberPath(estimate: PathEstimate, now: number): void {
-    this.lastPath = { estimate, at: now };
-  }
-
-  /** A first estimate from the known capacity; the RTT is the sender's initial guess until measured. */
-  private capStart(): PathEstimate | undefined {
-    const cap = this.opts.uploadCapBps;
-    if (cap === undefined || !(cap > 0)) return undefined;
-    return { rateBps: cap, minRttMs: this.opts.senderConfig?.initialRttMs ?? DEFAULT_SENDER_CONFIG.initialRttMs };
-  }
-
-  private recentPath(now: number): PathEstimate | undefined {
-    const p = this.lastPath;
-    return p && now - p.at <= this.limits.pathMemoryMs ? p.estimate : undefined;
+    this.warmStart.remember(estimate, now);
   }
 
   private end(t: Transfer, outcome: string, now: number): void {
@@ -573,56 +468,18 @@ export class SourceEndpoint {
   /** Answers a REQUEST with ERROR and remembers it for repeats; keeps no transfer state. */
   private refuse(request: RequestMessage, code: number, message: string, now: number): void {
     const datagram = this.sendError(request, code, message);
-    if (this.recentErrors.size >= this.limits.maxRecentErrors) {
-      const oldest = this.recentErrors.keys().next().value;
-      if (oldest !== undefined) this.recentErrors.delete(oldest);
-    }
-    this.recentErrors.delete(request.transferId);
-    this.recentErrors.set(request.transferId, { url: request.url, datagram, at: now });
+    this.errors.remember(request, datagram, now);
     this.events.push({ type: 'refused', transferId: request.transferId, url: request.url, code, message });
   }
 
   private sendError(request: RequestMessage, code: number, message: string): Uint8Array {
-    const datagram = encodeError({ transferId: request.transferId, code, message: clip(message) });
+    const datagram = errorDatagram(request.transferId, code, message);
     this.queueControl(datagram);
     this.counters.errorsSent++;
     return datagram;
   }
 
   private queueControl(datagram: Uint8Array): void {
-    if (this.control.length >= this.limits.maxControlQueue) {
-      this.control.shift();
-      this.counters.controlDropped++;
-    }
-    this.control.push(datagram);
+    if (!this.errors.queue(datagram)) this.counters.controlDropped++;
   }
-}
-
-function messageOf(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}
-
-/** ERROR messages are capped by the wire format; keep the start of a long one. */
-function clip(message: string): string {
-  return message.length > 200 ? `${message.slice(0, 197)}...` : message;
-}
-
-/**
- * META's attributes for a served object, or why it does not answer the REQUEST: a ranged REQUEST
- * needs the bytes it named (a caller's bug otherwise, reported as an internal error).
- */
-function attributesFor(request: RequestMessage, object: SourceObject): ObjectAttributes | string {
-  const attributes: ObjectAttributes = {};
-  if (object.contentType !== undefined && validContentType(object.contentType))
-    attributes.contentType = object.contentType;
-  if (request.range) {
-    if (!object.range) return 'the object was served without its range';
-    const problem = servedRangeProblem(request.range, object.range, object.bytes.length);
-    if (problem) return `the origin's range does not match the request: ${problem}`;
-    attributes.range =
-      object.range.completeLength === undefined
-        ? { start: object.range.start }
-        : { start: object.range.start, completeLength: object.range.completeLength };
-  }
-  return attributes;
 }
