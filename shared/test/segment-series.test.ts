@@ -4,9 +4,11 @@
  * tests): one proxy set for the whole series, hints to that set as the StagingManager orders
  * them, segments tried again after a failure, tracks followed apart.
  */
-import { ClientError, downloadSeries, SegmentStager, SeriesClient, systemClock } from '../src/client';
-import type { DownloadResult, GetOptions, GetResult, SpreadConfig } from '../src/client';
-import type { ProxyInfo, StagedAnswer } from '../src';
+import { ClientError, downloadSeries, systemClock } from '../src/client';
+import type { DownloadResult, GetOptions, GetResult, PlaybackClient, SpreadConfig } from '../src/client';
+import { SegmentStager } from '../src/client/staging/stager';
+import type { ProxyInfo } from '../src';
+import { downloadedFrom, stagedBy } from './helpers/scripted-client';
 
 const PROXIES: ProxyInfo[] = [
   { proxyId: 'p1', name: 'p1', httpUrl: 'http://p1.test/', capacityBps: 1e6 },
@@ -31,22 +33,14 @@ function scriptedClient(
     stages: [] as { url: string; proxies: string[] }[],
     gets: [] as GetOptions[],
   };
-  const client: SeriesClient = {
+  const client: PlaybackClient = {
     async chooseProxies(_count, _mode, o) {
       calls.choose.push(o?.exclude);
       return o?.exclude ? [SPARE] : set;
     },
     async stage(url, proxies) {
       calls.stages.push({ url, proxies: proxies.map((p) => p.proxyId) });
-      return proxies.map((p): StagedAnswer => ({
-        type: 'staged',
-        requestId: 's',
-        proxyId: p.proxyId,
-        status: 'staged',
-        originMs: 5,
-        cached: false,
-        bytes: 10,
-      }));
+      return stagedBy(proxies);
     },
     async get(url: string, o: GetOptions): Promise<GetResult> {
       calls.gets.push(o);
@@ -55,14 +49,9 @@ function scriptedClient(
         o.onProgress?.({ dof: 5, totalDof: 10, bytes: 10, liveSources: 1, sources: 2 });
         throw new ClientError('download-failed', 'stalled');
       }
-      return {
-        object: new TextEncoder().encode(url),
-        mode: 'rlnc',
-        startedAt: 0,
-        durationMs: 1,
-        goodputBps: 1,
-        normalizedGoodput: 1,
-        sources: o.use!.map((p, _i, set) => ({
+      return downloadedFrom(
+        url,
+        o.use!.map((p, _i, set) => ({
           proxyId: p.proxyId,
           name: p.name,
           share:
@@ -85,7 +74,7 @@ function scriptedClient(
           rateBps: 1,
           polluter: false,
         })),
-      };
+      );
     },
   };
   return { client, calls };
@@ -316,7 +305,7 @@ describe('SegmentStager (the loader side: segments as the player asks for them)'
 
 describe('spread: each segment staged at and fetched from part of the set', () => {
   const many = (n: number) => Array.from({ length: n }, (_, i) => ({ url: `http://o.test/s${i}` }));
-  const twoOfFour = (client: SeriesClient, list: { url: string }[]) =>
+  const twoOfFour = (client: PlaybackClient, list: { url: string }[]) =>
     downloadSeries(client, systemClock, list, { mode: 'rlnc', proxies: 4, staging: true, spread: 2 });
 
   test('a fixed spread of 2 of 4: a segment is fetched from the proxies it was staged at, each proxy in turn', async () => {

@@ -19,26 +19,25 @@ export { MutpClient, DEFAULT_CLIENT_CONFIG, origoUrlsOf } from './client';
 export type { ClientConfig, ClientOptions, DownloadMode, GetOptions, GetResult } from './client';
 export { OrigoBackoff, DEFAULT_ORIGO_BACKOFF, describeDown } from './origo-backoff';
 export type { BackoffPolicy, OrigoDown } from './origo-backoff';
-export {
-  StagingManager,
-  DEFAULT_STAGING_CONFIG,
-  DEFAULT_SPREAD_CONFIG,
-  segmentKey,
-  downloadSeries,
-  SegmentStager,
-} from './staging';
+export { StagingManager, DEFAULT_STAGING_CONFIG, DEFAULT_SPREAD_CONFIG, segmentKey, SegmentStager } from './staging';
 export type {
   ChunkProfile,
   SegmentRef,
   StagingConfig,
   StagingState,
   StagingStats,
-  SegmentOutcome,
-  SeriesClient,
-  SeriesOptions,
-  SeriesResult,
   StagerOptions,
   StagerStats,
   StagingClient,
   SpreadConfig,
 } from './staging';
+export { PlaybackSession, downloadSeries } from './playback';
+export type {
+  FetchedSegment,
+  FetchOptions,
+  PlaybackClient,
+  PlaybackOptions,
+  SegmentOutcome,
+  SeriesOptions,
+  SeriesResult,
+} from './playback';

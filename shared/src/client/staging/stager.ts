@@ -1,7 +1,8 @@
 /**
  * Keeps upcoming segments staged at one proxy set (SoftStage) and changes that set only between
- * segments (chunk-aware handoff): the part of a segment series that `mutp playlist`, bench:mobility
- * and the extension's loader share. The caller downloads; this decides and sends the hints.
+ * segments (chunk-aware handoff): what a PlaybackSession (../playback/session.ts) drives for
+ * `mutp playlist`, bench:mobility and the extension's loader. The session downloads; this decides
+ * and sends the hints.
  *
  * Segments belong to tracks (a player's video and audio renditions, named by their playlist):
  * each track has its own StagingManager, so two interleaved series do not count each other's

@@ -1,25 +1,23 @@
 /**
  * Downloads a series of segments in play order through one proxy set, staging upcoming ones at
- * those proxies (SegmentStager): the loop `mutp playlist` and bench:mobility run. The extension's
- * loader does the same segment by segment as the player asks (extension/src/downloader).
+ * those proxies: the loop `mutp playlist` and bench:mobility run, one PlaybackSession call per
+ * segment. The extension's loader does the same segment by segment as the player asks
+ * (extension/src/downloader).
  *
  * The proxy set is chosen once, so a segment is fetched from the proxies it was staged at;
- * MutpClient replaces a proxy that cannot be reached for one download, and the stager replaces
+ * MutpClient replaces a proxy that cannot be reached for one download, and the session replaces
  * it in the set between two segments.
  */
 import type { ByteRange } from '../../range';
-import type { DownloadMode, GetOptions, GetResult } from '../client';
-import type { Clock } from '../host';
 import type { ProxyInfo } from '../../signalling';
-import type { SegmentRef } from './chunk-profile';
-import type { StagingConfig } from './staging-manager';
-import type { SpreadConfig } from './spread-rule';
-import { SegmentStager, StagerStats, StagingClient } from './stager';
-
-/** What the series needs of MutpClient. */
-export interface SeriesClient extends StagingClient {
-  get(url: string, o: GetOptions): Promise<GetResult>;
-}
+import type { DownloadMode } from '../client';
+import type { DownloadProgress } from '../download';
+import type { Clock } from '../host';
+import type { SegmentRef } from '../staging/chunk-profile';
+import type { StagingConfig } from '../staging/staging-manager';
+import type { SpreadConfig } from '../staging/spread-rule';
+import type { StagerStats } from '../staging/stager';
+import { PlaybackClient, PlaybackSession } from './session';
 
 export interface SeriesOptions {
   mode: DownloadMode;
@@ -75,13 +73,13 @@ export interface SeriesResult {
 }
 
 export async function downloadSeries(
-  client: SeriesClient,
+  client: PlaybackClient,
   clock: Clock,
   segments: readonly SegmentRef[],
   o: SeriesOptions,
 ): Promise<SeriesResult> {
   const started = clock.now();
-  const stager = new SegmentStager(client, clock, {
+  const session = new PlaybackSession(client, clock, {
     mode: o.mode,
     proxies: o.proxies,
     staging: o.staging,
@@ -89,84 +87,52 @@ export async function downloadSeries(
     ...(o.spread !== undefined ? { spread: o.spread } : {}),
     ...(o.spreadConfig ? { spreadConfig: o.spreadConfig } : {}),
   });
-  stager.setUpcoming(segments);
-  for (let attempt = 1; stager.current() === undefined; attempt++) {
-    try {
-      await stager.proxies(o.signal);
-    } catch (e) {
-      // Origo out of reach (a disconnection): asked again, as a segment would be.
-      if (o.signal?.aborted || attempt >= (o.attempts ?? 1)) throw e;
-      o.onRetry?.(e, -1);
-    }
-  }
-
   const outcomes: SegmentOutcome[] = [];
   try {
-    for (const [index, s] of segments.entries()) {
-      const startAt = clock.now();
-      const staged = stager.fetchStarted(s);
-      let retries = 0;
-      let lostBytes = 0;
-      let result: GetResult | undefined;
-      let use: ProxyInfo[] = [];
-      while (result === undefined) {
-        const download = stager.downloadOf(s, o.proxies);
-        use = download.use;
-        let decoded = 0;
-        const attempt = new AbortController();
-        const cancelTimer =
-          o.attemptTimeoutMs !== undefined ? clock.setTimer(o.attemptTimeoutMs, () => attempt.abort()) : () => {};
-        const onAbort = () => attempt.abort();
-        o.signal?.addEventListener('abort', onAbort);
-        o.onStart?.(index);
-        try {
-          result = await client.get(s.url, {
-            mode: o.mode,
-            proxies: download.proxies,
-            use,
-            ...(s.range ? { range: s.range } : {}),
-            signal: attempt.signal,
-            onProgress: (p) => {
-              decoded = p.totalDof > 0 ? Math.round((p.bytes * p.dof) / p.totalDof) : 0;
-              o.onProgress?.(index, p);
-            },
-          });
-        } catch (e) {
-          if (o.signal?.aborted || retries + 1 >= (o.attempts ?? 1)) throw e;
-          retries++;
-          lostBytes += decoded;
-          o.onRetry?.(e, index);
-        } finally {
-          cancelTimer();
-          o.signal?.removeEventListener('abort', onAbort);
-        }
+    for (let attempt = 1; session.current() === undefined; attempt++) {
+      try {
+        await session.proxies(o.signal);
+      } catch (e) {
+        // Origo out of reach (a disconnection): asked again, as a segment would be.
+        if (o.signal?.aborted || attempt >= (o.attempts ?? 1)) throw e;
+        o.onRetry?.(e, -1);
       }
-      const end = clock.now();
-      stager.fetchCompleted(s, undefined, result);
+    }
+    for (const [index, s] of segments.entries()) {
+      const { onProgress, onStart, onRetry } = o;
+      const fetched = await session.fetch(s, {
+        // The whole list once: the session keeps it, and each fetch moves the playing position on.
+        ...(index === 0 ? { upcoming: segments.slice(1) } : {}),
+        ...(o.signal ? { signal: o.signal } : {}),
+        ...(o.attempts !== undefined ? { attempts: o.attempts } : {}),
+        ...(o.attemptTimeoutMs !== undefined ? { attemptTimeoutMs: o.attemptTimeoutMs } : {}),
+        ...(onProgress ? { onProgress: (p: DownloadProgress) => onProgress(index, p) } : {}),
+        ...(onStart ? { onAttempt: () => onStart(index) } : {}),
+        ...(onRetry ? { onRetry: (e: unknown) => onRetry(e, index) } : {}),
+      });
+      const { result } = fetched;
       const outcome: SegmentOutcome = {
         url: s.url,
         ...(s.range ? { range: { ...s.range } } : {}),
         bytes: result.object.length,
-        startMs: startAt - started,
-        durationMs: end - startAt,
-        staged,
+        startMs: fetched.startedAt - started,
+        durationMs: fetched.endedAt - fetched.startedAt,
+        staged: fetched.staged,
         sources: result.sources.map((x) => x.proxyId),
-        retries,
-        lostBytes,
+        retries: fetched.retries,
+        lostBytes: fetched.lostBytes,
       };
       outcomes.push(outcome);
       o.onSegment?.(outcome, result.object, index);
-      const next = segments[index + 1];
-      if (next !== undefined) await stager.afterSegment(result, next, undefined, o.signal, use);
     }
   } finally {
-    stager.close();
+    session.close();
   }
-  const { handoffs, ...staging } = stager.stats();
+  const { handoffs, ...staging } = session.stats();
   return {
     segments: outcomes,
     totalMs: clock.now() - started,
-    proxies: [...(stager.current() ?? [])],
+    proxies: [...(session.current() ?? [])],
     handoffs,
     staging,
   };
