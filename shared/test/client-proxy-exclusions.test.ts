@@ -72,14 +72,14 @@ test('a proxy both going away and withdrawn is listed once', () => {
 
 test('at most 256 withdrawn proxies are remembered, the oldest forgotten first', () => {
   const { exclusions } = setup();
-  for (let i = 0; i < 257; i++) exclusions.withdrawn(`p${i}`, 'reported');
+  for (let i = 0; i < 257; i++) exclusions.withdrawn(`p${i}`, 'proven-false');
   const leaving = exclusions.leaving();
   expect(leaving).toHaveLength(256);
   expect(leaving).not.toContain('p0');
   expect(leaving[0]).toBe('p1');
   // Withdrawn again: it becomes the newest, so it outlives the others.
-  exclusions.withdrawn('p1', 'reported');
-  exclusions.withdrawn('p257', 'reported');
+  exclusions.withdrawn('p1', 'proven-false');
+  exclusions.withdrawn('p257', 'proven-false');
   expect(exclusions.leaving()).toContain('p1');
   expect(exclusions.leaving()).not.toContain('p2');
 });
