@@ -16,8 +16,6 @@
  * within each client network's verdict budget), and at most `MAX_PROVEN_FALSE_BANS` subjects are
  * kept anyway, the one nearest its end forgotten first (Redis keeps the same bound).
  */
-import type { Cluster } from './cluster/cluster';
-
 /** How long a proxy whose signed statement the origin contradicted is not offered or registered. */
 export const PROVEN_FALSE_BAN_MS = 24 * 60 * 60_000;
 
@@ -31,13 +29,21 @@ export interface Bannable {
   keyFingerprint?: string;
 }
 
+/**
+ * Where bans in force are looked up: the cluster's shared state (cluster/cluster.ts), which keeps
+ * its copy in a BanList from here; named here so this module needs nothing of the cluster's.
+ */
+export interface BanLookup {
+  provenFalseUntil(subject: string, now: number): number | undefined;
+}
+
 /** What a ban of `p` records: `id:<proxyId>` and, with a per-proxy key, `key:<fingerprint>`. */
 export function banSubjects(p: Bannable): string[] {
   return [`id:${p.proxyId}`, ...(p.keyFingerprint !== undefined ? [`key:${p.keyFingerprint}`] : [])];
 }
 
 /** Until when (ms since the epoch) `p` is banned by its id or its key on any instance, or undefined. */
-export function bannedUntil(cluster: Pick<Cluster, 'provenFalseUntil'>, p: Bannable, now: number): number | undefined {
+export function bannedUntil(cluster: BanLookup, p: Bannable, now: number): number | undefined {
   let until: number | undefined;
   for (const subject of banSubjects(p)) {
     const u = cluster.provenFalseUntil(subject, now);
