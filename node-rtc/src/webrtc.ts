@@ -12,9 +12,13 @@
  *   wake-up;
  * - native threads keep the process alive until node-datachannel's `cleanup()`: call
  *   `releaseNodeRtc()` once at process exit (or in a test's afterAll).
+ *
+ * The channel's lifecycle (open and close reported once, the close reason, the low-water wake-up)
+ * is DatagramChannelBase (@mutp/shared), which the extension's browser channel extends too.
  */
 import nodeDataChannel from 'node-datachannel';
 import type { DataChannel, PeerConnection, RtcConfig } from 'node-datachannel';
+import { DatagramChannelBase } from '@mutp/shared';
 import type {
   ChannelLabel,
   DatagramChannel,
@@ -215,18 +219,7 @@ class NodePeer implements RtcPeer {
   }
 }
 
-class NodeChannel implements DatagramChannel {
-  readonly label: string;
-  onOpen?: () => void;
-  onMessage?: (bytes: Uint8Array) => void;
-  onClose?: (reason?: string) => void;
-  /** Called once when the channel is closed (the peer forgets it). */
-  onRelease?: () => void;
-
-  private opened = false;
-  private closed = false;
-  private lastError?: string;
-  private onLow?: () => void;
+class NodeChannel extends DatagramChannelBase {
   /**
    * libdatachannel's bufferedAmount was 0 when last read and every message since was sent at
    * once (sendMessageBinary answered true): only a queued message raises it, so it is still 0
@@ -235,7 +228,7 @@ class NodeChannel implements DatagramChannel {
   private knownEmpty = false;
 
   constructor(private readonly dc: DataChannel) {
-    this.label = dc.getLabel();
+    super(dc.getLabel());
     dc.onOpen(guard(() => this.markOpen()));
     dc.onClosed(guard(() => this.markClosed(this.lastError)));
     dc.onError((error) => {
@@ -251,11 +244,7 @@ class NodeChannel implements DatagramChannel {
         this.onMessage?.(bytes);
       }),
     );
-    dc.onBufferedAmountLow(
-      guard(() => {
-        if (!this.closed) this.onLow?.();
-      }),
-    );
+    dc.onBufferedAmountLow(guard(() => this.bufferedAmountLow()));
     // A channel the remote side opened may already be open when it is handed to us: report it
     // once, after the caller had a chance to set onOpen.
     if (safely(() => dc.isOpen(), false)) setImmediate(() => this.markOpen());
@@ -301,28 +290,12 @@ class NodeChannel implements DatagramChannel {
     }
   }
 
-  setLowWaterMark(bytes: number, onLow: () => void): void {
-    this.onLow = onLow;
-    if (!this.closed) safely(() => this.dc.setBufferedAmountLowThreshold(Math.max(0, Math.floor(bytes))));
+  protected setPlatformLowWaterMark(bytes: number): void {
+    safely(() => this.dc.setBufferedAmountLowThreshold(bytes));
   }
 
-  close(): void {
-    if (this.closed) return;
+  protected closePlatformChannel(): void {
     safely(() => this.dc.close());
-    this.markClosed('closed locally');
-  }
-
-  private markOpen(): void {
-    if (this.opened || this.closed) return;
-    this.opened = true;
-    this.onOpen?.();
-  }
-
-  private markClosed(reason?: string): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.onRelease?.();
-    this.onClose?.(reason);
   }
 }
 

@@ -41,5 +41,6 @@ export * from './endpoint';
 export * from './link';
 export * from './signalling';
 export * from './transport';
+export * from './channel-base';
 export * from './driver';
 export * from './assertion';

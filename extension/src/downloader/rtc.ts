@@ -7,7 +7,10 @@
  *   description are queued and applied right after it (signalling order does not matter);
  * - `bufferedAmountLowThreshold` + `bufferedamountlow` give the late-binding wake-up;
  * - close() reports the state 'closed' at once (browsers fire no event for a local close).
+ * The channel's lifecycle (open and close reported once, the close reason, the low-water
+ * wake-up) is DatagramChannelBase (@mutp/shared), which node-rtc's channel extends too.
  */
+import { DatagramChannelBase } from '@mutp/shared';
 import type {
   ChannelLabel,
   DatagramChannel,
@@ -199,20 +202,9 @@ function iceToPeerState(ice: RTCIceConnectionState): PeerState {
   }
 }
 
-class BrowserChannel implements DatagramChannel {
-  readonly label: string;
-  onOpen?: () => void;
-  onMessage?: (bytes: Uint8Array) => void;
-  onClose?: (reason?: string) => void;
-  onRelease?: () => void;
-
-  private opened = false;
-  private closed = false;
-  private lastError?: string;
-  private onLow?: () => void;
-
+class BrowserChannel extends DatagramChannelBase {
   constructor(private readonly dc: RTCDataChannel) {
-    this.label = dc.label;
+    super(dc.label);
     dc.binaryType = 'arraybuffer';
     dc.onopen = () => this.markOpen();
     dc.onclose = () => this.markClosed(this.lastError);
@@ -228,9 +220,7 @@ class BrowserChannel implements DatagramChannel {
         this.onMessage?.(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
       // strings (and Blobs, which binaryType rules out) are not MUTP
     };
-    dc.onbufferedamountlow = () => {
-      if (!this.closed) this.onLow?.();
-    };
+    dc.onbufferedamountlow = () => this.bufferedAmountLow();
     // A channel the remote side opened may already be open: report it once, after onOpen is set.
     if (dc.readyState === 'open') queueMicrotask(() => this.markOpen());
   }
@@ -254,31 +244,15 @@ class BrowserChannel implements DatagramChannel {
     }
   }
 
-  setLowWaterMark(bytes: number, onLow: () => void): void {
-    this.onLow = onLow;
-    if (!this.closed) this.dc.bufferedAmountLowThreshold = Math.max(0, Math.floor(bytes));
+  protected setPlatformLowWaterMark(bytes: number): void {
+    this.dc.bufferedAmountLowThreshold = bytes;
   }
 
-  close(): void {
-    if (this.closed) return;
+  protected closePlatformChannel(): void {
     try {
       this.dc.close();
     } catch {
       // already closed
     }
-    this.markClosed('closed locally');
-  }
-
-  private markOpen(): void {
-    if (this.opened || this.closed) return;
-    this.opened = true;
-    this.onOpen?.();
-  }
-
-  private markClosed(reason?: string): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.onRelease?.();
-    this.onClose?.(reason);
   }
 }
