@@ -38,7 +38,7 @@ import {
   removedKeys,
   resolvedHostProblem,
 } from './proxy-auth';
-import { RecordWriter } from './record-writer';
+import { RecordWriter } from './records/record-writer';
 import { ThroughputBook } from './throughput';
 import { IssuedToken, TokenIssuer } from './tokens';
 import { ProxyLoad, selectProxies, SelectableMode } from './selection';

@@ -7,4 +7,4 @@ export { selectProxies } from './selection';
 export type { ProxyLoad, SelectionRequest } from './selection';
 export { CLOSE } from './broker';
 export type { ProxyStatus } from './broker';
-export type { StoredRecord } from './records';
+export type { StoredRecord } from './records/records';

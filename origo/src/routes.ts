@@ -11,8 +11,8 @@ import { bearerMatches } from './auth';
 import { Broker } from './broker';
 import { OrigoConfig } from './config';
 import { Metrics } from './metrics';
-import type { RecordBackend } from './record-backend';
-import { RecordMode } from './records';
+import type { RecordBackend } from './records/record-backend';
+import { RecordMode } from './records/records';
 import { Sessions } from './sessions/sessions';
 import { TokenIssuer } from './tokens';
 

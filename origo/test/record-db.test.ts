@@ -11,8 +11,8 @@ import Database from 'better-sqlite3';
 import pino from 'pino';
 import { Counter, Registry } from 'prom-client';
 import { DownloadRecord } from '@mutp/shared';
-import { RecordDatabase } from '../src/record-db';
-import { DEFAULT_WRITER, RecordWriter } from '../src/record-writer';
+import { RecordDatabase } from '../src/records/record-db';
+import { DEFAULT_WRITER, RecordWriter } from '../src/records/record-writer';
 
 const record = (url: string): DownloadRecord => ({
   url,

@@ -11,9 +11,9 @@ import { Client } from 'pg';
 import pino from 'pino';
 import { DownloadRecord } from '@mutp/shared';
 import { PostgresServer, startPostgres } from '@mutp/testing/postgres';
-import { RecordDatabase } from '../src/record-db';
-import { PgRecordStore, RecordPgOptions } from '../src/record-pg';
-import { PendingRecord, recordBytes } from '../src/records';
+import { RecordDatabase } from '../src/records/record-db';
+import { PgRecordStore, RecordPgOptions } from '../src/records/record-pg';
+import { PendingRecord, recordBytes } from '../src/records/records';
 import {
   ADMIN,
   barrier,

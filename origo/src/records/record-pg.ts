@@ -18,7 +18,7 @@ import { DownloadRecord } from '@mutp/shared';
 import { loadMigrations, migrate, Migration } from './pg-migrations';
 import type { RecordBackend } from './record-backend';
 import { PendingRecord, RecordMode, recordBytes, StoredRecord } from './records';
-import { redactUrl } from './redact-url';
+import { redactUrl } from '../redact-url';
 
 export interface RecordPgOptions {
   /** postgres:// or postgresql:// URL (password, sslmode… as libpq; PG* environment variables apply). */
@@ -47,7 +47,7 @@ export const PG_DEFAULTS = {
   migrationTimeoutMs: 15_000,
   startWaitMs: 5000,
   pruneIntervalMs: 5000,
-  migrationsDir: path.join(__dirname, '..', 'migrations', 'postgres'),
+  migrationsDir: path.join(__dirname, '..', '..', 'migrations', 'postgres'),
 };
 
 /** SQLSTATE of a missing table. */
