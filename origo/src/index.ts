@@ -5,6 +5,6 @@ export { DEFAULT_CONFIG, resolveConfig } from './config';
 export type { OrigoConfig, OrigoOptions } from './config';
 export { selectProxies } from './selection';
 export type { ProxyLoad, SelectionRequest } from './selection';
-export { CLOSE } from './broker';
-export type { ProxyStatus } from './broker';
+export { CLOSE } from './broker/peers';
+export type { ProxyStatus } from './broker/registry';
 export type { StoredRecord } from './records/records';

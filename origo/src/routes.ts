@@ -8,7 +8,7 @@ import Fastify, { FastifyPluginAsync, LogController } from 'fastify';
 import { Logger } from 'pino';
 import { downloadRecord, MAX_SIGNAL_BYTES } from '@mutp/shared';
 import { bearerMatches } from './auth';
-import { Broker } from './broker';
+import { Broker } from './broker/router';
 import { OrigoConfig } from './config';
 import { Metrics } from './metrics';
 import type { RecordBackend } from './records/record-backend';

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import pino, { Logger } from 'pino';
 import { fetchOrigin } from '@mutp/origin-fetch';
 import type { OriginFetcher } from './conflicts';
-import { Broker } from './broker';
+import { Broker } from './broker/router';
 import { OrigoConfig, OrigoOptions, resolveConfig } from './config';
 import { createMetrics, Metrics } from './metrics';
 import { keyFileExposure, loadProxyKeys, ProxyKeys } from './proxy-auth';

@@ -3,7 +3,7 @@
  * (`/v1/client`) greet with, how their frames are parsed, and where their messages go in the broker.
  */
 import { ClientToOrigo, clientToOrigo, parseSignal, ProxyToOrigo, proxyToOrigo, SignalResult } from '@mutp/shared';
-import { Broker } from '../broker';
+import { Broker } from '../broker/router';
 import { OrigoConfig } from '../config';
 import { Kind, Session } from './session';
 

@@ -7,7 +7,8 @@
 import { ClientToOrigo, MAX_SIGNAL_BYTES, ProxyToOrigo, SIGNALLING_VERSION } from '@mutp/shared';
 import { Logger } from 'pino';
 import { WebSocket, type RawData } from 'ws';
-import { Broker, CLOSE } from '../broker';
+import { CLOSE } from '../broker/peers';
+import { Broker } from '../broker/router';
 import { OrigoConfig } from '../config';
 import { InvalidKind, Metrics } from '../metrics';
 import { SocketBudgets } from './budgets';

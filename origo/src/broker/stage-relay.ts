@@ -13,11 +13,11 @@
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { ClientToOrigo, failedStage, StagedAnswer, StagedByProxy, StageHint } from '@mutp/shared';
-import type { ClientPeer, ProxyPeer } from './broker';
-import type { Cluster } from './cluster/cluster';
-import type { OrigoConfig } from './config';
-import { BudgetBook } from './limits';
-import type { Metrics } from './metrics';
+import type { Cluster } from '../cluster/cluster';
+import type { OrigoConfig } from '../config';
+import { BudgetBook } from '../limits';
+import type { Metrics } from '../metrics';
+import type { ClientPeer, ProxyPeer } from './peers';
 
 type ClientStage = Extract<ClientToOrigo, { type: 'stage' }>;
 
@@ -46,7 +46,7 @@ interface PendingHint {
 }
 
 /** What origo knows of the client sending a hint. */
-export interface StagingClient {
+export interface HintSender {
   clientId: string;
   peer: ClientPeer;
   /** Its network (IPv4 /24, IPv6 /48), which its staging budget and the proxy's shares count. */
@@ -70,7 +70,7 @@ export class StageRelay {
   }
 
   /** A client's hint: each proxy it names is checked, paid for and asked (or answered 'failed' at once). */
-  fromClient(client: StagingClient, m: ClientStage): void {
+  fromClient(client: HintSender, m: ClientStage): void {
     const { config } = this.deps;
     const hint: StageHint = {
       type: 'stage',
