@@ -1,5 +1,5 @@
 /**
- * Origo: the broker service, composed. The broker (broker.ts) holds the state and routing; the
+ * Origo: the broker service, composed. The broker (broker/) holds the state and routing; the
  * session layer (sessions/) runs each WebSocket — budgets, greeting, framing, validation,
  * liveness; routes.ts is the HTTP side on fastify + @fastify/websocket (WebSocket endpoints,
  * JWKS, health, metrics, admin). This file builds them and owns start-up and shutdown.
