@@ -473,10 +473,16 @@ describe('staging (a request carries its playlist position)', () => {
     leavingProxies(): string[] {
       return this.leaving;
     }
-    listener?: (proxyId: string) => void;
+    /** Subscribers to leaving notices (a session each), the latest last. */
+    listeners = new Set<(proxyId: string) => void>();
+    get listener(): ((proxyId: string) => void) | undefined {
+      return [...this.listeners].at(-1);
+    }
     onProxyLeaving(listener: (proxyId: string) => void): () => void {
-      this.listener = listener;
-      return () => (this.listener = undefined);
+      this.listeners.add(listener);
+      return () => {
+        this.listeners.delete(listener);
+      };
     }
     async stage(url: string, proxies: readonly ProxyInfo[], o: { range?: ByteRange } = {}): Promise<StagedAnswer[]> {
       this.hints.push({ url, proxies: proxies.map((p) => p.proxyId), ...(o.range ? { range: o.range } : {}) });
@@ -579,6 +585,34 @@ describe('staging (a request carries its playlist position)', () => {
     await next;
     t.d.close();
     expect(c.listener).toBeUndefined();
+  });
+
+  test("a staged download's record says whether it was staged, with the frame's staging so far", async () => {
+    const t = stagingSetup();
+    await served(t, at(0));
+    await flush();
+    await served(t, at(1));
+    expect(t.records.map((r) => r.staged)).toEqual([false, true]);
+    expect(t.records[1].staging).toEqual({
+      ordersSent: t.client().hints.length,
+      hintsStaged: t.client().hints.length * 2,
+      wasted: 0,
+      neededAhead: expect.any(Number),
+      spread: 2,
+    });
+  });
+
+  test('one session per client, mode and N: another N chooses a set of its own, and the old session stops listening', async () => {
+    const t = stagingSetup();
+    await served(t, at(0));
+    const c = t.client();
+    const before = c.listener;
+    await served(t, at(1, { proxies: 2 }));
+    expect(c.chosen).toBe(2);
+    expect(c.listeners.size).toBe(1);
+    expect(c.listener).not.toBe(before);
+    await served(t, at(2, { proxies: 2 }));
+    expect(c.chosen).toBe(2);
   });
 
   test('a seek: what was staged ahead and skipped counts as waste, at most the staged-ahead segments', async () => {

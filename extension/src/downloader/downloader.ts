@@ -14,51 +14,32 @@
  * themselves (YouTube-style `range=`) need no Range header and are fetched as they are.
  *
  * Staging (settings.staging, coded modes): a request carries the segments its playlist lists next
- * (the hook reads the manifests; the content script keeps only those the page may read). One
- * SegmentStager per client, mode and N keeps one proxy set for the frame, downloads through it
- * (GetOptions.use), hints upcoming segments to it as SoftStage's rule says, and replaces proxies
- * that failed only between two segments (chunk-aware handoff). Choosing the set is the
- * download's first call to origo: it has the request's origo limit, and its failure (origo down
- * or hung, no proxies) is the download's, with the same reason and cause.
+ * (the hook reads the manifests; the content script keeps only those the page may read), and is
+ * one call of the frame's playback session (playback.ts: one per client, mode and N), which keeps
+ * one proxy set for the frame, downloads through it, hints upcoming segments to it as SoftStage's
+ * rule says, and replaces proxies that failed only between two segments (chunk-aware handoff).
+ * Choosing the set is the download's first call to origo: it has the request's origo limit, and
+ * its failure (origo down or hung, no proxies) is the download's, with the same reason and cause.
  *
  * Deadlines: each request's limits for origo, the proxy connections and the first byte derive
  * from the hook's deadline for it (common/deadlines.ts), so the downloader answers with the real
  * cause before the hook gives up with 'timeout'. While the client has origo in its back-off
  * period, requests are answered at once (reason 'origo-unreachable', cause 'origo-down').
  */
-import type { ByteRange, ProxyInfo } from '@mutp/shared';
-import {
-  ClientError,
-  describeDown,
-  GetOptions,
-  GetResult,
-  OrigoDown,
-  SegmentRef,
-  SegmentStager,
-  StagerStats,
-  StagingClient,
-} from '@mutp/shared/client';
-import { limitsFor, origoCause } from '../common/deadlines';
-import { GetFailure, GetRequest, GetSuccess, ProxyShareRecord, SegmentRecord } from '../common/messages';
-import { contentRange, formatRange, guessContentType, redactUrl, resolveRange } from '../common/media';
-import { DOWNLOAD_MODES, ExtensionMode, origoUrlProblem, Settings } from '../common/settings';
+import type { ByteRange } from '@mutp/shared';
+import { describeDown, GetOptions, GetResult, StagerStats } from '@mutp/shared/client';
+import { limitsFor } from '../common/deadlines';
+import { GetFailure, GetRequest, GetSuccess, SegmentRecord } from '../common/messages';
+import { contentRange, formatRange, guessContentType, resolveRange } from '../common/media';
+import { ExtensionMode, origoUrlProblem, Settings } from '../common/settings';
+import { DownloadQueue } from './download-queue';
+import { Failure, failureOf } from './failures';
 import { ByteLru } from './lru';
+import { ClientLike, FramePlayback } from './playback';
+import { Answered, segmentRecord } from './records';
+import { planRange, RangePlan, validRequest } from './requests';
 
-/** The part of MutpClient the downloader uses. */
-export interface ClientLike {
-  get(url: string, options: GetOptions): Promise<GetResult>;
-  close(): void;
-  /** Set while origo is in its back-off period (MutpClient with a back-off policy). */
-  origoDown?(): OrigoDown | undefined;
-  /** Opens the origo session ahead of the first request (MutpClient). */
-  prepare?(timeoutMs: number): void;
-  /** Staging (MutpClient): without these, segments are never staged. */
-  chooseProxies?: StagingClient['chooseProxies'];
-  stage?: StagingClient['stage'];
-  /** Proxies that said they are going away (MutpClient): replaced between segments. */
-  leavingProxies?: StagingClient['leavingProxies'];
-  onProxyLeaving?: StagingClient['onProxyLeaving'];
-}
+export type { ClientLike } from './playback';
 
 export interface DownloaderDeps {
   settings(): Settings;
@@ -80,15 +61,6 @@ export const ORIGO_RETRY_MS = 5000;
 const MAX_TOO_LARGE_URLS = 256;
 /** Files whose complete length an answer told (open-ended and suffix ranges of them are exact). */
 const MAX_KNOWN_LENGTHS = 256;
-
-/** How a page's Range request is fetched through MUTP. */
-type RangePlan =
-  /** A ranged transfer; `open`: the page asked to the end without the length being known. */
-  | { kind: 'ranged'; range: ByteRange; open: boolean }
-  /** The whole object, sliced (a suffix range of a file of unknown length). */
-  | { kind: 'whole' }
-  | { kind: 'unsatisfiable'; message: string }
-  | { kind: 'too-large'; message: string };
 
 interface Fetched {
   bytes: Uint8Array;
@@ -113,40 +85,28 @@ interface Job {
   stopTimer?: () => void;
 }
 
-class Failure extends Error {
-  constructor(
-    readonly reason: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/** A frame's stager: one per client, mode and N. */
-interface FrameStaging {
-  key: string;
-  stager: SegmentStager;
-}
-
 export class Downloader {
   private client?: { key: string; promise: Promise<ClientLike>; ready?: ClientLike };
   private readonly jobs = new Map<string, Job>();
   private readonly byRequest = new Map<number, Job>();
   private readonly cancelled = new Set<number>();
-  private readonly queue: { run: () => void; signal: AbortSignal }[] = [];
-  private running = 0;
+  private readonly queue = new DownloadQueue(() => this.deps.settings().concurrency);
   private cache: ByteLru;
   private cacheCapacity: number;
   private readonly tooLarge = new Set<string>();
   private readonly completeLengths = new Map<string, number>();
   private origoDownUntil = -Infinity;
-  private staging?: FrameStaging;
+  private readonly playback: FramePlayback;
   /** Downloads that were staged (a proxy held the segment) when they started, for their records. */
   private readonly stagedResults = new WeakMap<GetResult, boolean>();
 
   constructor(private readonly deps: DownloaderDeps) {
     this.cacheCapacity = deps.settings().rangeCacheBytes;
     this.cache = new ByteLru(this.cacheCapacity);
+    this.playback = new FramePlayback({
+      now: () => this.deps.now(),
+      setTimer: (ms: number, callback: () => void) => this.timer(ms, callback),
+    });
   }
 
   /** Answers one request (undefined when it was cancelled: nobody waits for the answer). */
@@ -170,7 +130,7 @@ export class Downloader {
     if (req.range) {
       const cached = this.cache.get(req.url);
       if (cached) return this.answer(req, startedAt, cached, guessContentType(req.url), undefined);
-      plan = this.planRange(req, settings);
+      plan = planRange(req.range, this.completeLengths.get(req.url), settings.maxObjectBytes);
       if (plan.kind === 'unsatisfiable') return fail('range-unsatisfiable', plan.message);
       if (plan.kind === 'too-large') return fail('too-large', plan.message);
     }
@@ -186,7 +146,7 @@ export class Downloader {
     try {
       fetched = await job.promise;
     } catch (e) {
-      const { reason, message, cause } = this.failureOf(job, e);
+      const { reason, message, cause } = failureOf(job.stopReason, e, this.deps.settings().maxObjectBytes);
       // Marked even when the page gave up already: the next request must not try again at once.
       if (reason === 'origo-unreachable' && cause !== 'origo-down')
         this.origoDownUntil = this.deps.now() + ORIGO_RETRY_MS;
@@ -232,52 +192,17 @@ export class Downloader {
 
   /** What staging did in this frame (undefined before the first staged request). */
   stagingStats(): StagerStats | undefined {
-    return this.staging?.stager.stats();
+    return this.playback.stats();
   }
 
   /** Closes the client (the frame is going away, or the settings changed). */
   close(): void {
-    this.staging?.stager.close();
-    this.staging = undefined;
+    this.playback.close();
     for (const job of this.jobs.values()) job.controller.abort();
     const client = this.client;
     this.client = undefined;
     client?.promise.then((c) => c.close()).catch(() => undefined);
     this.cache.clear();
-  }
-
-  /** How to fetch the page's range: from what it asked and the file lengths answers told. */
-  private planRange(req: GetRequest, settings: Settings): RangePlan {
-    const spec = req.range!;
-    const max = settings.maxObjectBytes;
-    const complete = this.completeLengths.get(req.url);
-    let start: number;
-    let length: number;
-    let open = false;
-    if (spec.kind === 'suffix') {
-      if (complete === undefined) return { kind: 'whole' };
-      if (spec.length === 0 || complete === 0)
-        return { kind: 'unsatisfiable', message: `${formatRange(spec)} of ${complete} bytes` };
-      start = Math.max(0, complete - spec.length);
-      length = complete - start;
-    } else if (spec.end !== undefined) {
-      start = spec.start;
-      length = spec.end - spec.start + 1;
-      if (complete !== undefined && start >= complete)
-        return { kind: 'unsatisfiable', message: `${formatRange(spec)} of ${complete} bytes` };
-    } else if (complete !== undefined) {
-      start = spec.start;
-      length = complete - spec.start;
-      if (length <= 0) return { kind: 'unsatisfiable', message: `${formatRange(spec)} of ${complete} bytes` };
-    } else {
-      start = spec.start;
-      length = max;
-      open = true;
-    }
-    if (length > max) return { kind: 'too-large', message: `a range of ${length} bytes (at most ${max} per request)` };
-    if (start + length - 1 > MAX_RANGE_END)
-      return { kind: 'unsatisfiable', message: `${formatRange(spec)}: beyond 2^48 bytes` };
-    return { kind: 'ranged', range: { start, length }, open };
   }
 
   /** A ranged transfer's bytes as the 206 the origin would have sent (or why not). */
@@ -387,7 +312,7 @@ export class Downloader {
         controller.abort();
       });
     }
-    job.promise = this.enqueue(controller.signal, () => this.download(job, req, limits));
+    job.promise = this.queue.enqueue(controller.signal, () => this.download(job, req, limits));
     job.promise
       .catch(() => undefined)
       .finally(() => {
@@ -401,25 +326,8 @@ export class Downloader {
   private async download(job: Job, req: GetRequest, limits: ReturnType<typeof limitsFor>): Promise<Fetched> {
     const settings = this.deps.settings();
     const client = await this.clientFor(settings);
-    const staging = this.stagingFor(client, req, settings);
-    const segment: SegmentRef = { url: req.url, ...(job.range ? { range: job.range } : {}) };
-    let use: ProxyInfo[] | undefined;
-    let proxies = req.proxies;
-    let staged = false;
-    if (staging) {
-      staging.setUpcoming([segment, ...(req.upcoming ?? [])], req.track);
-      // Within the request's origo limit, and its failure is the download's: the download would
-      // have asked origo the same (a second try would overrun the hook's deadline).
-      await staging.proxies(job.controller.signal, limits.origoMs);
-      staged = staging.fetchStarted(segment, req.track);
-      // The set it was staged at (the stager's spread is the whole set here).
-      ({ use, proxies } = staging.downloadOf(segment, req.proxies));
-    }
-    const result = await client.get(req.url, {
-      mode: req.mode,
-      proxies,
-      ...(use ? { use } : {}),
-      ...(job.range ? { range: job.range } : {}),
+    const session = this.playback.sessionFor(client, clientKey(settings), req, settings);
+    const options: Pick<GetOptions, 'signal' | 'origoTimeoutMs' | 'connectTimeoutMs' | 'onProgress'> = {
       signal: job.controller.signal,
       origoTimeoutMs: limits.origoMs,
       connectTimeoutMs: limits.proxyConnectMs,
@@ -435,12 +343,18 @@ export class Downloader {
           job.controller.abort();
         }
       },
-    });
-    if (staging) {
-      this.stagedResults.set(result, staged);
-      staging.fetchCompleted(segment, req.track, result);
-      // Settled in the background: the page gets its bytes now, the next segment uses the new set.
-      void staging.afterSegment(result, req.upcoming?.[0], req.track, undefined, use).catch(() => undefined);
+    };
+    let result: GetResult;
+    if (session) {
+      // Choosing the set is within the request's origo limit, and its failure is the download's:
+      // the download would have asked origo the same (a second try would overrun the hook's deadline).
+      const segment = { url: req.url, ...(job.range ? { range: job.range } : {}) };
+      const fetched = await session.fetch(segment, { ...options, upcoming: req.upcoming ?? [], track: req.track });
+      result = fetched.result;
+      this.stagedResults.set(result, fetched.staged);
+    } else {
+      const range = job.range ? { range: job.range } : {};
+      result = await client.get(req.url, { ...options, ...range, mode: req.mode, proxies: req.proxies });
     }
     if (result.object.byteLength > settings.maxObjectBytes) {
       job.stopReason = 'too-large';
@@ -450,44 +364,6 @@ export class Downloader {
     const contentType =
       result.attributes?.contentType ?? (('contentType' in result && result.contentType) || guessContentType(req.url));
     return { bytes: result.object, contentType, result };
-  }
-
-  /**
-   * The stager for this request's client, mode and N (a new one when any changed), or undefined
-   * when the request is not staged: staging off, Parallel HTTP, no playlist position, or a client
-   * that cannot stage.
-   */
-  private stagingFor(client: ClientLike, req: GetRequest, settings: Settings): SegmentStager | undefined {
-    if (!settings.staging || req.mode === 'http' || req.track === undefined) return undefined;
-    const { chooseProxies, stage } = client;
-    if (!chooseProxies || !stage) return undefined;
-    const key = `${this.client?.key} ${req.mode} ${req.proxies}`;
-    if (this.staging?.key !== key) {
-      this.staging?.stager.close();
-      const clock = {
-        now: () => this.deps.now(),
-        setTimer: (ms: number, callback: () => void) => this.timer(ms, callback),
-      };
-      const { onProxyLeaving } = client;
-      const stagingClient: StagingClient = {
-        chooseProxies: (count, mode, o) => chooseProxies.call(client, count, mode, o),
-        stage: (url, proxies, o) => stage.call(client, url, proxies, o),
-        leavingProxies: () => client.leavingProxies?.() ?? [],
-        // A proxy going away mid-segment: the stager begins its handoff at the next segment at once.
-        ...(onProxyLeaving ? { onProxyLeaving: (listener) => onProxyLeaving.call(client, listener) } : {}),
-      };
-      // Every segment at the whole set: a player paced by its buffer gained nothing from the spread
-      // rule in Chromium (no fewer stalls, lower segment goodput), and on a busy machine its staging
-      // can look behind and cost the page sources (docs/testbed.md, "Mobility").
-      const stager = new SegmentStager(stagingClient, clock, {
-        mode: req.mode,
-        proxies: req.proxies,
-        staging: true,
-        spread: req.proxies,
-      });
-      this.staging = { key, stager };
-    }
-    return this.staging.stager;
   }
 
   private timer(ms: number, callback: () => void): () => void {
@@ -514,33 +390,6 @@ export class Downloader {
     return this.client.promise;
   }
 
-  /** Runs `task` when fewer than `concurrency` downloads run; drops it if aborted while waiting. */
-  private enqueue<T>(signal: AbortSignal, task: () => Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const run = () => {
-        if (signal.aborted) {
-          reject(new ClientError('cancelled', 'cancelled while queued'));
-          this.pump();
-          return;
-        }
-        this.running++;
-        task()
-          .then(resolve, reject)
-          .finally(() => {
-            this.running--;
-            this.pump();
-          });
-      };
-      this.queue.push({ run, signal });
-      this.pump();
-    });
-  }
-
-  private pump(): void {
-    const limit = Math.max(1, this.deps.settings().concurrency);
-    while (this.running < limit && this.queue.length > 0) this.queue.shift()!.run();
-  }
-
   /**
    * Why origo is not to be tried now, or undefined: the client's back-off when it has one, else
    * the downloader's own short pause after a failure.
@@ -552,24 +401,6 @@ export class Downloader {
       return down ? describeDown(down) : undefined;
     }
     return this.deps.now() < this.origoDownUntil ? 'origo was unreachable moments ago' : undefined;
-  }
-
-  private failureOf(job: Job, e: unknown): { reason: string; message: string; cause?: string } {
-    if (job.stopReason === 'no-first-byte')
-      return { reason: 'no-first-byte', message: 'no byte from the proxies before the deadline share' };
-    if (job.stopReason)
-      return { reason: job.stopReason, message: `object larger than ${this.deps.settings().maxObjectBytes} bytes` };
-    if (e instanceof Failure) return { reason: e.reason, message: e.message };
-    const message = e instanceof Error ? e.message : String(e);
-    if (message.includes('codec-unavailable')) return { reason: 'codec-unavailable', message };
-    if (message.includes('range not satisfiable')) return { reason: 'range-unsatisfiable', message };
-    if (e instanceof ClientError) {
-      const cause = origoCause(e.code, e.message);
-      // Counted as origo-unreachable (it is, from the page's side); the cause says which way.
-      const reason = e.code === 'origo-down' ? 'origo-unreachable' : e.code;
-      return cause ? { reason, message, cause } : { reason, message };
-    }
-    return { reason: 'internal', message };
   }
 
   private rememberLength(url: string, complete: number): void {
@@ -590,71 +421,18 @@ export class Downloader {
     this.cache = new ByteLru(capacity);
   }
 
-  private record(
-    req: GetRequest,
-    startedAt: number,
-    o: { ok: boolean; reason?: string; detail?: string; bytes?: number; objectBytes?: number; result?: GetResult },
-  ): void {
+  private record(req: GetRequest, startedAt: number, o: Answered): void {
     if (!this.deps.onRecord) return;
-    const r = o.result;
-    const proxies: ProxyShareRecord[] = (r?.sources ?? []).map((s) => ({
-      name: s.name,
-      proxyId: s.proxyId,
-      share: s.share,
-      useful: Number('useful' in s ? s.useful : s.bytes) || 0,
-      ...('transport' in s && typeof s.transport === 'string' ? { transport: s.transport } : {}),
-    }));
-    const record: SegmentRecord = {
-      at: Date.now(),
-      url: redactUrl(req.url),
-      ok: o.ok,
-      mode: req.mode,
-      bytes: o.bytes ?? 0,
-      objectBytes: o.objectBytes ?? r?.object.byteLength ?? 0,
-      durationMs: r?.durationMs ?? 0,
-      totalMs: this.deps.now() - startedAt,
-      goodputBps: r?.goodputBps ?? 0,
-      normalizedGoodput: r?.normalizedGoodput ?? 0,
-      cached: o.ok && !r,
-      proxies,
-    };
-    if (o.reason) record.reason = o.reason;
-    if (o.detail) record.detail = o.detail.split(req.url).join(record.url).slice(0, 300);
-    if (req.range) record.range = formatRange(req.range);
-    const staged = r && this.stagedResults.get(r);
-    const stats = this.staging?.stager.stats();
-    if (staged !== undefined && stats) {
-      record.staged = staged;
-      const { ordersSent, hintsStaged, wasted, neededAhead, spread } = stats;
-      record.staging = { ordersSent, hintsStaged, wasted, neededAhead, spread };
-    }
+    const staged = o.result && this.stagedResults.get(o.result);
+    const stats = staged === undefined ? undefined : this.playback.stats();
+    const staging = staged !== undefined && stats ? { staged, stats } : undefined;
     try {
-      this.deps.onRecord(record);
+      this.deps.onRecord(segmentRecord(req, o, this.deps.now() - startedAt, staging));
     } catch {
       // statistics never fail a download
     }
   }
 }
-
-function validRequest(req: GetRequest): boolean {
-  if (typeof req.url !== 'string' || req.url.length > 8192 || !/^https?:\/\//i.test(req.url)) return false;
-  if (!DOWNLOAD_MODES.includes(req.mode)) return false;
-  if (!Number.isInteger(req.proxies) || req.proxies < 1 || req.proxies > 32) return false;
-  if (req.range) {
-    const r = req.range;
-    const ok =
-      (r.kind === 'from' &&
-        Number.isSafeInteger(r.start) &&
-        r.start >= 0 &&
-        (r.end === undefined || r.end >= r.start)) ||
-      (r.kind === 'suffix' && Number.isSafeInteger(r.length) && r.length >= 0);
-    if (!ok) return false;
-  }
-  return true;
-}
-
-/** Largest last byte a range may name (the protocol's offsets are 48-bit). */
-const MAX_RANGE_END = 2 ** 48 - 1;
 
 /** A new client is made when these settings change. */
 function clientKey(settings: Settings): string {

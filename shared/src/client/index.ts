@@ -19,7 +19,7 @@ export { MutpClient, DEFAULT_CLIENT_CONFIG, origoUrlsOf } from './client';
 export type { ClientConfig, ClientOptions, DownloadMode, GetOptions, GetResult } from './client';
 export { OrigoBackoff, DEFAULT_ORIGO_BACKOFF, describeDown } from './origo-backoff';
 export type { BackoffPolicy, OrigoDown } from './origo-backoff';
-export { StagingManager, DEFAULT_STAGING_CONFIG, DEFAULT_SPREAD_CONFIG, segmentKey, SegmentStager } from './staging';
+export { StagingManager, DEFAULT_STAGING_CONFIG, DEFAULT_SPREAD_CONFIG, segmentKey } from './staging';
 export type {
   ChunkProfile,
   SegmentRef,
