@@ -11,6 +11,7 @@
  */
 import { AssertedRequest, verifyEd25519, verifyMeta, VerifySignature } from '../assertion';
 import { decode, encodeMeta, MessageType, MetaMessage } from '../wire';
+import { Identity, sameIdentity } from './agreement';
 
 /** A source's signing identity, as origo handed it out. */
 export interface SourceSigner {
@@ -65,5 +66,27 @@ export class MetaSignatures {
   /** The source's META as it sent it (signed), when it was verified: what a report can carry. */
   evidence(source: number): Uint8Array | undefined {
     return this.verdicts[source] === 1 ? this.metas[source] : undefined;
+  }
+
+  /**
+   * Each source's META that its published key signed (encoded as it was sent), when they state at
+   * least two identities (`proposalOf`: the identity a source's META stated). Evidence a third
+   * party can judge against the origin (origo's `conflict`); empty without keys or without two
+   * signed sides.
+   */
+  conflictEvidence(proposalOf: (source: number) => Identity | undefined): { source: number; meta: Uint8Array }[] {
+    // One statement per identity first, so a caller keeping only a few keeps both sides.
+    const firsts: { source: number; meta: Uint8Array }[] = [];
+    const rest: { source: number; meta: Uint8Array }[] = [];
+    const identities: Identity[] = [];
+    for (let i = 0; i < this.signers.length; i++) {
+      const meta = this.evidence(i);
+      const identity = proposalOf(i);
+      if (!meta || !identity) continue;
+      const known = identities.some((other) => sameIdentity(other, identity));
+      if (!known) identities.push(identity);
+      (known ? rest : firsts).push({ source: i, meta });
+    }
+    return identities.length >= 2 ? [...firsts, ...rest] : [];
   }
 }

@@ -14,13 +14,11 @@
  * found while decoding is excluded, which may end the transfer) is decided here.
  */
 import { sha256 } from '@noble/hashes/sha256';
-import { Codec } from '../codec/types';
 import { TransferError, TransferErrorCode } from '../errors';
 import { CheckLayout } from '../integrity';
 import { Layout } from '../layout';
-import { MAX_DATAGRAM_BYTES, MAX_OBJECT_BYTES, MAX_SOURCES, UNIT_DIGEST_BYTES } from '../limits';
-import { DEFAULT_SCHEDULER, schedulerSupports } from '../modes';
-import { ByteRange, ObjectAttributes, rangeProblem, servedRangeProblem } from '../range';
+import { MAX_DATAGRAM_BYTES, UNIT_DIGEST_BYTES } from '../limits';
+import { ObjectAttributes, servedRangeProblem } from '../range';
 import {
   decode,
   describeErrorCode,
@@ -32,7 +30,6 @@ import {
   MessageType,
   Message,
   MetaMessage,
-  Mode,
   RequestMessage,
   RequestResume,
   requestLength,
@@ -40,52 +37,22 @@ import {
   StopReason,
   SymbolDigestsMessage,
 } from '../wire';
-import { Identity, sameIdentity } from './agreement';
 import { CheckOutcome } from './check-units';
 import { Completion } from './completion';
-import { DEFAULT_RECEIVER_CONFIG, ReceiverConfig } from './config';
+import { ReceiverConfig } from './config';
+import { checkReceiverOptions, receiverConfig, ReceiverOptions } from './options';
 import { EarlyData } from './early-data';
 import { encodeSourceFeedback } from './feedback';
 import { IdentityQuorum } from './quorum';
 import { PollutionKind, Polluter, Source, SourceStats } from './source';
 import { Steering } from './steering';
 import { SymbolAsks } from './symbol-asks';
-import { MetaSignatures, SourceSigner } from './meta-signatures';
-import { VerifySignature } from '../assertion';
+import { MetaSignatures } from './meta-signatures';
 
 export { DEFAULT_RECEIVER_CONFIG } from './config';
 export type { ReceiverConfig } from './config';
+export type { ReceiverOptions } from './options';
 export type { Polluter, PollutionKind, SourceState, SourceStats } from './source';
-
-export interface ReceiverOptions {
-  transferId: number;
-  url: string;
-  mode: Mode;
-  scheduler?: SchedulerName;
-  sourceCount: number;
-  /** Strict moving window in packets (paper's w). */
-  window: number;
-  generationSize: number;
-  symbolSize: number;
-  codec: Codec;
-  now: number;
-  /** Ask the sources for these bytes of the resource only (see range.ts). */
-  range?: ByteRange;
-  /** Each source's upload capacity in bytes/s, when known (origo's ProxyInfo capacityBps; 0 = unknown). */
-  capacityHints?: readonly number[];
-  config?: Partial<ReceiverConfig>;
-  /** SHA-256 used to verify the object; defaults to a portable one, Node hosts pass node:crypto's. */
-  sha256?: (data: Uint8Array) => Uint8Array;
-  /**
-   * Per source, the key origo published for it: such a source's META counts only when that key
-   * signed it (meta-signatures.ts). Undefined entries (and no array) are unsigned sources.
-   */
-  signers?: readonly (SourceSigner | undefined)[];
-  /** Ed25519 verification (default portable; Node hosts pass node:crypto's). */
-  verifySignature?: VerifySignature;
-  /** How errors name each source (the proxy's name); default `#<index>`. */
-  sourceNames?: readonly string[];
-}
 
 export type ReceiverStatus = 'active' | 'complete' | 'failed';
 
@@ -133,21 +100,10 @@ export class Receiver {
   private pollCursor = 0;
 
   constructor(opts: ReceiverOptions) {
-    if (!Number.isInteger(opts.sourceCount) || opts.sourceCount < 1 || opts.sourceCount > MAX_SOURCES) {
-      throw new RangeError(`sourceCount must be in [1, ${MAX_SOURCES}]`);
-    }
-    this.scheduler = opts.scheduler ?? DEFAULT_SCHEDULER[opts.mode];
-    if (!schedulerSupports(opts.mode, this.scheduler)) {
-      throw new RangeError(`scheduler ${this.scheduler} does not support mode ${opts.mode}`);
-    }
-    if (opts.codec.mode !== opts.mode) throw new RangeError(`codec ${opts.codec.name} is not for mode ${opts.mode}`);
-    const badRange = opts.range && rangeProblem(opts.range);
-    if (badRange) throw new RangeError(badRange);
+    this.scheduler = checkReceiverOptions(opts);
     this.opts = opts;
     this.transferId = opts.transferId >>> 0;
-    const config = { ...DEFAULT_RECEIVER_CONFIG, ...opts.config };
-    config.maxObjectBytes = Math.min(config.maxObjectBytes, MAX_OBJECT_BYTES);
-    config.inFlightCaps ??= this.scheduler === 'partitioned';
+    const config = receiverConfig(opts, this.scheduler);
     this.config = config;
     this.startedAt = opts.now;
     this.lastProgressAt = opts.now;
@@ -171,8 +127,6 @@ export class Receiver {
       checked: this.checked,
     });
     this.symbolAsks = new SymbolAsks(config.symbolDigestRetryMs);
-    if (opts.signers && opts.signers.length !== opts.sourceCount)
-      throw new RangeError(`${opts.signers.length} signers for ${opts.sourceCount} sources`);
     this.signatures = new MetaSignatures(
       opts.signers ?? [],
       { url: opts.url, ...(opts.range ? { range: opts.range } : {}) },
@@ -560,19 +514,7 @@ export class Receiver {
    */
   conflictEvidence(): { source: number; meta: Uint8Array }[] {
     if (this.error?.code !== 'metadata-conflict') return [];
-    // One statement per identity first, so a caller keeping only a few keeps both sides.
-    const firsts: { source: number; meta: Uint8Array }[] = [];
-    const rest: { source: number; meta: Uint8Array }[] = [];
-    const identities: Identity[] = [];
-    for (let i = 0; i < this.sources.length; i++) {
-      const meta = this.signatures.evidence(i);
-      const identity = this.quorum.proposalOf(i);
-      if (!meta || !identity) continue;
-      const known = identities.some((other) => sameIdentity(other, identity));
-      if (!known) identities.push(identity);
-      (known ? rest : firsts).push({ source: i, meta });
-    }
-    return identities.length >= 2 ? [...firsts, ...rest] : [];
+    return this.signatures.conflictEvidence((source) => this.quorum.proposalOf(source));
   }
 
   /** Sources excluded as polluters, with why: the client reports them to origo. */

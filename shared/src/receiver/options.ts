@@ -1,0 +1,67 @@
+/**
+ * What a Receiver is asked to download and how (the request it sends, the codec, the sources'
+ * keys), checked once when it is made, and the configuration in force.
+ */
+import { VerifySignature } from '../assertion';
+import { Codec } from '../codec/types';
+import { MAX_OBJECT_BYTES, MAX_SOURCES } from '../limits';
+import { DEFAULT_SCHEDULER, schedulerSupports } from '../modes';
+import { ByteRange, rangeProblem } from '../range';
+import { Mode, SchedulerName } from '../wire';
+import { DEFAULT_RECEIVER_CONFIG, ReceiverConfig } from './config';
+import { SourceSigner } from './meta-signatures';
+
+export interface ReceiverOptions {
+  transferId: number;
+  url: string;
+  mode: Mode;
+  scheduler?: SchedulerName;
+  sourceCount: number;
+  /** Strict moving window in packets (paper's w). */
+  window: number;
+  generationSize: number;
+  symbolSize: number;
+  codec: Codec;
+  now: number;
+  /** Ask the sources for these bytes of the resource only (see range.ts). */
+  range?: ByteRange;
+  /** Each source's upload capacity in bytes/s, when known (origo's ProxyInfo capacityBps; 0 = unknown). */
+  capacityHints?: readonly number[];
+  config?: Partial<ReceiverConfig>;
+  /** SHA-256 used to verify the object; defaults to a portable one, Node hosts pass node:crypto's. */
+  sha256?: (data: Uint8Array) => Uint8Array;
+  /**
+   * Per source, the key origo published for it: such a source's META counts only when that key
+   * signed it (meta-signatures.ts). Undefined entries (and no array) are unsigned sources.
+   */
+  signers?: readonly (SourceSigner | undefined)[];
+  /** Ed25519 verification (default portable; Node hosts pass node:crypto's). */
+  verifySignature?: VerifySignature;
+  /** How errors name each source (the proxy's name); default `#<index>`. */
+  sourceNames?: readonly string[];
+}
+
+/** The scheduler the options name, or the mode's default; throws RangeError for options that make no download. */
+export function checkReceiverOptions(opts: ReceiverOptions): SchedulerName {
+  if (!Number.isInteger(opts.sourceCount) || opts.sourceCount < 1 || opts.sourceCount > MAX_SOURCES) {
+    throw new RangeError(`sourceCount must be in [1, ${MAX_SOURCES}]`);
+  }
+  const scheduler = opts.scheduler ?? DEFAULT_SCHEDULER[opts.mode];
+  if (!schedulerSupports(opts.mode, scheduler)) {
+    throw new RangeError(`scheduler ${scheduler} does not support mode ${opts.mode}`);
+  }
+  if (opts.codec.mode !== opts.mode) throw new RangeError(`codec ${opts.codec.name} is not for mode ${opts.mode}`);
+  const badRange = opts.range && rangeProblem(opts.range);
+  if (badRange) throw new RangeError(badRange);
+  if (opts.signers && opts.signers.length !== opts.sourceCount)
+    throw new RangeError(`${opts.signers.length} signers for ${opts.sourceCount} sources`);
+  return scheduler;
+}
+
+/** The defaults, overridden by the options' config; the object limit never above MAX_OBJECT_BYTES. */
+export function receiverConfig(opts: ReceiverOptions, scheduler: SchedulerName): ReceiverConfig {
+  const config = { ...DEFAULT_RECEIVER_CONFIG, ...opts.config };
+  config.maxObjectBytes = Math.min(config.maxObjectBytes, MAX_OBJECT_BYTES);
+  config.inFlightCaps ??= scheduler === 'partitioned';
+  return config;
+}
