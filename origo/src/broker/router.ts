@@ -16,7 +16,7 @@
 import type { ClientToOrigo, ProxyToOrigo } from '@mutp/shared';
 import type { InstanceMessage } from '../cluster/cluster';
 import type { OrigoConfig } from '../config';
-import { ConflictDesk } from '../conflict-desk';
+import { ConflictDesk } from './conflict-desk';
 import { ConflictJudge } from '../conflicts';
 import type { ProxyKeys } from '../proxy-auth';
 import { ClientDesk } from './client-desk';

@@ -8,8 +8,8 @@
  */
 import type { Logger } from 'pino';
 import { ConflictReport, decode, decodeAssertionKey, MessageType, OrigoToProxy, verifyMeta } from '@mutp/shared';
-import { ConflictJudge, Statement, Verdict } from './conflicts';
-import { Metrics } from './metrics';
+import { ConflictJudge, Statement, Verdict } from '../conflicts';
+import { Metrics } from '../metrics';
 
 export interface ConflictDeskDeps {
   judge: ConflictJudge;
