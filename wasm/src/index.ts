@@ -5,6 +5,7 @@
 export * from './simd';
 export * from './rlnc';
 export * from './wirehair';
+export type { WasmResponseLike, WasmSource } from './wasm-loader';
 export { fountainCodec } from './fountain';
 export { RecyclingCodec } from './recycling';
 export type { CodecInstance, RecyclingStats } from './recycling';

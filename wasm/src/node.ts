@@ -6,6 +6,7 @@ import { loadRlncModuleSync, WasmRlncCodec } from './rlnc';
 import { loadRlncCodecNode, readRlncWasm, RlncNodeOptions } from './rlnc-node';
 import { loadWirehairSync } from './wirehair';
 import { loadWirehairNode, readWirehairWasm } from './wirehair-node';
+import { requireWebAssembly } from './wasm-loader';
 
 export * from './rlnc-node';
 export * from './wirehair-node';
@@ -22,8 +23,7 @@ export interface NodeCodecOptions extends RlncNodeOptions {
 export async function loadNodeCodecs(options: NodeCodecOptions = {}): Promise<Record<Mode, Codec>> {
   if (options.recycleAboveBytes !== undefined) {
     // Compile once; each recycled instance is a cheap synchronous instantiation of it.
-    const { Module } = (globalThis as unknown as { WebAssembly: { Module: new (bytes: Uint8Array) => object } })
-      .WebAssembly;
+    const { Module } = requireWebAssembly((message) => new Error(message));
     const rlncModule = new Module(readRlncWasm(options));
     const wirehairModule = new Module(readWirehairWasm());
     const keep = options.recycleAboveBytes;

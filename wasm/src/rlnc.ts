@@ -15,6 +15,17 @@
  */
 import { AddResult, Codec, Layout, UnitDecoder, UnitEncoder } from '@mutp/shared';
 import { simdSupported } from './simd';
+import {
+  instantiateWasm,
+  instantiateWasmStreaming,
+  instantiateWasmSync,
+  LinearMemory,
+  missingExports,
+  WasmInstance,
+  WasmMemory,
+  WasmResponseLike,
+  WasmSource,
+} from './wasm-loader';
 
 /** The ABI version the binding expects (`MUTP_RLNC_ABI_VERSION` in mutp_rlnc.h). */
 export const RLNC_ABI_VERSION = 1;
@@ -54,37 +65,9 @@ function statusError(status: number, what: string): RlncWasmError {
   return new RlncWasmError(STATUS_CODES[status] ?? 'module', `${what} failed (status ${status})`);
 }
 
-// ------------------------------------------------------------------ minimal WebAssembly typings
-// (the project's TypeScript lib has no DOM types)
+// ------------------------------------------------------------------ loading (wasm-loader.ts)
 
-/** Compiled module bytes, or a compiled `WebAssembly.Module`. */
-export type RlncWasmSource = ArrayBuffer | ArrayBufferView | object;
-
-interface WasmInstance {
-  exports: Record<string, unknown>;
-}
-interface WasmApi {
-  compile(bytes: ArrayBuffer | ArrayBufferView): Promise<object>;
-  instantiate(module: object, imports: object): Promise<WasmInstance>;
-  instantiateStreaming?(source: unknown, imports: object): Promise<{ module: object; instance: WasmInstance }>;
-  Module: new (bytes: ArrayBuffer | ArrayBufferView) => object;
-  Instance: new (module: object, imports: object) => WasmInstance;
-}
-
-/** What a `fetch` response offers that the streaming loader uses. */
-export interface RlncResponseLike {
-  arrayBuffer(): Promise<ArrayBuffer>;
-  clone?(): RlncResponseLike;
-}
-
-function wasmApi(): WasmApi {
-  const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
-  if (!api) throw new RlncWasmError('module', 'WebAssembly is not available in this environment');
-  return api;
-}
-
-const isBytes = (source: RlncWasmSource): source is ArrayBuffer | ArrayBufferView =>
-  source instanceof ArrayBuffer || ArrayBuffer.isView(source);
+const moduleError = (message: string) => new RlncWasmError('module', message);
 
 /**
  * The modules import nothing (the C side defines emscripten_notify_memory_growth itself); the
@@ -94,13 +77,9 @@ const IMPORTS = { env: { emscripten_notify_memory_growth() {} } };
 
 // ------------------------------------------------------------------ the module
 
-interface Memory {
-  readonly buffer: ArrayBuffer;
-}
-
 /** The C ABI of wasm/rlnc/include/mutp_rlnc.h. Pointers are u32 (read back with >>> 0). */
 export interface RlncExports {
-  memory: Memory;
+  memory: WasmMemory;
   _initialize?: () => void;
   mutp_abi_version(): number;
   mutp_rlnc_simd(): number;
@@ -146,9 +125,7 @@ const REQUIRED_EXPORTS: (keyof RlncExports)[] = [
 ];
 
 function checkRlncExports(wasmExports: Record<string, unknown>): RlncExports {
-  const missing = REQUIRED_EXPORTS.filter((name) => typeof wasmExports[name] !== 'function');
-  if (!(wasmExports.memory && typeof wasmExports.memory === 'object' && 'buffer' in wasmExports.memory))
-    missing.push('memory');
+  const missing = missingExports(wasmExports, REQUIRED_EXPORTS);
   if (missing.length > 0) {
     throw new RlncWasmError('module', `not an RLNC module (missing exports: ${missing.join(', ')})`);
   }
@@ -185,21 +162,13 @@ export class WasmRegion {
 }
 
 /** One instance of an RLNC module: its memory, the raw kernels and the allocation counters. */
-export class RlncModule {
+export class RlncModule extends LinearMemory {
   /** True for the SIMD128 build. */
   readonly simd: boolean;
-  private view: Uint8Array;
 
   constructor(private readonly wasmExports: RlncExports) {
+    super(wasmExports.memory);
     this.simd = wasmExports.mutp_rlnc_simd() === 1;
-    this.view = new Uint8Array(wasmExports.memory.buffer);
-  }
-
-  /** The whole linear memory; re-created when memory grew (the old buffer is then detached). */
-  heap(): Uint8Array {
-    const buffer = this.wasmExports.memory.buffer;
-    if (this.view.buffer !== buffer) this.view = new Uint8Array(buffer);
-    return this.view;
   }
 
   /** Allocates n bytes of wasm memory (counted by `allocatedBytes`); throws when out of memory. */
@@ -228,11 +197,6 @@ export class RlncModule {
   /** Number of live allocations in the module. */
   liveAllocations(): number {
     return this.wasmExports.mutp_live_allocations() >>> 0;
-  }
-
-  /** Size of the linear memory in bytes. */
-  memoryBytes(): number {
-    return this.wasmExports.memory.buffer.byteLength;
   }
 
   /** dst[i] ^= c * src[i] for i < n (default: the shorter region), with the module's best kernel. */
@@ -276,17 +240,13 @@ function instanceToModule(instance: WasmInstance): RlncModule {
 }
 
 /** Loads a module from its bytes or from a compiled `WebAssembly.Module`. */
-export async function loadRlncModule(source: RlncWasmSource): Promise<RlncModule> {
-  const api = wasmApi();
-  const module = isBytes(source) ? await api.compile(source) : source;
-  return instanceToModule(await api.instantiate(module, IMPORTS));
+export async function loadRlncModule(source: WasmSource): Promise<RlncModule> {
+  return instanceToModule(await instantiateWasm(source, () => IMPORTS, moduleError));
 }
 
 /** Synchronous variant (Node, workers; browsers limit synchronous compilation on the main thread). */
-export function loadRlncModuleSync(source: RlncWasmSource): RlncModule {
-  const api = wasmApi();
-  const module = isBytes(source) ? new api.Module(source) : source;
-  return instanceToModule(new api.Instance(module, IMPORTS));
+export function loadRlncModuleSync(source: WasmSource): RlncModule {
+  return instanceToModule(instantiateWasmSync(source, () => IMPORTS, moduleError));
 }
 
 /**
@@ -295,22 +255,9 @@ export function loadRlncModuleSync(source: RlncWasmSource): RlncModule {
  * `Content-Type: application/wasm`), else from the whole body.
  */
 export async function loadRlncModuleStreaming(
-  response: RlncResponseLike | PromiseLike<RlncResponseLike>,
+  response: WasmResponseLike | PromiseLike<WasmResponseLike>,
 ): Promise<RlncModule> {
-  const api = wasmApi();
-  const resolved = await response;
-  if (api.instantiateStreaming) {
-    // Streaming consumes the body: keep a copy for the fallback (wrong MIME type and the like).
-    const backup = resolved.clone?.();
-    try {
-      const { instance } = await api.instantiateStreaming(resolved, IMPORTS);
-      return instanceToModule(instance);
-    } catch (e) {
-      if (e instanceof RlncWasmError || !backup) throw e;
-      return loadRlncModule(await backup.arrayBuffer());
-    }
-  }
-  return loadRlncModule(await resolved.arrayBuffer());
+  return instanceToModule(await instantiateWasmStreaming(response, IMPORTS, moduleError));
 }
 
 // ------------------------------------------------------------------ the codec
@@ -511,7 +458,7 @@ export class WasmRlncCodec implements Codec {
 }
 
 /** Loads a module (bytes or compiled) and wraps it as a codec. */
-export async function loadRlncCodec(source: RlncWasmSource): Promise<WasmRlncCodec> {
+export async function loadRlncCodec(source: WasmSource): Promise<WasmRlncCodec> {
   return new WasmRlncCodec(await loadRlncModule(source));
 }
 
@@ -521,7 +468,7 @@ export async function loadRlncCodec(source: RlncWasmSource): Promise<WasmRlncCod
  */
 export async function fetchRlncCodec(
   baseUrl: string | URL,
-  options: { simd?: boolean; fetch?: (url: string) => PromiseLike<RlncResponseLike> } = {},
+  options: { simd?: boolean; fetch?: (url: string) => PromiseLike<WasmResponseLike> } = {},
 ): Promise<WasmRlncCodec> {
   const simd = options.simd ?? simdSupported();
   const base = String(baseUrl).replace(/\/?$/, '/');

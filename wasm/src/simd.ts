@@ -3,6 +3,7 @@
  * on the smallest module that uses a v128 instruction. Engines without SIMD128 reject the v128
  * result type and the 0xFD-prefixed opcode, so validation fails there.
  */
+import { webAssembly } from './wasm-loader';
 
 /**
  * (module (func (result v128) i32.const 0 i8x16.splat)), assembled by hand:
@@ -21,7 +22,7 @@ let cached: boolean | undefined;
 /** True when the engine validates WebAssembly SIMD128 (fixed-width) instructions. */
 export function simdSupported(): boolean {
   if (cached === undefined) {
-    const api = (globalThis as { WebAssembly?: { validate(bytes: Uint8Array): boolean } }).WebAssembly;
+    const api = webAssembly();
     try {
       cached = !!api && api.validate(SIMD_PROBE);
     } catch {

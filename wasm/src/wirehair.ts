@@ -15,6 +15,16 @@
  * a no-op. Views returned by `encodeView` / `recoverView` point into the module's memory: valid
  * until the next call into the module (which may grow and so detach the memory) or until free.
  */
+import { ImportEnv } from './wirehair-imports';
+import {
+  instantiateWasm,
+  instantiateWasmSync,
+  LinearMemory,
+  missingExports,
+  WasmInstance,
+  WasmMemory,
+  WasmSource,
+} from './wasm-loader';
 
 export const WIREHAIR_MIN_BLOCKS = 2;
 export const WIREHAIR_MAX_BLOCKS = 64_000;
@@ -178,57 +188,26 @@ export interface Wirehair {
   memoryBytes(): number;
 }
 
-/** Compiled module bytes, or a compiled `WebAssembly.Module`. */
-export type WirehairSource = ArrayBuffer | ArrayBufferView | object;
-
-// Minimal WebAssembly typings (the project's TypeScript lib has no DOM types).
-interface WasmImportDescriptor {
-  module: string;
-  name: string;
-  kind: string;
-}
-interface WasmInstance {
-  exports: Record<string, unknown>;
-}
-interface WasmApi {
-  compile(bytes: ArrayBufferView | ArrayBuffer): Promise<object>;
-  instantiate(module: object, imports: object): Promise<WasmInstance>;
-  Module: { new (bytes: ArrayBufferView | ArrayBuffer): object; imports(module: object): WasmImportDescriptor[] };
-  Instance: new (module: object, imports: object) => WasmInstance;
-}
-
-function wasmApi(): WasmApi {
-  const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
-  if (!api) throw new WirehairError('module', 'WebAssembly is not available in this environment');
-  return api;
-}
-
-const isBytes = (source: WirehairSource): source is ArrayBuffer | ArrayBufferView =>
-  source instanceof ArrayBuffer || ArrayBuffer.isView(source);
+const moduleError = (message: string) => new WirehairError('module', message);
 
 /** Loads the module (compiles bytes, or instantiates a compiled module). */
-export async function loadWirehair(source: WirehairSource): Promise<Wirehair> {
-  const api = wasmApi();
-  const module = isBytes(source) ? await api.compile(source) : source;
-  const env = new ImportEnv();
-  return new WirehairModule(await api.instantiate(module, env.build(api.Module.imports(module))), env);
+export async function loadWirehair(source: WasmSource): Promise<Wirehair> {
+  const env = new ImportEnv(moduleError);
+  return new WirehairModule(await instantiateWasm(source, (declared) => env.build(declared), moduleError), env);
 }
 
 /** Synchronous variant (Node, workers; browsers limit synchronous compilation on the main thread). */
-export function loadWirehairSync(source: WirehairSource): Wirehair {
-  const api = wasmApi();
-  const module = isBytes(source) ? new api.Module(source) : source;
-  const env = new ImportEnv();
-  return new WirehairModule(new api.Instance(module, env.build(api.Module.imports(module))), env);
-}
-
-interface Memory {
-  readonly buffer: ArrayBuffer;
+export function loadWirehairSync(source: WasmSource): Wirehair {
+  const env = new ImportEnv(moduleError);
+  return new WirehairModule(
+    instantiateWasmSync(source, (declared) => env.build(declared), moduleError),
+    env,
+  );
 }
 
 /** The C ABI of wasm/wirehair/src/abi.rs. Pointers and handles are u32 (read back with >>> 0). */
 interface Exports {
-  memory: Memory;
+  memory: WasmMemory;
   _initialize?: () => void;
   mutp_wh_abi_version(): number;
   mutp_wh_init(): number;
@@ -261,96 +240,21 @@ const REQUIRED_EXPORTS = [
   'mutp_wh_live_codecs',
 ];
 
-const WASI_ENOSYS = 52;
-
-/**
- * Stubs for what the module imports: emscripten's memory-growth notification, and the few WASI
- * calls Rust's standard library links in for its panic path (print to stderr, read the
- * environment, exit). Only names the module actually imports are provided; anything else is an
- * error at load time.
- */
-class ImportEnv {
-  memory?: Memory;
-  private line = '';
-
-  build(imports: WasmImportDescriptor[]): Record<string, Record<string, unknown>> {
-    const stubs: Record<string, Record<string, unknown>> = {
-      env: {
-        // Views are re-created lazily when memory.buffer changes.
-        emscripten_notify_memory_growth: () => {},
-        __syscall_getcwd: () => -WASI_ENOSYS,
-      },
-      wasi_snapshot_preview1: {
-        fd_write: (fd: number, iovs: number, iovsLen: number, nwritten: number) =>
-          this.fdWrite(fd, iovs, iovsLen, nwritten),
-        environ_sizes_get: (count: number, size: number) => this.writeU32s([count, 0], [size, 0]),
-        environ_get: () => 0,
-        proc_exit: (code: number) => {
-          throw new WirehairError('module', `the wirehair module aborted (exit ${code})`);
-        },
-      },
-    };
-    const result: Record<string, Record<string, unknown>> = {};
-    for (const { module, name, kind } of imports) {
-      const stub = stubs[module]?.[name];
-      if (kind !== 'function' || stub === undefined) {
-        throw new WirehairError('module', `unexpected import ${module}.${name} (${kind}): rebuild the module`);
-      }
-      (result[module] ??= {})[name] = stub;
-    }
-    return result;
-  }
-
-  private view(): DataView {
-    if (!this.memory) throw new WirehairError('module', 'memory accessed before instantiation');
-    return new DataView(this.memory.buffer);
-  }
-
-  private writeU32s(...entries: [number, number][]): number {
-    const view = this.view();
-    for (const [ptr, value] of entries) view.setUint32(ptr >>> 0, value, true);
-    return 0;
-  }
-
-  /** Forwards stdout/stderr (Rust panic messages) to console.error, line by line. */
-  private fdWrite(fd: number, iovs: number, iovsLen: number, nwritten: number): number {
-    const view = this.view();
-    const bytes = new Uint8Array(view.buffer);
-    let total = 0;
-    for (let i = 0; i < iovsLen; i++) {
-      const ptr = view.getUint32((iovs >>> 0) + i * 8, true);
-      const len = view.getUint32((iovs >>> 0) + i * 8 + 4, true);
-      if (fd === 1 || fd === 2) {
-        for (let k = 0; k < len; k++) {
-          const c = bytes[ptr + k];
-          if (c === 10) {
-            console.error(`[wirehair wasm] ${this.line}`);
-            this.line = '';
-          } else {
-            this.line += String.fromCharCode(c);
-          }
-        }
-      }
-      total += len;
-    }
-    view.setUint32(nwritten >>> 0, total, true);
-    return 0;
-  }
-}
-
-class WirehairModule implements Wirehair {
+class WirehairModule extends LinearMemory implements Wirehair {
   readonly x: Exports;
-  private cached: Uint8Array;
 
   constructor(instance: WasmInstance, env: ImportEnv) {
-    for (const name of REQUIRED_EXPORTS) {
-      if (typeof instance.exports[name] !== 'function') {
-        throw new WirehairError('module', `export ${name} missing: rebuild wasm/dist/mutp-wirehair.wasm`);
-      }
+    const missing = missingExports(instance.exports, REQUIRED_EXPORTS);
+    if (missing.length > 0) {
+      throw new WirehairError(
+        'module',
+        `exports missing (${missing.join(', ')}): rebuild wasm/dist/mutp-wirehair.wasm`,
+      );
     }
-    this.x = instance.exports as unknown as Exports;
+    const x = instance.exports as unknown as Exports;
+    super(x.memory);
+    this.x = x;
     env.memory = this.x.memory;
-    this.cached = new Uint8Array(this.x.memory.buffer);
     this.x._initialize?.();
     const abi = this.x.mutp_wh_abi_version();
     if (abi !== WIREHAIR_ABI_VERSION) {
@@ -361,13 +265,6 @@ class WirehairModule implements Wirehair {
     }
     const init = this.x.mutp_wh_init();
     if (init !== 0) throw abiError(init, 'wirehair_init');
-  }
-
-  /** The module's memory as bytes; re-created after memory growth detached the old buffer. */
-  bytes(): Uint8Array {
-    const buffer = this.x.memory.buffer;
-    if (this.cached.buffer !== buffer) this.cached = new Uint8Array(buffer);
-    return this.cached;
   }
 
   alloc(n: number): number {
@@ -396,10 +293,6 @@ class WirehairModule implements Wirehair {
   liveCodecs(): number {
     return this.x.mutp_wh_live_codecs() >>> 0;
   }
-
-  memoryBytes(): number {
-    return this.x.memory.buffer.byteLength;
-  }
 }
 
 function freedError(what: string): WirehairError {
@@ -420,7 +313,7 @@ class Encoder implements WirehairEncoder {
       // The one copy of the message into wasm memory; wirehair keeps a pointer to it, so it is
       // freed only after the encoder.
       this.messagePtr = m.alloc(params.messageBytes);
-      m.bytes().set(message, this.messagePtr);
+      m.heap().set(message, this.messagePtr);
       this.blockPtr = m.alloc(params.blockBytes);
       this.handle = m.x.mutp_wh_encoder_create(this.messagePtr, params.messageBytes, params.blockBytes) >>> 0;
       if (this.handle === 0) throw abiError(m.x.mutp_wh_last_error(), 'wirehair_encoder_create');
@@ -449,13 +342,13 @@ class Encoder implements WirehairEncoder {
     const len = this.run(blockId);
     const target = out ?? new Uint8Array(len);
     if (target.length < len) throw new WirehairError('bad-length', `block ${blockId} needs ${len} bytes`);
-    target.set(this.m.bytes().subarray(this.blockPtr, this.blockPtr + len));
+    target.set(this.m.heap().subarray(this.blockPtr, this.blockPtr + len));
     return target.length === len ? target : target.subarray(0, len);
   }
 
   encodeView(blockId: number): Uint8Array {
     const len = this.run(blockId);
-    return this.m.bytes().subarray(this.blockPtr, this.blockPtr + len);
+    return this.m.heap().subarray(this.blockPtr, this.blockPtr + len);
   }
 
   free(): void {
@@ -504,14 +397,14 @@ class Decoder implements WirehairDecoder {
 
   inputView(): Uint8Array {
     if (this.handle === 0) throw freedError('decoder');
-    return this.m.bytes().subarray(this.blockPtr, this.blockPtr + this.params.blockBytes);
+    return this.m.heap().subarray(this.blockPtr, this.blockPtr + this.params.blockBytes);
   }
 
   decode(blockId: number, data: Uint8Array): WirehairDecodeResult {
     if (this.handle === 0) throw freedError('decoder');
     if (this.isComplete) return 'complete';
     if (!isUsableBlockId(this.params, blockId) || data.length > this.params.blockBytes) return 'invalid';
-    const memory = this.m.bytes();
+    const memory = this.m.heap();
     // A view of the input scratch buffer (see inputView) needs no copy.
     if (data.buffer !== memory.buffer || data.byteOffset !== this.blockPtr) memory.set(data, this.blockPtr);
     const r = this.m.x.mutp_wh_decode(this.handle, blockId, this.blockPtr, data.length);
@@ -550,12 +443,12 @@ class Decoder implements WirehairDecoder {
 
   recover(): Uint8Array {
     const p = this.recoverInto();
-    return this.m.bytes().slice(p, p + this.params.messageBytes);
+    return this.m.heap().slice(p, p + this.params.messageBytes);
   }
 
   recoverView(): Uint8Array {
     const p = this.recoverInto();
-    return this.m.bytes().subarray(p, p + this.params.messageBytes);
+    return this.m.heap().subarray(p, p + this.params.messageBytes);
   }
 
   free(): void {
