@@ -4,15 +4,14 @@
  * and calls handleTimeout at nextDeadline().
  */
 import { bytesEqual } from '../bytes';
-import { Codec, UnitEncoder } from '../codec/types';
+import { UnitEncoder } from '../codec/types';
 import { TransferError } from '../errors';
 import { Layout } from '../layout';
-import { unitDigests, unitRoot, Sha256 } from '../integrity';
+import { unitDigests, unitRoot } from '../integrity';
 import { SymbolDigestAnswers } from './symbol-digest-answers';
-import { assertionMessage, AssertionProvenance } from '../assertion';
+import { assertionMessage } from '../assertion';
 import { UNIT_DIGEST_BYTES, UNLIMITED_IN_FLIGHT } from '../limits';
 import { Partition } from '../partition';
-import { ObjectAttributes } from '../range';
 import { Random } from '../random';
 import {
   DATA_FOUNTAIN_HEADER_BYTES,
@@ -26,7 +25,6 @@ import {
   Message,
   MessageType,
   NO_SEQ,
-  RequestMessage,
   RequestResume,
   StopReason,
   writeDataFountainHeader,
@@ -35,61 +33,12 @@ import {
 } from '../wire';
 import { RttEstimator } from './rtt';
 import { createScheduler, Scheduler, ScheduleView } from './schedulers';
+import { DEFAULT_SENDER_CONFIG, SenderConfig } from './config';
+import { PathEstimate, SenderOptions } from './options';
 
-export interface SenderConfig {
-  /** RTT assumed before the first sample. */
-  initialRttMs: number;
-  /** Packets in flight before the client reports a rate. */
-  initialWindowPackets: number;
-  /** In-flight target = gain x reported rate x RTT (plus headroom): the queue stays shallow. */
-  inFlightGain: number;
-  /**
-   * The RTT of that target. `min` where the transport's own controller is loss-based and fills
-   * queues (SCTP under WebRTC): the target then keeps the queue shallow itself. `smoothed` where
-   * the transport paces by delay (MutpRate under QUIC), which bounds the queue and, beside a TCP
-   * flow, must be able to run with the standing queue the other flow keeps: a min-RTT target
-   * there caps the transfer at a fraction of its rate (bench:fairness, 0.1 of the bottleneck).
-   * With `smoothed` the RTT is max(min RTT, smoothed RTT / inFlightGain): the min RTT until a
-   * standing queue outgrows the gain, then one BDP at the current RTT.
-   */
-  inFlightRtt: 'min' | 'smoothed';
-  /**
-   * Above the receiver's ackEveryPackets (8): on a short path (a nearby edge, a LAN, loopback)
-   * rate x RTT is a few packets, and with fewer in flight than trigger an ack, feedback comes
-   * only on the receiver's timer, the measured rate stays low and the limit never grows.
-   */
-  inFlightHeadroomPackets: number;
-  maxInFlightPackets: number;
-  /** Packets sent after one the client acknowledged before a missing one counts as lost. */
-  reorderThreshold: number;
-  /** Allowance for the receiver's feedback interval when timing out in-transit packets. */
-  ackDelaySlackMs: number;
-  /** The transfer ends when the client is silent this long. */
-  idleTimeoutMs: number;
-  /** A unit in this source's window longer than this many RTTs (+ ack slack) is overdue. */
-  overdueRtts: number;
-  /**
-   * Coded mode sends a generation ceil(size x measured loss x this) packets beyond its size
-   * (spread over the owners), so its losses need no repair round trip, where such a round trip
-   * would hold the transfer up: everywhere while the window is too small to hide one (below
-   * repairWindowBdps), else only in the object's tail.
-   */
-  redundancyFactor: number;
-  /**
-   * The tail: the units the sources send in the last this-many bandwidth-delay products of the
-   * object. Nothing comes after them to work on while a repair travels, so each of their losses
-   * costs a round trip at the end.
-   */
-  tailBdps: number;
-  /** ... and the tail's generations get ceil(size x loss x this) extra packets. */
-  tailRedundancyFactor: number;
-  /**
-   * A window of at least this many bandwidth-delay products keeps the sources busy while a
-   * repair travels, so generations outside the tail get no redundancy: repairing the few that
-   * lose more than nothing costs less than sending every one extra packets.
-   */
-  repairWindowBdps: number;
-}
+export { DEFAULT_SENDER_CONFIG } from './config';
+export type { SenderConfig } from './config';
+export type { MetaSigner, PathEstimate, SenderOptions } from './options';
 
 /**
  * A warm start never assumes more than this rate (4 Gbit/s): the estimate comes from the client's
@@ -97,73 +46,7 @@ export interface SenderConfig {
  */
 const MAX_WARM_RATE_BPS = 500_000_000;
 
-export const DEFAULT_SENDER_CONFIG: SenderConfig = {
-  initialRttMs: 100,
-  initialWindowPackets: 16,
-  inFlightGain: 1.5,
-  inFlightRtt: 'min',
-  inFlightHeadroomPackets: 16,
-  maxInFlightPackets: 4096,
-  reorderThreshold: 3,
-  ackDelaySlackMs: 25,
-  idleTimeoutMs: 5000,
-  overdueRtts: 2,
-  redundancyFactor: 1.5,
-  tailBdps: 1.5,
-  tailRedundancyFactor: 3,
-  repairWindowBdps: 4,
-};
-
-export interface SenderOptions {
-  request: RequestMessage;
-  object: Uint8Array;
-  /** SHA-256 of the object, reported to the client in META. */
-  digest: Uint8Array;
-  /**
-   * The object's unit digests for this request's layout (integrity.ts `unitDigests(object,
-   * new Layout(mode, object.length, symbolSize, generationSize))`). Optional: computed here when
-   * absent; a cache serving many transfers of one object computes it once per layout and passes it.
-   */
-  unitDigests?: Uint8Array;
-  /** The origin's Content-Type and, for a ranged REQUEST, where the object sits: reported in META. */
-  attributes?: ObjectAttributes;
-  /** SHA-256 for the unit digests when they are computed here (Node hosts pass node:crypto's). */
-  sha256?: Sha256;
-  /** Signs what META asserts (assertion.ts) with the source's key; META goes unsigned without it. */
-  signer?: MetaSigner;
-  /** When and with which validator the object came from the origin: part of the signed assertion. */
-  provenance?: AssertionProvenance;
-  codec: Codec;
-  random: Random;
-  now: number;
-  config?: Partial<SenderConfig>;
-  /**
-   * Where DATA datagrams are built (see `Sender.datagramBuffer`); default: a new array each.
-   */
-  datagramBuffer?: Uint8Array;
-  /**
-   * What the previous transfer on the same connection learnt of the path (its last reported rate
-   * and its minimum RTT): the in-flight limit starts there instead of at initialWindowPackets,
-   * so a new download does not spend its first round trips growing the window again.
-   */
-  warmStart?: PathEstimate;
-}
-
-/** A source's view of its path to the client: the client's reported rate and the minimum RTT. */
-export interface PathEstimate {
-  rateBps: number;
-  minRttMs: number;
-}
-
 export type SenderStatus = 'active' | 'done' | 'failed';
-
-/** A source's signing key, as its host holds it (the Sender never sees the private key). */
-export interface MetaSigner {
-  /** The id origo knows the source by: the statement names it. */
-  readonly proxyId: string;
-  /** An Ed25519 signature (64 bytes) over `message`. */
-  sign(message: Uint8Array): Uint8Array;
-}
 
 export interface SenderStats {
   dataSent: number;
