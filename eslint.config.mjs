@@ -40,6 +40,12 @@ const TESTING_ENTRIES_MAY_IMPORT = {
 /** Node built-ins: the protocol core and the client orchestration also run in browsers. */
 const NODE_BUILTINS = ['node:*', 'fs', 'path', 'crypto', 'os', 'net', 'http', 'https', 'child_process'];
 
+/** The core's test-only entry (shared/src/internal.ts), refused in production code. */
+const NO_SHARED_INTERNAL = {
+  group: ['@mutp/shared/internal'],
+  message: 'Production code imports @mutp/shared; @mutp/shared/internal is for tests, benches and fuzz targets.',
+};
+
 /** Deepest folder level below a workspace's root that the rules below cover. */
 const MAX_DEPTH = 8;
 
@@ -120,7 +126,17 @@ export default tseslint.config(
       ...importRules(workspace, [...allowed, 'testing'], { sub: 'test' }),
       ...importRules(workspace, [...allowed, 'testing'], { sub: 'bench' }),
     ]),
-  ...Object.entries(TESTING_ENTRIES_MAY_IMPORT).flatMap(([file, allowed]) => importRules('testing', allowed, { file })),
+  // No src/ file imports @mutp/shared/internal, but e2e's fuzz and bench runners.
+  ...Object.entries(MAY_IMPORT).flatMap(([workspace, allowed]) =>
+    importRules(workspace, allowed, {
+      sub: 'src',
+      ignores: ['e2e/src/fuzz*', 'e2e/src/fuzz/**', 'e2e/src/bench-*'],
+      extra: [NO_SHARED_INTERNAL],
+    }),
+  ),
+  ...Object.entries(TESTING_ENTRIES_MAY_IMPORT).flatMap(([file, allowed]) =>
+    importRules('testing', allowed, { file, extra: [NO_SHARED_INTERNAL] }),
+  ),
   // The sans-IO core: no Node built-ins, and nothing of the client orchestration layered on it.
   ...importRules('shared', [], {
     sub: 'src',

@@ -11,7 +11,7 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { encodeRequest, encodeStop, Mode, StopReason } from '@mutp/shared';
+import { encodeRequest, encodeStop, Mode, StopReason } from '@mutp/shared/internal';
 import {
   ClientError,
   GetResult,

@@ -30,7 +30,7 @@ import {
   seededRandom,
   Sender,
   SIGNALLING_VERSION,
-} from '@mutp/shared';
+} from '@mutp/shared/internal';
 import { ClientError, DownloadResult, MutpClient } from '@mutp/shared/client';
 import { createNodeRtcFactory, releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';

@@ -14,7 +14,7 @@ import {
   MessageType,
   MetaMessage,
   OriginValidator,
-} from '@mutp/shared';
+} from '@mutp/shared/internal';
 import { track } from './helpers';
 
 const sha256 = (d: Uint8Array) => new Uint8Array(createHash('sha256').update(d).digest());

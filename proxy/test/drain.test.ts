@@ -10,7 +10,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { CONNECTION_TRANSFER_ID, decode, ErrorCode, MessageType, uncodedCodec } from '@mutp/shared';
+import { CONNECTION_TRANSFER_ID, decode, ErrorCode, MessageType, uncodedCodec } from '@mutp/shared/internal';
 import { createNodeRtcFactory, releaseNodeRtc } from '@mutp/node-rtc';
 import WebSocket from 'ws';
 import {

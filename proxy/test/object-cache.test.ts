@@ -1,6 +1,6 @@
 /** The object cache: byte bound and LRU order, one origin fetch for concurrent requests, no cached failures. */
 import { createHash } from 'node:crypto';
-import { encoderBytesOf, Layout, MemoryBudget, rlncCodec } from '@mutp/shared';
+import { encoderBytesOf, Layout, MemoryBudget, rlncCodec } from '@mutp/shared/internal';
 import { ServeError } from '../src/errors';
 import { cachePolicy } from '../src/cache-policy';
 import type { FetchResult } from '@mutp/origin-fetch';

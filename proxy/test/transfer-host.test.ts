@@ -14,7 +14,7 @@ import {
   Mode,
   seededRandom,
   StopReason,
-} from '@mutp/shared';
+} from '@mutp/shared/internal';
 import { createNodeRtcFactory, releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import { ProxyMetrics } from '../src/metrics';

@@ -13,7 +13,7 @@ import {
   MetaSigner,
   verifyEd25519,
   verifyMeta,
-} from '../src';
+} from '../src/internal';
 import { MetaSignatures } from '../src/receiver/meta-signatures';
 
 const sha256 = (d: Uint8Array) => new Uint8Array(createHash('sha256').update(d).digest());

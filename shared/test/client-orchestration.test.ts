@@ -5,7 +5,7 @@
  * gone, proxies that fail, never answer or never send META, the caller aborting) ends with a
  * clear ClientError within its timeout, and leaves nothing behind.
  */
-import { Codec, DEFAULT_WINDOW, MAX_PATH_WINDOW, Mode, rlncCodec, uncodedCodec } from '../src';
+import { Codec, DEFAULT_WINDOW, MAX_PATH_WINDOW, Mode, rlncCodec, uncodedCodec } from '../src/internal';
 import { ClientError, MutpClient } from '../src/client';
 import { FakeHost, objectOf, OrigoScript, proxy, settle } from './helpers/fake-host';
 

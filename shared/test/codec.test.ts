@@ -15,7 +15,7 @@ import {
   seededRandom,
   uncodedCodec,
   UnitDecoder,
-} from '../src';
+} from '../src/internal';
 
 // ------------------------------------------------------------------ references
 

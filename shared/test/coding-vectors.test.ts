@@ -17,7 +17,7 @@ import {
   Layout,
   Partition,
   rlncCodec,
-} from '../src';
+} from '../src/internal';
 
 interface CodingVectors {
   gfPolynomial: number;

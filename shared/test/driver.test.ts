@@ -1,5 +1,5 @@
 /** DeadlineTimer: the deadline loop shared by the proxy, the client and the simulator. */
-import { DeadlineTimer, TimedMachine } from '../src';
+import { DeadlineTimer, TimedMachine } from '../src/internal';
 
 /** A host timer that records what is armed and fires on demand. */
 class ManualTimers {

@@ -23,7 +23,7 @@ import {
   StopReason,
   uncodedCodec,
   DEFAULT_SENDER_CONFIG,
-} from '../src';
+} from '../src/internal';
 import type { EndpointEvent } from '../src';
 
 const OBJECT = makeObject(50_000, 3);

@@ -33,7 +33,7 @@ import {
   WireError,
   unitDigests,
   unitRoot,
-} from '../src';
+} from '../src/internal';
 
 const TRANSFER = 0x5eed1234;
 const KNOWN_TYPES = new Set<number>(Object.values(MessageType));

@@ -2,7 +2,7 @@
  * Idle encoders: an object's encoder outlives its last transfer while a pool keeps it, is reused
  * by the next transfer, and gives its memory back to the budget whenever anything else needs it.
  */
-import { Codec, encoderBytesOf, IdleEncoders, Layout, MemoryBudget, rlncCodec, SharedEncoders } from '../src';
+import { Codec, encoderBytesOf, IdleEncoders, Layout, MemoryBudget, rlncCodec, SharedEncoders } from '../src/internal';
 
 const OBJECT = new Uint8Array(4096).map((_, i) => (i * 7) & 0xff);
 const LAYOUT = new Layout('rlnc', OBJECT.length, 64, 8);

@@ -16,7 +16,7 @@ import {
   LinkTransfer,
   Message,
   StopReason,
-} from '../src';
+} from '../src/internal';
 
 class Transfer implements LinkTransfer {
   messages: Message[] = [];

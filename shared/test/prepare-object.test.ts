@@ -16,7 +16,7 @@ import {
   rlncCodec,
   SharedEncoders,
   unitDigests,
-} from '../src';
+} from '../src/internal';
 
 const OBJECT = new Uint8Array(4096).map((_, i) => (i * 7) & 0xff);
 /** 64 symbols of 64 bytes in generations of 8: 8 units. */

@@ -26,7 +26,7 @@ import {
   SourceEndpoint,
   SourceObject,
   uncodedCodec,
-} from '../src';
+} from '../src/internal';
 import { objectOf } from './helpers/fake-host';
 
 const URL_ = 'https://cdn.example/movie.mp4';

@@ -14,7 +14,7 @@ import {
   uncodedCodec,
   unitDigests,
   UNLIMITED_IN_FLIGHT,
-} from '../src';
+} from '../src/internal';
 import { AckTracker } from '../src/receiver/ack-tracker';
 import { Identity } from '../src/receiver/agreement';
 import { Completion } from '../src/receiver/completion';

@@ -35,7 +35,7 @@ import {
   StopReason,
   uncodedCodec,
   UNLIMITED_IN_FLIGHT,
-} from '../src';
+} from '../src/internal';
 
 const TRANSFER = 0xcafe0001;
 

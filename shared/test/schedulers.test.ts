@@ -12,7 +12,7 @@ import {
   SchedulerName,
   schedulerSupports,
   seededRandom,
-} from '../src';
+} from '../src/internal';
 
 /** A source's view of the window, set by hand. Records any query outside the window. */
 class FakeView implements ScheduleView {

@@ -15,7 +15,7 @@ import {
   UNIT_DIGEST_BYTES,
   uncodedCodec,
   rlncCodec,
-} from '../src';
+} from '../src/internal';
 import { CheckedDecoder } from '../src/receiver/check-units';
 import { SymbolAsks } from '../src/receiver/symbol-asks';
 import { SymbolDigestAnswers } from '../src/sender/symbol-digest-answers';

@@ -1,5 +1,5 @@
 /** The path-sized window (window-size.ts): five bandwidth-delay products, within bounds. */
-import { DATA_RLNC_HEADER_BYTES, DEFAULT_WINDOW, MAX_PATH_WINDOW, WINDOW_BDPS, windowForPath } from '../src';
+import { DATA_RLNC_HEADER_BYTES, DEFAULT_WINDOW, MAX_PATH_WINDOW, WINDOW_BDPS, windowForPath } from '../src/internal';
 
 const SYMBOL = 1120;
 const DATAGRAM = SYMBOL + DATA_RLNC_HEADER_BYTES;

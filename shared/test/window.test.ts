@@ -31,7 +31,7 @@ import {
   UNLIMITED_IN_FLIGHT,
   unitDigests,
   unitRoot,
-} from '../src';
+} from '../src/internal';
 
 const TRANSFER = 0x1234abcd;
 const DIGEST = new Uint8Array(32).fill(7);

@@ -12,7 +12,7 @@ import {
   MAX_DATAGRAM_BYTES,
   MessageType,
   WireError,
-} from '../src';
+} from '../src/internal';
 
 const u32 = fc.oneof(fc.nat(), fc.constantFrom(0, 1, 0x7fffffff, 0xffffffff));
 const common = {

@@ -44,7 +44,7 @@ import {
   WireErrorCode,
   writeDataRlncHeader,
   writeDataUncodedHeader,
-} from '../src';
+} from '../src/internal';
 
 interface ValidVector {
   name: string;

@@ -31,7 +31,7 @@ import {
   DATA_UNCODED_HEADER_BYTES,
   Sender,
   SourceSigner,
-} from '@mutp/shared';
+} from '@mutp/shared/internal';
 import {
   asSource,
   download as run,

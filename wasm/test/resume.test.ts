@@ -10,7 +10,7 @@
  */
 import fc from 'fast-check';
 import { loadNodeCodecs } from '@mutp/wasm/node';
-import { Codec, decode, MessageType, Mode, RequestMessage, RequestResume } from '@mutp/shared';
+import { Codec, decode, MessageType, Mode, RequestMessage, RequestResume } from '@mutp/shared/internal';
 import { asSource, download, honest, makeObject, NetworkHooks } from './helpers/in-memory-transfer';
 
 let codecs: Record<Mode, Codec>;

@@ -21,7 +21,7 @@ import {
   seededRandom,
   UnitDecoder,
   UnitEncoder,
-} from '@mutp/shared';
+} from '@mutp/shared/internal';
 import {
   fetchRlncCodec,
   loadRlncModule,

@@ -20,7 +20,7 @@ import {
   MetaSigner,
   Sender,
   SourceSigner,
-} from '@mutp/shared';
+} from '@mutp/shared/internal';
 
 export const TRANSFER = 0x1a7e0001;
 export const SYMBOL = 256;

@@ -21,7 +21,7 @@ import {
   SharedEncoders,
   SourceEndpoint,
   uncodedCodec,
-} from '@mutp/shared';
+} from '@mutp/shared/internal';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import { FuzzTarget, invariant, jsonBytes, mutated, rawBytes } from '../target';
 import { encodeOrEmpty, validMessage } from './wire';

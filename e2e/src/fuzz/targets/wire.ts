@@ -15,7 +15,7 @@ import {
   MIN_SYMBOL_SIZE,
   UNIT_DIGEST_BYTES,
   WireError,
-} from '@mutp/shared';
+} from '@mutp/shared/internal';
 import { FuzzTarget, invariant, mutated, rawBytes } from '../target';
 
 const u32 = fc.oneof(
