@@ -17,7 +17,7 @@ export interface ScheduleView {
   readonly generationSize: number;
   /**
    * Who owns slot `slot` of unit `unit`: by the partition in force when the unit was first worked
-   * on (see Sender.pinned), so new weights never hand a slot already sent to another owner.
+   * on (see SlotOwnership.pinned), so new weights never hand a slot already sent to another owner.
    */
   ownerOf(unit: number, slot: number): number;
   /** DoF the client has of unit u (uncoded: 0 or 1). */
@@ -136,10 +136,10 @@ class PartitionedCodedScheduler implements Scheduler {
 
 /**
  * Fountain scheduler. Sources never collide on block ids (each has its own id sequence, see
- * Sender), and any blocks the client lacks are useful, so the only waste left is sending more than
- * it still needs. A source keeps in flight at most its weighted share of what a source block
- * still misses, plus the loss allowance, lowest block first; with that met it helps only with an
- * overdue block, one packet at a time.
+ * DataWriter), and any blocks the client lacks are useful, so the only waste left is sending
+ * more than it still needs. A source keeps in flight at most its weighted share of what a source
+ * block still misses, plus the loss allowance, lowest block first; with that met it helps only
+ * with an overdue block, one packet at a time.
  */
 class FountainScheduler implements Scheduler {
   readonly name = 'partitioned' as const;
