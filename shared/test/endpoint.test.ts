@@ -12,8 +12,11 @@ import {
   encodeRequest,
   encodeStop,
   ErrorCode,
+  Layout,
   MessageType,
+  objectLayout,
   Receiver,
+  refusedLayout,
   RequestMessage,
   rlncCodec,
   SharedEncoders,
@@ -506,4 +509,33 @@ describe('SourceEndpoint', () => {
       expect(dataBuffers.size).toBe(1);
     },
   );
+});
+
+describe('layout rules (a REQUEST and a staging hint meet the same)', () => {
+  const rules = { codecs: { rlnc: rlncCodec }, minSymbolSize: 256 };
+
+  test('a mode with no codec, a scheduler of another mode, a symbol below the smallest: refused, in that order', () => {
+    const unsupported = (message: string) => ({ code: ErrorCode.Unsupported, message });
+    expect(refusedLayout(rules, { mode: 'uncoded', scheduler: 'rarest', symbolSize: 16 })).toEqual(
+      unsupported('mode uncoded is not served by this proxy'),
+    );
+    expect(refusedLayout(rules, { mode: 'rlnc', scheduler: 'random', symbolSize: 16 })).toEqual(
+      unsupported('scheduler random does not support mode rlnc'),
+    );
+    expect(refusedLayout(rules, { mode: 'rlnc', scheduler: 'rarest', symbolSize: 16 })).toEqual(
+      unsupported("symbol size 16 is below this proxy's minimum of 256"),
+    );
+    // A staging hint names no scheduler: only the rest is checked.
+    expect(refusedLayout(rules, { mode: 'rlnc', symbolSize: 256 })).toBeUndefined();
+  });
+
+  test('objectLayout lays out a served layout as the Layout of the object, and refuses the others', () => {
+    const layout = objectLayout(rules, { mode: 'rlnc', symbolSize: 1000, generationSize: 24 }, 50_000);
+    expect(layout).toBeInstanceOf(Layout);
+    expect(layout).toMatchObject({ mode: 'rlnc', symbolCount: 50, symbolsPerUnit: 24, unitCount: 3 });
+    expect(objectLayout(rules, { mode: 'rlnc', symbolSize: 128, generationSize: 24 }, 50_000)).toEqual({
+      code: ErrorCode.Unsupported,
+      message: "symbol size 128 is below this proxy's minimum of 256",
+    });
+  });
 });
