@@ -12,13 +12,13 @@ import { TransferError, TransferErrorCode } from '../errors';
 import { CheckLayout } from '../integrity';
 import { Layout } from '../layout';
 import { UNIT_DIGEST_BYTES } from '../limits';
-import { ObjectAttributes, servedRangeProblem } from '../range';
+import { ObjectAttributes } from '../range';
 import { DigestsMessage, MetaMessage, SchedulerName, StopReason } from '../wire';
 import { Completion } from './completion';
 import { ReceiverConfig } from './config';
 import { EarlyData } from './early-data';
 import { MetaSignatures } from './meta-signatures';
-import { checkReceiverOptions, receiverConfig, ReceiverOptions } from './options';
+import { checkReceiverOptions, metaMismatch, receiverConfig, ReceiverOptions } from './options';
 import { IdentityQuorum } from './quorum';
 import { PollutionKind, Source } from './source';
 
@@ -82,7 +82,6 @@ export abstract class SourceMembership {
   protected abstract useData(sourceIndex: number, unit: number, key: number, payload: Uint8Array, now: number): void;
 
   protected onMeta(sourceIndex: number, m: MetaMessage, now: number): void {
-    const o = this.opts;
     const answering = this.sources[sourceIndex];
     // A META while resuming: its sender had lost the transfer and started it again.
     if (answering.resuming) answering.restartTransport(now);
@@ -94,13 +93,9 @@ export abstract class SourceMembership {
       for (let i = 0; i < this.sources.length; i++)
         if (!this.quorum.proposalOf(i)) this.sources[i].paceRequests(answerMs, this.config.minRequestRetryMs);
     }
-    if (m.mode !== o.mode || m.symbolSize !== o.symbolSize || m.generationSize !== o.generationSize) {
-      this.dropPolluter(sourceIndex, 'meta', 'metadata does not match the request');
-      return;
-    }
-    const rangeMismatch = this.rangeMismatch(m);
-    if (rangeMismatch) {
-      this.dropPolluter(sourceIndex, 'meta', rangeMismatch);
+    const mismatch = metaMismatch(this.opts, m);
+    if (mismatch) {
+      this.dropPolluter(sourceIndex, 'meta', mismatch);
       return;
     }
     this.signatures.record(sourceIndex, m);
@@ -132,16 +127,6 @@ export abstract class SourceMembership {
     this.endSource(source, 'dropped', 'its META is not signed by the key origo published for it');
     this.discardEarly(sourceIndex);
     if (!this.quorum.identity()) this.evaluateAgreement(this.lastProgressAt);
-  }
-
-  /** Why a META's bytes are not the range asked for (a ranged answer to an unranged request too). */
-  private rangeMismatch(m: MetaMessage): string | undefined {
-    const asked = this.opts.range;
-    const served = m.attributes?.range;
-    if (!asked) return served ? 'served a range of an object asked for whole' : undefined;
-    if (!served) return 'served without the range asked for';
-    const problem = servedRangeProblem(asked, served, m.objectLength);
-    return problem ? `served a different range: ${problem}` : undefined;
   }
 
   /** What the agreed sources said of the object: Content-Type, position in the resource. */

@@ -1,13 +1,14 @@
 /**
  * What a Receiver is asked to download and how (the request it sends, the codec, the sources'
- * keys), checked once when it is made, and the configuration in force.
+ * keys), checked once when it is made; the configuration in force; and whether a source's META
+ * answers that request.
  */
 import { VerifySignature } from '../assertion';
 import { Codec } from '../codec/types';
 import { MAX_OBJECT_BYTES, MAX_SOURCES } from '../limits';
 import { DEFAULT_SCHEDULER, schedulerSupports } from '../modes';
-import { ByteRange, rangeProblem } from '../range';
-import { Mode, SchedulerName } from '../wire';
+import { ByteRange, rangeProblem, servedRangeProblem } from '../range';
+import { MetaMessage, Mode, SchedulerName } from '../wire';
 import { DEFAULT_RECEIVER_CONFIG, ReceiverConfig } from './config';
 import { SourceSigner } from './meta-signatures';
 
@@ -64,4 +65,20 @@ export function receiverConfig(opts: ReceiverOptions, scheduler: SchedulerName):
   config.maxObjectBytes = Math.min(config.maxObjectBytes, MAX_OBJECT_BYTES);
   config.inFlightCaps ??= scheduler === 'partitioned';
   return config;
+}
+
+/** Why a META does not answer the request (its source is then a polluter): another layout, or other bytes. */
+export function metaMismatch(asked: ReceiverOptions, m: MetaMessage): string | undefined {
+  if (m.mode !== asked.mode || m.symbolSize !== asked.symbolSize || m.generationSize !== asked.generationSize)
+    return 'metadata does not match the request';
+  return rangeMismatch(asked.range, m);
+}
+
+/** Why a META's bytes are not the range asked for (a ranged answer to an unranged request too). */
+function rangeMismatch(asked: ByteRange | undefined, m: MetaMessage): string | undefined {
+  const served = m.attributes?.range;
+  if (!asked) return served ? 'served a range of an object asked for whole' : undefined;
+  if (!served) return 'served without the range asked for';
+  const problem = servedRangeProblem(asked, served, m.objectLength);
+  return problem ? `served a different range: ${problem}` : undefined;
 }
