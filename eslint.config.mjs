@@ -46,6 +46,15 @@ const NO_SHARED_INTERNAL = {
   message: 'Production code imports @mutp/shared; @mutp/shared/internal is for tests, benches and fuzz targets.',
 };
 
+/**
+ * node-datachannel's native threads make a suite over real WebRTC slow to connect beside CPU-bound
+ * tests: such a suite is named `*.rtc.test.ts`, and scripts/test.sh runs those one at a time.
+ */
+const NODE_RTC_ONLY_IN_RTC_SUITES = {
+  group: ['@mutp/node-rtc'],
+  message: 'A test over real WebRTC is a *.rtc.test.ts suite (scripts/test.sh runs those on their own).',
+};
+
 /** Deepest folder level below a workspace's root that the rules below cover. */
 const MAX_DEPTH = 8;
 
@@ -126,6 +135,16 @@ export default tseslint.config(
       ...importRules(workspace, [...allowed, 'testing'], { sub: 'test' }),
       ...importRules(workspace, [...allowed, 'testing'], { sub: 'bench' }),
     ]),
+  // Unit and component tests do not open real WebRTC peers (the .rtc and .browser suites do).
+  ...Object.entries(MAY_IMPORT)
+    .filter(([, allowed]) => allowed !== null)
+    .flatMap(([workspace, allowed]) =>
+      importRules(workspace, [...allowed, 'testing'], {
+        sub: 'test',
+        ignores: ['**/*.rtc.test.ts', '**/*.browser.test.ts'],
+        extra: [NODE_RTC_ONLY_IN_RTC_SUITES],
+      }),
+    ),
   // No src/ file imports @mutp/shared/internal, but e2e's fuzz and bench runners.
   ...Object.entries(MAY_IMPORT).flatMap(([workspace, allowed]) =>
     importRules(workspace, allowed, {

@@ -55,9 +55,10 @@ phase "linkem unit tests (testbed/emulator)"
 phase "quic native unit tests (rate controller, certificates)"
 (cd quic/native && cargo test --locked --release --quiet)
 phase "jest: unit and component tests"
-# Suites over real WebRTC (node-datachannel on loopback) wait on its native threads: they run on
-# their own below, not beside the CPU-bound unit tests.
-REAL_RTC='(/proxy/test/(webrtc|origo-link|transfer-host)|/client/test/origo-failover)\.test\.ts$'
+# Suites over real WebRTC (node-datachannel on loopback, `*.rtc.test.ts`; eslint refuses
+# @mutp/node-rtc in other unit tests) wait on its native threads: they run on their own below, not
+# beside the CPU-bound unit tests (a loopback channel then once took over 15 s to open).
+REAL_RTC='\.rtc\.test\.ts$'
 npx jest --ci --testPathIgnorePatterns '\.browser\.test\.ts$' '/e2e/' '/testbed/test/' "$REAL_RTC"
 # One at a time in a process of their own, before the whole-system suites: in the same process
 # after them (which start and clean up node-datachannel, browsers and the testbed) a loopback data
