@@ -8,33 +8,21 @@
  * - `IdentityQuorum` (quorum.ts): the META votes that settle the object's identity;
  * - `Steering` (steering.ts): each source's share (weights) and in-flight cap, sent in FEEDBACK
  *   (feedback.ts);
- * - `Completion` (completion.ts): decoding, per-unit verification, the window, the final object.
+ * - `Completion` (completion.ts): decoding, per-unit verification, the window, the final object;
+ * - `Outgoing` (outgoing.ts): the datagram due to each source (STOP, REQUEST, asks for symbol
+ *   digests, FEEDBACK) and when the next is due.
  *
  * None of them imports this module; what one part's outcome means for the others (a polluter
  * found while decoding is excluded, which may end the transfer) is decided here and in
  * `SourceMembership` (membership.ts), which this class extends: the sources' META and DIGESTS,
  * agreement, sources leaving, and the transfer's end are there; the datagram dispatch, the data
- * path, what the receiver sends, its timers and its API are here.
+ * path, the sources' turns to send, the timers and the API are here.
  */
-import { MAX_DATAGRAM_BYTES } from '../limits';
-import {
-  decode,
-  describeErrorCode,
-  encodeRequest,
-  encodeStop,
-  encodeSymbolDigestsRequest,
-  MAX_BLOCK_ROUND,
-  MessageType,
-  Message,
-  RequestMessage,
-  RequestResume,
-  requestLength,
-  SymbolDigestsMessage,
-} from '../wire';
+import { decode, describeErrorCode, MAX_BLOCK_ROUND, MessageType, Message, SymbolDigestsMessage } from '../wire';
 import { CheckOutcome } from './check-units';
-import { encodeSourceFeedback } from './feedback';
 import { SourceMembership } from './membership';
 import { ReceiverOptions } from './options';
+import { Outgoing } from './outgoing';
 import { Polluter, SourceStats } from './source';
 import { Steering } from './steering';
 import { SymbolAsks } from './symbol-asks';
@@ -66,8 +54,7 @@ export class Receiver extends SourceMembership {
   private readonly nextBlockRound: Uint32Array;
   private readonly steering: Steering;
   private readonly symbolAsks: SymbolAsks;
-  private feedbackSent = 0;
-  private requestsSent = 0;
+  private readonly outgoing: Outgoing;
   private pollCursor = 0;
 
   constructor(opts: ReceiverOptions) {
@@ -75,6 +62,18 @@ export class Receiver extends SourceMembership {
     this.nextBlockRound = new Uint32Array(opts.sourceCount);
     this.steering = new Steering(this.config, opts.capacityHints);
     this.symbolAsks = new SymbolAsks(this.config.symbolDigestRetryMs);
+    this.outgoing = new Outgoing({
+      transferId: this.transferId,
+      opts,
+      scheduler: this.scheduler,
+      config: this.config,
+      sources: this.sources,
+      quorum: this.quorum,
+      steering: this.steering,
+      completion: this.completion,
+      symbolAsks: this.symbolAsks,
+      nextBlockRound: this.nextBlockRound,
+    });
   }
 
   // ------------------------------------------------------------------ input
@@ -281,7 +280,7 @@ export class Receiver extends SourceMembership {
     const n = this.sources.length;
     for (let k = 0; k < n; k++) {
       const index = (this.pollCursor + k) % n;
-      const bytes = this.datagramFor(index, now);
+      const bytes = this.outgoing.datagramFor(index, now, this.status === 'active');
       if (bytes) {
         this.pollCursor = (index + 1) % n;
         return { source: index, bytes };
@@ -290,99 +289,14 @@ export class Receiver extends SourceMembership {
     return null;
   }
 
-  private datagramFor(index: number, now: number): Uint8Array | null {
-    const source = this.sources[index];
-    const stop = source.takeStop(now);
-    if (stop !== -1) return encodeStop({ transferId: this.transferId, reason: stop });
-    if (this.status !== 'active' || !source.live) return null;
-    // REQUEST again until the source's META arrives, even when its data does: agreement needs
-    // its vote, and a repeated REQUEST makes a sender repeat its META at once.
-    if (!this.quorum.proposalOf(index) && source.takeRequest(now)) {
-      this.requestsSent++;
-      return this.request(index);
-    }
-    if (this.quorum.proposalOf(index) && source.takeResumeRequest(now, this.config.resumeAfterMs)) {
-      this.requestsSent++;
-      return this.request(index);
-    }
-    if (source.metaOk && !source.stats.polluter && this.symbolAsks.size > 0) {
-      const check = this.symbolAsks.takeFor(index, now);
-      if (check >= 0) return encodeSymbolDigestsRequest({ transferId: this.transferId, check });
-    }
-    if (!source.heard || !source.takeFeedback(now)) return null;
-    this.feedbackSent++;
-    return this.feedback(index, now);
-  }
-
-  private request(index: number): Uint8Array {
-    const o = this.opts;
-    const weights = this.steering.initialWeights(this.sources.length);
-    const m: Omit<RequestMessage, 'type'> = {
-      transferId: this.transferId,
-      mode: o.mode,
-      scheduler: this.scheduler,
-      sourceIndex: index,
-      sourceCount: this.sources.length,
-      window: o.window,
-      generationSize: o.generationSize,
-      symbolSize: o.symbolSize,
-      url: o.url,
-      ...(o.range ? { range: o.range } : {}),
-      ...(weights ? { weights } : {}),
-    };
-    // What is decoded already, for a source that starts the transfer again (a new connection,
-    // a replacement): it sends none of it.
-    const resume = this.resumePoint(index);
-    if (resume) m.resume = resume;
-    // Both parts are optional: where a long URL leaves no room, the resume part goes first, then
-    // the weights (published ones come with every REQUEST after the first FEEDBACK).
-    if (requestLength(m) > MAX_DATAGRAM_BYTES) delete m.resume;
-    if (requestLength(m) > MAX_DATAGRAM_BYTES) delete m.weights;
-    return encodeRequest(m);
-  }
-
-  private resumePoint(index: number): RequestResume | undefined {
-    const fromUnit = this.completion.started ? this.completion.wMin : 0;
-    const blockRound = this.nextBlockRound[index];
-    return fromUnit > 0 || blockRound > 0 ? { fromUnit, blockRound } : undefined;
-  }
-
-  private feedback(index: number, now: number): Uint8Array {
-    const source = this.sources[index];
-    const weights = this.steering.weights(this.sources, now);
-    return encodeSourceFeedback({
-      transferId: this.transferId,
-      mode: this.opts.mode,
-      source,
-      metaKnown: source.metaOk && this.completion.started,
-      rewind: this.completion.rewound,
-      wMin: this.completion.wMin,
-      weights,
-      report: this.completion.windowReport(),
-      capFor: (windowMissing) => this.steering.inFlightCap(source, weights, index, windowMissing),
-      now,
-    });
-  }
-
   // ------------------------------------------------------------------ timers
 
   nextDeadline(): number | null {
     if (this.status !== 'active') return null;
-    let deadline = this.lastProgressAt + this.config.stallTimeoutMs;
-    for (const s of this.sources) {
-      if (!s.live) continue;
-      deadline = Math.min(deadline, s.heard ? s.feedbackDeadline : s.requestDueAt);
-    }
-    this.sources.forEach((s, i) => {
-      if (s.live && s.heard && !this.quorum.proposalOf(i)) deadline = Math.min(deadline, s.requestDueAt);
-      if (s.live && s.heard)
-        deadline = Math.min(deadline, Math.max(s.resumeDeadline, s.lastHeardAt + this.config.resumeAfterMs));
-    });
+    let deadline = Math.min(this.lastProgressAt + this.config.stallTimeoutMs, this.outgoing.nextDeadline());
     const wait = this.quorum.nextDeadline();
     if (wait !== null) deadline = Math.min(deadline, wait);
     if (this.holding) deadline = Math.min(deadline, this.quorum.holdDeadline);
-    const ask = this.symbolAsks.nextDeadline();
-    if (ask !== null) deadline = Math.min(deadline, ask);
     return deadline;
   }
 
@@ -428,8 +342,8 @@ export class Receiver extends SourceMembership {
       dof: this.completion.dof,
       totalDof: this.completion.totalDof,
       objectLength: this.quorum.identity()?.objectLength,
-      feedbackSent: this.feedbackSent,
-      requestsSent: this.requestsSent,
+      feedbackSent: this.outgoing.feedbackSent,
+      requestsSent: this.outgoing.requestsSent,
       sources: this.sources.map((s) => ({ ...s.stats })),
     };
   }
