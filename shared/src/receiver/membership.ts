@@ -3,9 +3,10 @@
  * a quorum agreed on the object (quorum.ts) and its unit digests are known, each source checked
  * against the agreed identity, what a source sent before its data could be used (early-data.ts)
  * used once it can be, sources leaving (failed, unsigned, excluded as polluters), and how the
- * transfer ends, which a vote still to come can hold up. What happens per data packet, what the
- * receiver sends, and its API are Receiver's (receiver.ts), which extends this class: one object,
- * so the per-packet path reaches this state without an indirection.
+ * transfer ends, which a vote still to come can hold up. The datagram dispatch, what happens per
+ * data packet, the sources' turns to send (outgoing.ts) and the API are Receiver's (receiver.ts),
+ * which extends this class: one object, so the per-packet path reaches this state without an
+ * indirection, and these decisions need no callbacks into it but `useData`.
  */
 import { sha256 } from '@noble/hashes/sha256';
 import { TransferError, TransferErrorCode } from '../errors';
