@@ -24,7 +24,9 @@
  * Deadlines: each request's limits for origo, the proxy connections and the first byte derive
  * from the hook's deadline for it (common/deadlines.ts), so the downloader answers with the real
  * cause before the hook gives up with 'timeout'. While the client has origo in its back-off
- * period, requests are answered at once (reason 'origo-unreachable', cause 'origo-down').
+ * period, requests are answered at once (reason 'origo-unreachable', cause 'origo-down'), unless
+ * it has links open for the request's mode: those go on serving while origo is away (a request
+ * that needs origo then fails at once in the client, with the same reason and cause).
  */
 import type { ByteRange } from '@mutp/shared';
 import { describeDown, GetOptions, GetResult, StagerStats } from '@mutp/shared/client';
@@ -136,7 +138,7 @@ export class Downloader {
     }
     // A file too large to fetch whole may still be read range by range.
     if (plan?.kind !== 'ranged' && this.tooLarge.has(req.url)) return fail('too-large');
-    const down = this.origoDown(settings);
+    const down = this.origoDown(settings, req.mode);
     if (down) return fail('origo-unreachable', down, 'origo-down');
 
     const job = this.jobFor(req, plan?.kind === 'ranged' ? plan.range : undefined);
@@ -392,10 +394,12 @@ export class Downloader {
 
   /**
    * Why origo is not to be tried now, or undefined: the client's back-off when it has one, else
-   * the downloader's own short pause after a failure.
+   * the downloader's own short pause after a failure. Undefined too while the client has open
+   * links for `mode`: downloads go on through them while origo is away (issue 34).
    */
-  private origoDown(settings: Settings): string | undefined {
+  private origoDown(settings: Settings, mode: ExtensionMode): string | undefined {
     const client = this.client?.key === clientKey(settings) ? this.client.ready : undefined;
+    if (client?.hasOpenLinks?.(mode)) return undefined;
     if (client?.origoDown) {
       const down = client.origoDown();
       return down ? describeDown(down) : undefined;

@@ -16,6 +16,8 @@ export interface ClientLike {
   close(): void;
   /** Set while origo is in its back-off period (MutpClient with a back-off policy). */
   origoDown?(): OrigoDown | undefined;
+  /** Whether a `mode` download has open links to go through while origo is away (MutpClient). */
+  hasOpenLinks?(mode: GetOptions['mode']): boolean;
   /** Opens the origo session ahead of the first request (MutpClient). */
   prepare?(timeoutMs: number): void;
   /** Staging (MutpClient): without these, segments are never staged. */

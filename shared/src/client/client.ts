@@ -86,6 +86,14 @@ export class MutpClient {
     this.origo.drop('network changed');
   }
 
+  /**
+   * Whether a `mode` download has open links to go through without origo (it is away): a caller
+   * that answers at once while origo is down (the extension's downloader) asks this first.
+   */
+  hasOpenLinks(mode: DownloadMode): boolean {
+    return mode !== 'http' && this.links.openLinks(1, mode, []).length > 0;
+  }
+
   /** Undefined unless origo is in its back-off period (it is then not tried until it ends). */
   origoDown(): OrigoDown | undefined {
     return this.origo.down();
@@ -133,10 +141,12 @@ export class MutpClient {
       this.records.complete(session, url, 'http', result, undefined, proxies.length);
       return result;
     }
-    const { session, links } = await this.origo.withSession(o.signal, limits.origoMs, async (session) => ({
-      session,
-      links: await this.links.connect(session, o.proxies, mode, o.exclude ?? [], limits, o.use),
-    }));
+    const { session, links } =
+      this.withoutOrigo(o) ??
+      (await this.origo.withSession(o.signal, limits.origoMs, async (session) => ({
+        session,
+        links: await this.links.connect(session, o.proxies, mode, o.exclude ?? [], limits, o.use),
+      })));
     const scheduler = o.scheduler ?? DEFAULT_SCHEDULER[mode];
     try {
       const result = await runDownload(links, this.host.clock, {
@@ -169,6 +179,22 @@ export class MutpClient {
       this.records.failed(session, url, mode, scheduler, links, error);
       throw error;
     }
+  }
+
+  /**
+   * Origo is away (killed, restarting, cut off) while links opened before are up: the download
+   * goes through those, with what the client already holds (the offers and per-proxy tokens they
+   * were opened with), instead of failing. Undefined when origo's session is open (the usual path,
+   * which may add proxies) or no such link is open; a new session is begun in the background.
+   */
+  private withoutOrigo(o: GetOptions): { session: OrigoSession; links: ProxyLink[] } | undefined {
+    const session = this.origo.lastSession();
+    if (o.mode === 'http' || this.origo.isOpen || session === undefined) return undefined;
+    const links = this.links.openLinks(o.proxies, o.mode, o.exclude ?? [], o.use);
+    if (links.length === 0) return undefined;
+    this.config.trace?.(`origo away: downloading through ${links.length} open link(s)`);
+    this.origo.prepare(this.config.origoTimeoutMs);
+    return { session, links };
   }
 
   /**

@@ -40,6 +40,8 @@ export class LinkPool {
   /** Live connections by proxy id, reused across downloads. */
   private readonly links = new Map<string, ProxyLink>();
   private readonly pendingLinks = new Map<string, Promise<ProxyLink>>();
+  /** The modes each linked proxy was offered (or chosen) for: a link serves those without origo. */
+  private readonly modesOf = new Map<string, Set<Mode>>();
 
   constructor(
     private readonly host: ClientHost,
@@ -58,7 +60,7 @@ export class LinkPool {
     limits: Limits,
     preferred: readonly ProxyInfo[] = [],
   ): Promise<ProxyLink[]> {
-    for (const [id, link] of this.links) if (link.state === 'closed') this.links.delete(id);
+    this.forgetClosed();
     const chosen: ProxyLink[] = [];
     const failed: string[] = [];
     // Why each proxy could not be reached, for the error when none could.
@@ -95,11 +97,28 @@ export class LinkPool {
         }
       });
     }
+    for (const link of chosen) this.noteMode(link.proxy.proxyId, mode);
     if (chosen.length === 0) {
       const detail = reasons.length > 0 ? ` (${reasons.join('; ')})` : ' (origo offered none)';
       throw new ClientError('no-proxies', `no proxy could be reached for mode ${mode}${detail}`);
     }
     return chosen;
+  }
+
+  /**
+   * Links open now that a `mode` download may use without asking origo (it is away): of
+   * `preferred` when given (the proxies a segment was staged at), else any linked for `mode`;
+   * none that is excluded, avoided or leaving; at most `count`. A link lost meanwhile cannot be
+   * made again without origo's signalling, so this may be fewer than wanted.
+   */
+  openLinks(count: number, mode: Mode, excluded: readonly string[], preferred: readonly ProxyInfo[] = []): ProxyLink[] {
+    this.forgetClosed();
+    const skip = new Set([...this.exclusions.avoided(), ...excluded]);
+    const candidates =
+      preferred.length > 0
+        ? preferred.flatMap((p) => this.links.get(p.proxyId) ?? [])
+        : [...this.links.values()].filter((l) => this.modesOf.get(l.proxy.proxyId)?.has(mode));
+    return candidates.filter((l) => l.alive && !skip.has(l.proxy.proxyId)).slice(0, count);
   }
 
   /** The proxies whose link says they are going away (ERROR GoingAway: they drain). */
@@ -116,13 +135,29 @@ export class LinkPool {
   drop(proxyId: string, reason: string): void {
     this.links.get(proxyId)?.close(reason);
     this.links.delete(proxyId);
+    this.modesOf.delete(proxyId);
   }
 
   /** Closes every link. */
   closeAll(reason?: string): void {
     const links = [...this.links.values()];
     this.links.clear();
+    this.modesOf.clear();
     for (const link of links) link.close(reason);
+  }
+
+  private forgetClosed(): void {
+    for (const [id, link] of this.links) {
+      if (link.state !== 'closed') continue;
+      this.links.delete(id);
+      this.modesOf.delete(id);
+    }
+  }
+
+  private noteMode(proxyId: string, mode: Mode): void {
+    const modes = this.modesOf.get(proxyId) ?? new Set<Mode>();
+    modes.add(mode);
+    this.modesOf.set(proxyId, modes);
   }
 
   private linkTo(session: OrigoSession, proxy: ProxyInfo, timeoutMs: number): Promise<ProxyLink> {

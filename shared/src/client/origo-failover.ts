@@ -7,6 +7,12 @@
  * that loses origo before its proxies are connected retries on the next instance (withSession);
  * once connected it no longer needs origo.
  *
+ * Origo away after it welcomed the client (killed, restarting): a request that needs it (new
+ * offers) waits for its return within its own origo limit, trying again at growing pauses, instead
+ * of failing at once on a refused connection (docs/deploy.md, "Origo outages"). A client that never
+ * reached origo fails at once (a wrong URL is not an outage), and so does one with a back-off
+ * policy (below: the extension's requests have a deadline, and the network answers them sooner).
+ *
  * With a back-off policy (the extension sets one), a connection attempt that fails on every
  * instance marks origo down for a while (origo-backoff.ts): requests in that period fail at once
  * with 'origo-down' instead of each trying again. The attempt belongs to the client, not to the
@@ -26,6 +32,9 @@ import { OrigoSession } from './origo-session';
  * after the network is back, in TCP's retransmission back-off, while a new one goes through).
  */
 const ORIGO_PROBE_MS = 1500;
+/** While waiting for origo's return: the first pause between two attempts, doubling up to the maximum. */
+const ORIGO_RETURN_FIRST_PAUSE_MS = 250;
+const ORIGO_RETURN_MAX_PAUSE_MS = 2000;
 
 export class OrigoFailover {
   private session?: OrigoSession;
@@ -39,6 +48,11 @@ export class OrigoFailover {
   private readonly backoff?: OrigoBackoff;
   /** The origo check after a disconnection, shared by the links reconnecting at once. */
   private probing?: Promise<OrigoSession>;
+  /**
+   * The last session origo welcomed, open or lost: what a download over links opened before an
+   * outage reports on (its messages go to the session that replaced it, if any: liveSession()).
+   */
+  private lastWelcomed?: OrigoSession;
 
   constructor(
     private readonly host: ClientHost,
@@ -54,6 +68,16 @@ export class OrigoFailover {
   /** The origo instance the client is on (or tries next). */
   get url(): string {
     return this.session?.url ?? this.urls[this.nextOrigo];
+  }
+
+  /** Whether the session is open now (no attempt is made). */
+  get isOpen(): boolean {
+    return this.session?.isOpen ?? false;
+  }
+
+  /** The last session origo welcomed (open, or lost since), if any. */
+  lastSession(): OrigoSession | undefined {
+    return this.lastWelcomed;
   }
 
   /** Undefined unless origo is in its back-off period (it is then not tried until it ends). */
@@ -140,6 +164,7 @@ export class OrigoFailover {
         this.nextOrigo = (index + 1) % this.urls.length;
       };
       this.session = session;
+      this.lastWelcomed = session;
       return session;
     }
     if (errors.length === 1) throw errors[0];
@@ -165,11 +190,34 @@ export class OrigoFailover {
     const attempts = Math.max(2, this.urls.length);
     for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) throw cancelledError();
-      const session = await unlessAborted(this.open(timeoutMs), signal);
+      const session = await unlessAborted(this.openAwaitingReturn(timeoutMs, signal), signal);
       try {
         return await unlessAborted(step(session), signal);
       } catch (e) {
         if (session.isOpen || signal?.aborted || attempt >= attempts) throw e;
+      }
+    }
+  }
+
+  /**
+   * open(), and when origo is away after it welcomed this client, open() again at growing pauses
+   * until `timeoutMs` is spent: a restarting origo is back within seconds, and the request had that
+   * long for origo anyway. Not before the first welcome, nor with a back-off policy (see the top).
+   */
+  private async openAwaitingReturn(timeoutMs: number, signal: AbortSignal | undefined): Promise<OrigoSession> {
+    const clock = this.host.clock;
+    const deadline = clock.now() + timeoutMs;
+    let left = timeoutMs;
+    for (let pause = ORIGO_RETURN_FIRST_PAUSE_MS; ; pause = Math.min(2 * pause, ORIGO_RETURN_MAX_PAUSE_MS)) {
+      try {
+        return await this.open(left);
+      } catch (e) {
+        const waits = this.backoff === undefined && this.lastWelcomed !== undefined;
+        const away = e instanceof ClientError && e.code === 'origo-unreachable';
+        if (!waits || !away || signal?.aborted || deadline - clock.now() <= pause) throw e;
+        this.config.trace?.(`origo away (${causeOf(e)}): trying again in ${pause} ms`);
+        await unlessAborted(new Promise<void>((resolve) => clock.setTimer(pause, resolve)), signal);
+        left = Math.max(1, Math.round(deadline - clock.now()));
       }
     }
   }
