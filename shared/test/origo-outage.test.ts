@@ -68,7 +68,7 @@ describe.each([
       expect(r.sources.map((s) => s.proxyId).sort()).toEqual(['a', 'b', 'c']);
     }
     expect(host.peers.length).toBe(peers);
-    expect(client.origoDown() === undefined).toBe(options.origoBackoff === undefined);
+    expect(client.origoDown() === undefined).toBe(!('origoBackoff' in options));
     client.close();
   });
 
