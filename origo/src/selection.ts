@@ -21,7 +21,13 @@
  *    Whatever moves the scores (forged records, inflated claims, a burst of heartbeats), it
  *    cannot pick every source of a download: a download's sources must all agree on the object
  *    (the client's quorum), so a rogue pair ranked first still meets a source nobody chose.
+ * 6. Locality (issue 34): with the client's region known (clientRegion below), rules 2-5 run over
+ *    the eligible proxies of that region, and those that declared none (a mixed fleet: their
+ *    region is unknown, so they are near everyone). When these cannot fill the request, every one
+ *    of them is taken and the rest is chosen from the other proxies by rules 2-5: a download then
+ *    still has a source no score chose (the near ones are taken whatever their scores).
  */
+import ipaddr from 'ipaddr.js';
 import { Random, randomBelow } from '@mutp/shared';
 
 export type SelectableMode = 'uncoded' | 'rlnc' | 'fountain';
@@ -44,13 +50,28 @@ export interface ProxyLoad {
    * asking between two heartbeats spread over near-equal proxies instead of piling onto one.
    */
   recentPicks?: number;
+  /** Its region (register), when it declared one: locality. */
+  region?: string;
+  /** Client address prefixes (CIDR) its region serves, as declared at registration. */
+  prefixes?: readonly string[];
 }
 
 export interface SelectionRequest {
   count: number;
   mode?: SelectableMode;
   exclude?: readonly string[];
+  /** The client's region (clientRegion): its proxies are preferred (rule 6). */
+  region?: string;
+  /**
+   * The region the client says it is in: followed only without `region`, and only when at least
+   * MIN_HINTED_REGION_PROXIES eligible proxies declared it, so that it narrows the client's own
+   * offers but never to a proxy of its choosing.
+   */
+  regionHint?: string;
 }
+
+/** Eligible proxies a hinted region needs before the hint counts (SelectionRequest.regionHint). */
+export const MIN_HINTED_REGION_PROXIES = 3;
 
 /** Scores within this fraction of a group's best count as equal and are shuffled together. */
 export const NEAR_EQUAL_FRACTION = 0.1;
@@ -70,7 +91,19 @@ export function selectProxies<P extends ProxyLoad>(
     eligible.push(p);
   }
   if (eligible.length === 0 || request.count <= 0) return [];
+  const region = request.region ?? hintedRegion(eligible, request.regionHint);
+  if (region === undefined) return rank(eligible, request.count, random);
+  const near: P[] = [];
+  const far: P[] = [];
+  for (const p of eligible) (p.region === undefined || p.region === region ? near : far).push(p);
+  if (near.length >= request.count || far.length === 0) return rank(near, request.count, random);
+  // The region cannot fill the request: all of it (ranked, best first), then the best of the rest.
+  return [...rank(near, near.length, random), ...rank(far, request.count - near.length, random)];
+}
 
+/** Rules 2-5 over `eligible` (non-empty): the `count` proxies offered, best first. */
+function rank<P extends ProxyLoad>(eligible: P[], count: number, random: Random): P[] {
+  if (eligible.length === 0 || count <= 0) return [];
   const known = eligible.filter((p) => p.capacityBps > 0).map(freeCapacity);
   const unknownFree = known.length > 0 ? median(known) : 1;
   const measured = eligible.flatMap((p) => (p.measuredBps !== undefined ? [p.measuredBps] : []));
@@ -83,8 +116,8 @@ export function selectProxies<P extends ProxyLoad>(
   scored.sort((a, b) => b.score - a.score);
 
   // With several places asked for and more eligible, the last one is drawn below (rule 5).
-  const drawn = request.count >= 2 && scored.length > request.count;
-  const ranked = drawn ? request.count - 1 : request.count;
+  const drawn = count >= 2 && scored.length > count;
+  const ranked = drawn ? count - 1 : count;
   const ordered: P[] = [];
   let start = 0;
   while (start < scored.length && ordered.length < ranked) {
@@ -104,6 +137,64 @@ export function selectProxies<P extends ProxyLoad>(
     const pick = scored[randomBelow(random, scored.length)].proxy;
     if (!top.includes(pick)) return [...top, pick];
   }
+}
+
+function hintedRegion(eligible: readonly ProxyLoad[], hint: string | undefined): string | undefined {
+  if (hint === undefined) return undefined;
+  let declared = 0;
+  for (const p of eligible) if (p.region === hint) declared++;
+  return declared >= MIN_HINTED_REGION_PROXIES ? hint : undefined;
+}
+
+type Prefix = [ipaddr.IPv4 | ipaddr.IPv6, number];
+/** Each declared prefix list parsed once (a remote proxy's list is a new array per registry read). */
+const parsed = new WeakMap<readonly string[], Prefix[]>();
+
+/**
+ * The client's region from its address: the region of the longest declared prefix that holds it
+ * (rule 6). Two regions declaring that same longest prefix: none (origo does not guess). An
+ * address in no declared prefix (or not an IP address): none.
+ */
+export function clientRegion(proxies: Iterable<ProxyLoad>, address: string): string | undefined {
+  const client = parseAddress(address);
+  if (client === undefined) return undefined;
+  let longest = -1;
+  let region: string | undefined;
+  for (const p of proxies) {
+    if (p.region === undefined || p.prefixes === undefined || p.prefixes.length === 0) continue;
+    for (const [range, bits] of prefixesOf(p.prefixes)) {
+      if (bits < longest || range.kind() !== client.kind() || !client.match(range, bits)) continue;
+      if (bits > longest) region = p.region;
+      else if (region !== p.region) region = undefined;
+      longest = bits;
+    }
+  }
+  return region;
+}
+
+function prefixesOf(list: readonly string[]): Prefix[] {
+  let prefixes = parsed.get(list);
+  if (prefixes === undefined) {
+    prefixes = list.flatMap((cidr) => {
+      try {
+        return [ipaddr.parseCIDR(cidr)];
+      } catch {
+        return [];
+      }
+    });
+    parsed.set(list, prefixes);
+  }
+  return prefixes;
+}
+
+function parseAddress(address: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
+  const bare = address.split('%')[0];
+  return ipaddr.isValid(bare) ? unmapped(ipaddr.parse(bare)) : undefined;
+}
+
+/** An IPv4-mapped IPv6 address (a dual-stack socket's view of an IPv4 client) as IPv4. */
+function unmapped(a: ipaddr.IPv4 | ipaddr.IPv6): ipaddr.IPv4 | ipaddr.IPv6 {
+  return a.kind() === 'ipv6' && (a as ipaddr.IPv6).isIPv4MappedAddress() ? (a as ipaddr.IPv6).toIPv4Address() : a;
 }
 
 function freeCapacity(p: ProxyLoad): number {

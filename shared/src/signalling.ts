@@ -11,6 +11,7 @@
 import { z } from 'zod';
 import { MAX_GENERATION_SIZE, MAX_SYMBOL_SIZE, MIN_SYMBOL_SIZE } from './limits';
 import { rangeProblem } from './range';
+import ipaddr from 'ipaddr.js';
 
 export const SIGNALLING_VERSION = 1;
 /** Largest signalling frame either side accepts (an SDP offer is a few KB). */
@@ -156,6 +157,30 @@ const exactlyOne = [
 /** A client's network as origo names it (`addressPrefix`, e.g. 203.0.113.0/24). */
 const clientNetwork = z.string().min(1).max(64);
 
+/**
+ * Locality (issue 34, docs/signalling.md "Selection policy"): a region is an operator's label for
+ * where proxies sit (`eu-west`, `isp-a`); origo compares names only, it checks no geography.
+ */
+export const regionName = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, { message: 'a region name: letters, digits, . _ -, at most 63' });
+/** Client address prefixes (CIDR) one proxy may declare its region serves. */
+export const MAX_REGION_PREFIXES = 16;
+/** A client address prefix, IPv4 or IPv6 CIDR (`203.0.113.0/24`, `2001:db8::/32`). */
+export const regionPrefix = z
+  .string()
+  .max(64)
+  .refine(isCidr, { message: 'a CIDR prefix, e.g. 203.0.113.0/24' });
+
+function isCidr(s: string): boolean {
+  try {
+    ipaddr.parseCIDR(s);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 // ------------------------------------------------------------------ proxy <-> origo
 
 export const proxyToOrigo = z.discriminatedUnion('type', [
@@ -180,6 +205,10 @@ export const proxyToOrigo = z.discriminatedUnion('type', [
      * downloads with identities it never has to answer for.
      */
     assertionKey,
+    /** Its region (locality): clients of the region are offered its proxies first. */
+    region: regionName.optional(),
+    /** Client address prefixes its region serves: origo maps a client by the longest that holds it. */
+    prefixes: z.array(regionPrefix).max(MAX_REGION_PREFIXES).optional(),
   }),
   z.object({
     type: z.literal('heartbeat'),
@@ -311,6 +340,11 @@ export const clientToOrigo = z.discriminatedUnion('type', [
     count: z.number().int().min(1).max(32),
     mode: mode.optional(),
     exclude: z.array(id).max(256).default([]),
+    /**
+     * The region the client believes it is in (measured or configured): a hint origo follows only
+     * when the client's address is in no declared prefix and the region has enough proxies.
+     */
+    region: regionName.optional(),
   }),
   z.object({ ...signalFields, proxyId: id }).refine(...exactlyOne),
   z.object({ type: z.literal('connection-closed'), connectionId: id, reason: z.string().max(256) }),

@@ -8,7 +8,7 @@ import type { SharedProxy } from '../cluster/cluster';
 import { DepartedOffers } from '../departed-offers';
 import { BudgetBook } from '../limits';
 import { bannedUntil } from '../proven-false-bans';
-import { ProxyLoad, selectProxies } from '../selection';
+import { clientRegion, ProxyLoad, selectProxies } from '../selection';
 import { CLOSE, type ClientPeer } from './peers';
 import type { SignalRelay } from './signal-relay';
 import { type BrokerDeps, type BrokerState, type ClientEntry, newId, type ProxyEntry } from './state';
@@ -213,7 +213,13 @@ export class ClientDesk {
         offerable.push(c);
       }
     }
-    const chosen = selectProxies(offerable, { count: m.count, mode: m.mode, exclude: m.exclude }, this.deps.random);
+    // Locality: the client's region from where its socket is now (a network change re-evaluates it).
+    const region = clientRegion(offerable, client.peer.address);
+    const chosen = selectProxies(
+      offerable,
+      { count: m.count, mode: m.mode, exclude: m.exclude, region, regionHint: m.region },
+      this.deps.random,
+    );
     const network = client.network;
     if (chosen.length > 0 && !this.state.takeOffers(network, chosen.length)) {
       const message = `no proxies offered: more than ${this.config.offerRatePerNetwork} offered proxies/s to this network`;

@@ -48,6 +48,8 @@ export interface ProxyStatus {
   instanceId: string;
   /** Shutting down (its last heartbeat said so): finishing its transfers, not offered. */
   draining: boolean;
+  /** The region it declared (locality), null when none. */
+  region: string | null;
 }
 
 export class ProxyRegistry {
@@ -144,6 +146,7 @@ export class ProxyRegistry {
       httpUrl: m.httpUrl,
       ...(m.quic !== undefined ? { quic: m.quic } : {}),
       ...(m.assertionKey !== undefined ? { assertionKey: m.assertionKey } : {}),
+      ...this.locality(m, auth.keyFingerprint),
       modes: new Set(m.modes),
       capacityBps: m.capacityBps,
       uploadBps: 0,
@@ -165,7 +168,15 @@ export class ProxyRegistry {
       tokenKey: this.deps.tokens.publicJwk,
     });
     this.deps.log.info(
-      { proxyId, name: m.name, httpUrl: m.httpUrl, modes: m.modes, capacityBps: m.capacityBps },
+      {
+        proxyId,
+        name: m.name,
+        httpUrl: m.httpUrl,
+        modes: m.modes,
+        capacityBps: m.capacityBps,
+        region: entry.region,
+        prefixes: entry.prefixes,
+      },
       'proxy registered',
     );
     return proxyId;
@@ -286,6 +297,7 @@ export class ProxyRegistry {
       lastHeartbeatAt: p.lastHeartbeatAt === undefined ? null : new Date(p.lastHeartbeatAt).toISOString(),
       instanceId: p.instanceId,
       draining: p.draining === true,
+      region: (p as { region?: string }).region ?? null,
     });
     return [
       ...[...this.proxies.values()].map((p) => status(this.shared(p), p.connections.size)),
@@ -322,6 +334,8 @@ export class ProxyRegistry {
       activeTransfers: p.activeTransfers,
       maxTransfers: p.maxTransfers,
       draining: p.draining,
+      ...(p.region !== undefined ? { region: p.region } : {}),
+      ...(p.prefixes !== undefined ? { prefixes: p.prefixes } : {}),
       registeredAt: p.registeredAt,
       lastHeartbeatAt: p.lastHeartbeatAt,
     };
@@ -338,6 +352,25 @@ export class ProxyRegistry {
   /** Publishes a local proxy to the other instances; it expires with the heartbeat timeout. */
   private share(p: ProxyEntry): void {
     this.deps.cluster.publishProxy(this.shared(p), this.config.heartbeatTimeoutMs);
+  }
+
+  /**
+   * What a registration declares for locality (selection.ts rule 6): its region, and the client
+   * prefixes that region serves. Prefixes pull clients towards a region, so they are taken only
+   * from a proxy registered with a key of its own (revocable, and logged with its id); a proxy of
+   * the shared dev secret keeps its region but not its prefixes. Prefixes without a region say nothing.
+   */
+  private locality(m: Register, keyFingerprint: string | undefined): { region?: string; prefixes?: string[] } {
+    if (m.region === undefined) return {};
+    if (m.prefixes === undefined || m.prefixes.length === 0) return { region: m.region };
+    if (keyFingerprint === undefined) {
+      this.deps.log.warn(
+        { name: m.name, region: m.region },
+        'region prefixes ignored: only a proxy with a key of its own (--proxy-keys) may declare them',
+      );
+      return { region: m.region };
+    }
+    return { region: m.region, prefixes: [...new Set(m.prefixes)] };
   }
 
   /** A refused httpUrl on this machine or its network: how a trial on one machine gets it accepted. */
