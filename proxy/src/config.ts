@@ -4,6 +4,7 @@
  */
 import { hostname } from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import ipaddr from 'ipaddr.js';
 import { MAX_DATAGRAM_BYTES, MAX_OBJECT_BYTES, MAX_SYMBOL_SIZE, MIN_SYMBOL_SIZE } from '@mutp/shared';
 import { normalizeOrigins } from '@mutp/origin-fetch';
 import { DEFAULT_DRAIN_TIMEOUT_MS } from './drain';
@@ -41,6 +42,10 @@ export interface ProxyConfig {
   /** Page origins allowed to call /v1/http cross-origin (CORS), besides browser extensions. */
   corsOrigins: string[];
   name: string;
+  /** Its region (locality, docs/deploy.md): origo offers it to clients of that region first. */
+  region?: string;
+  /** Client address prefixes (CIDR) its region serves: origo maps clients to regions by them. */
+  regionPrefixes?: string[];
   httpPort: number;
   httpHost: string;
   /** URL clients use for the HTTP endpoint; derived from host and port when absent. */
@@ -255,6 +260,32 @@ function httpUrl(text: string): string {
   return url.href.replace(/\/$/, '');
 }
 
+/** As signalling's regionName (register.region). */
+function regionName(text: string): string {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(text))
+    throw new InvalidArgumentError('a region name: letters, digits, . _ -, at most 63');
+  return text;
+}
+
+/** Signalling's MAX_REGION_PREFIXES (register.prefixes). */
+const MAX_REGION_PREFIXES = 16;
+
+function regionPrefixes(text: string): string[] {
+  const list = text
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '');
+  if (list.length > MAX_REGION_PREFIXES) throw new InvalidArgumentError(`at most ${MAX_REGION_PREFIXES} prefixes`);
+  for (const prefix of list) {
+    try {
+      ipaddr.parseCIDR(prefix);
+    } catch {
+      throw new InvalidArgumentError(`${JSON.stringify(prefix)} is not a CIDR prefix (e.g. 203.0.113.0/24)`);
+    }
+  }
+  return list;
+}
+
 function flag(text: string | undefined): boolean {
   return text === undefined || !/^(0|false|no|off)$/i.test(text);
 }
@@ -319,6 +350,22 @@ export function buildCommand(): Command {
         .default(d.corsOrigins),
     )
     .addOption(new Option('--name <name>', 'name shown in origo').env('MUTP_PROXY_NAME').default(d.name))
+    .addOption(
+      new Option(
+        '--region <name>',
+        "this proxy's region (e.g. eu-west): origo offers clients of the region its proxies first; none: near every client",
+      )
+        .env('MUTP_PROXY_REGION')
+        .argParser(regionName),
+    )
+    .addOption(
+      new Option(
+        '--region-prefixes <list>',
+        `comma-separated client address prefixes (CIDR) the region serves, at most ${MAX_REGION_PREFIXES}: origo puts a client in the region of the longest declared prefix holding its address (needs --region and a key of its own, --proxy-id)`,
+      )
+        .env('MUTP_PROXY_REGION_PREFIXES')
+        .argParser(regionPrefixes),
+    )
     .addOption(
       new Option('--http-port <port>', 'HTTP port (0 = ephemeral)')
         .env('MUTP_PROXY_HTTP_PORT')
@@ -554,6 +601,8 @@ export function parseConfig(argv: string[], command: Command = buildCommand()): 
     // Origins on this machine listen on any port; listed ports are the operator's to keep.
     if (command.getOptionValueSource('originPorts') === 'default') o.originPorts = '*';
   }
+  if (o.regionPrefixes !== undefined && o.region === undefined)
+    command.error('error: --region-prefixes needs --region (the region they belong to)', { exitCode: 2 });
   return {
     origoUrl: o.origo,
     secret: o.secret,
@@ -564,6 +613,8 @@ export function parseConfig(argv: string[], command: Command = buildCommand()): 
     corsOrigins: o.corsOrigins,
     peerIdleTimeoutMs: o.peerIdleTimeoutMs,
     name: o.name,
+    ...(o.region !== undefined ? { region: o.region as string } : {}),
+    ...(o.regionPrefixes !== undefined ? { regionPrefixes: o.regionPrefixes as string[] } : {}),
     httpPort: o.httpPort,
     httpHost: o.httpHost,
     advertisedHttpUrl: o.advertisedHttpUrl,

@@ -55,6 +55,9 @@ export interface OrigoLinkOptions {
   quic?: () => QuicEndpoint;
   /** The public half of the key the proxy signs its METAs with (AssertionKey), for origo to publish. */
   assertionKey: string;
+  /** Its region and the client prefixes that region serves (locality); origo keeps prefixes only with a region. */
+  region?: string;
+  regionPrefixes?: readonly string[];
   logger: Logger;
   load: () => Load;
   onSignal: (message: {
@@ -247,6 +250,10 @@ export class OrigoLink implements SignalSink {
         modes: this.options.modes,
         ...(this.options.quic ? { quic: this.options.quic() } : {}),
         assertionKey: this.options.assertionKey,
+        ...(this.options.region !== undefined ? { region: this.options.region } : {}),
+        ...(this.options.region !== undefined && this.options.regionPrefixes?.length
+          ? { prefixes: [...this.options.regionPrefixes] }
+          : {}),
       });
     });
     ws.on('message', (data: WebSocket.RawData, isBinary: boolean) => {

@@ -336,6 +336,8 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
           maxTransfers: config.maxTransfers,
           modes,
           assertionKey: assertionKey!.publicKey,
+          region: config.region,
+          regionPrefixes: config.regionPrefixes,
           ...(quicService && quicUrl
             ? { quic: () => ({ url: quicUrl!, certificateHashes: quicService.certificateHashes() }) }
             : {}),
