@@ -13,14 +13,14 @@
  * 1 when the run itself failed, 2 on bad flags.
  */
 import { spawnSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { Command, InvalidArgumentError } from 'commander';
 import { integer } from '@mutp/cli-options';
 import { buildCli } from '../src/cli';
 import { MAX_ADDRESSES } from './addresses';
+import { fileLimit, planProcesses, raiseFileLimit } from './fd-limit';
 import { Row } from './row';
-import { runRow, Started } from './run';
+import { runRow, Started, stopStarted } from './run';
 import { LoadSettings } from './settings';
 
 function fraction(value: string): number {
@@ -35,8 +35,8 @@ function instanceList(value: string): number[] {
   return list;
 }
 
-// The generator holds one socket per simulated peer: the maxima of --clients and --proxies keep it
-// below 20,000 open files (`ulimit -n` here); each instance holds its share of them.
+// The generator holds one socket per simulated peer and each instance its share of them: the run
+// raises its open-file limit to fit (fd-limit.ts; the maxima are the issue's two-instance target).
 const program = new Command()
   .name('bench:origo')
   .description('Load test of origo over real WebSockets on loopback (1 instance, or several sharing Redis).')
@@ -47,8 +47,8 @@ const program = new Command()
     instanceList,
     [1, 2],
   )
-  .option('--clients <n>', 'client sessions per row (all instances together)', integer(1, 15_000), 5000)
-  .option('--proxies <n>', 'registered proxies per row (all instances together)', integer(1, 3000), 500)
+  .option('--clients <n>', 'client sessions per row (all instances together)', integer(1, 100_000), 5000)
+  .option('--proxies <n>', 'registered proxies per row (all instances together)', integer(1, 10_000), 500)
   .option('--active-fraction <f>', 'fraction of the clients that make offers (the rest hold a session)', fraction, 0.1)
   .option('--offer-rate <n>', 'offers per second, all active clients together', integer(1, 20_000), 200)
   .option(
@@ -65,6 +65,12 @@ const program = new Command()
   )
   .option('--warmup-ms <ms>', 'offers before the measured window', integer(0, 60_000), 2000)
   .option('--steady-ms <ms>', 'the measured window', integer(500, 120_000), 15_000)
+  .option(
+    '--generator-processes <n>',
+    'generator worker processes (0: one per 12,000 peers, more if the open-file limit is lower)',
+    integer(0, 32),
+    0,
+  )
   .option('--handshake-concurrency <n>', 'handshakes in flight at once during the ramp', integer(1, 256), 64)
   .option('--clients-per-address <n>', 'clients sharing one loopback source address', integer(1, 32), 8)
   .option(
@@ -99,7 +105,9 @@ const program = new Command()
   )
   .parse();
 
-const opts = program.opts<LoadSettings & { json?: boolean; instances: number[]; heartbeatMs: number }>();
+const opts = program.opts<
+  LoadSettings & { json?: boolean; instances: number[]; heartbeatMs: number; generatorProcesses: number }
+>();
 const settings: LoadSettings = {
   clients: opts.clients,
   proxies: opts.proxies,
@@ -168,13 +176,24 @@ async function main(): Promise<number> {
     console.error('bench:origo: too many client addresses: raise --clients-per-address');
     return 2;
   }
+  // Each row's processes (origo instances, generator workers) must fit under the open-file limit,
+  // raised first as far as this process may (fd-limit.ts): children inherit it.
+  const plan = (n: number, limit: number) =>
+    planProcesses(settings.clients, settings.proxies, n, limit, opts.generatorProcesses);
+  raiseFileLimit(Math.max(...opts.instances.map((n) => plan(n, Infinity).filesNeeded)));
+  const limit = fileLimit().soft;
+  const plans = new Map(opts.instances.map((n) => [n, plan(n, limit)]));
+  for (const [n, p] of plans) {
+    if (p.problem === undefined) continue;
+    console.error(
+      `bench:origo: a ${n}-instance row does not fit: ${p.problem}, and this process cannot raise it` +
+        ` (raising the hard limit needs CAP_SYS_RESOURCE, e.g. a systemd unit with LimitNOFILE=): lower --clients/--proxies`,
+    );
+    return 2;
+  }
   const started: Started = { instances: [] };
   // Interrupted: stop every process this run started (bounded), then exit.
-  const interrupted = async () => {
-    await Promise.all(started.instances.map((instance) => instance.stop(2000)));
-    await started.redis?.stop();
-    if (started.tempDir !== undefined) rmSync(started.tempDir, { recursive: true, force: true });
-  };
+  const interrupted = () => stopStarted(started, 1000);
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
       console.error(`bench:origo: ${signal}: stopping the processes it started`);
@@ -191,7 +210,7 @@ async function main(): Promise<number> {
   const rows: Row[] = [];
   for (const instances of opts.instances) {
     console.log(`row: ${instances} instance(s)`);
-    rows.push(await runRow(settings, instances, started, (line) => console.log(line)));
+    rows.push(await runRow(settings, instances, plans.get(instances)!.workers, started, (line) => console.log(line)));
   }
   const durationMs = Math.round(performance.now() - begin);
   const ok = rows.every((r) => r.targetsReached && r.failures.total === 0);

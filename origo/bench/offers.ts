@@ -1,4 +1,5 @@
 /** The offers of a run: started at a bounded rate, expired when unanswered. */
+import { monotonicMs } from './exchange-id';
 import { RunBook, SimClient } from './peers';
 import { LoadSettings } from './settings';
 
@@ -31,7 +32,7 @@ export function drive(book: RunBook, active: SimClient[], s: LoadSettings): (dra
     }
   }, 10);
   const sweep = () => {
-    const cutoff = performance.now() - s.answerTimeoutMs;
+    const cutoff = monotonicMs() - s.answerTimeoutMs;
     for (const [connectionId, exchange] of book.exchanges) {
       if (exchange.sentAt >= cutoff) break; // in the order sent
       book.exchanges.delete(connectionId);

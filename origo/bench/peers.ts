@@ -6,20 +6,24 @@
  */
 import WebSocket from 'ws';
 import { SIGNALLING_VERSION } from '@mutp/shared';
+import { decodeExchangeId, encodeExchangeId, monotonicMs, proxyInstanceOf } from './exchange-id';
 import { BENCH_PROXY_SECRET } from './instances';
 import { Samples, Tally } from './stats';
 
-/** One offer relayed client → origo → proxy, answered proxy → origo → client. */
+/**
+ * One offer relayed client → origo → proxy, answered proxy → origo → client, as its client sees
+ * it (the proxy, maybe in another generator process, reads what it needs from the connection id).
+ */
 interface Exchange {
+  /** monotonicMs() when sent. */
   sentAt: number;
   /** Started inside the measured window: its times become samples. */
   measured: boolean;
   cross: boolean;
   client: SimClient;
-  proxyAt?: number;
 }
 
-/** What every peer of one run reports into: latencies, counters, and the exchanges in flight. */
+/** What the peers of one generator process report into: latencies, counters, their clients' exchanges in flight. */
 export class RunBook {
   readonly exchanges = new Map<string, Exchange>();
   measuring = false;
@@ -234,12 +238,11 @@ export class SimProxy {
   private onFrame(text: string): void {
     const m = JSON.parse(text) as Frame;
     if (m.type === 'signal' && m.description?.type === 'offer' && m.connectionId !== undefined) {
-      const exchange = this.book.exchanges.get(m.connectionId);
-      if (exchange !== undefined) {
-        exchange.proxyAt = performance.now();
-        if (exchange.measured) {
-          (exchange.cross ? this.book.oneWay.cross : this.book.oneWay.same).push(exchange.proxyAt - exchange.sentAt);
-        }
+      const stamp = decodeExchangeId(m.connectionId);
+      if (stamp === undefined) this.book.failures.unexpectedMessages++;
+      else if (stamp.measured) {
+        const cross = stamp.clientInstance !== this.spec.instance;
+        (cross ? this.book.oneWay.cross : this.book.oneWay.same).push(monotonicMs() - stamp.sentAtMs);
       }
       // Answered at once, as fast as a proxy could: origo's relay is what is measured.
       this.socket.send(
@@ -276,8 +279,8 @@ export interface ExchangeSettings {
   requestCount: number;
   /** Pre-encoded JSON string of the offer's SDP. */
   offerSdp: string;
-  /** The instance each proxy id is registered on (cross- vs same-instance relay). */
-  proxyInstance: Map<string, number>;
+  /** origo instances of the row: the proxy id names its instance (exchange-id.ts). */
+  instances: number;
 }
 
 /**
@@ -326,7 +329,7 @@ export class SimClient {
   begin(): void {
     this.busy = true;
     this.requestId = `r${++this.sequence}`;
-    this.requestAt = performance.now();
+    this.requestAt = monotonicMs();
     this.socket.send(
       `{"type":"request-proxies","requestId":"${this.requestId}","count":${this.settings.requestCount},"exclude":[]}`,
     );
@@ -384,7 +387,7 @@ export class SimClient {
     }
     const { book } = this;
     this.requestId = undefined;
-    if (book.measuring) book.requestProxies.push(performance.now() - this.requestAt);
+    if (book.measuring) book.requestProxies.push(monotonicMs() - this.requestAt);
     const proxies = m.proxies ?? [];
     if (proxies.length === 0) {
       book.failures.emptyProxyLists++;
@@ -392,18 +395,21 @@ export class SimClient {
       return;
     }
     const proxyId = proxies[Math.floor(Math.random() * proxies.length)].proxyId;
-    const proxyInstance = this.settings.proxyInstance.get(proxyId);
+    const proxyInstance = proxyInstanceOf(proxyId, this.settings.instances);
     if (proxyInstance === undefined) book.failures.offersToUnknownProxies++;
-    const connectionId = `b${this.spec.index}-${this.sequence}`;
+    const sentAt = monotonicMs();
+    const measured = book.measuring;
+    const connectionId = encodeExchangeId({
+      client: this.spec.index,
+      sequence: this.sequence,
+      measured,
+      clientInstance: this.spec.instance,
+      sentAtMs: sentAt,
+    });
     this.connectionId = connectionId;
     const cross = proxyInstance !== undefined && proxyInstance !== this.spec.instance;
-    book.exchanges.set(connectionId, {
-      sentAt: performance.now(),
-      measured: book.measuring,
-      cross,
-      client: this,
-    });
-    if (book.measuring) {
+    book.exchanges.set(connectionId, { sentAt, measured, cross, client: this });
+    if (measured) {
       book.offers.measured++;
       if (cross) book.offers.cross++;
     }
@@ -421,7 +427,7 @@ export class SimClient {
     }
     book.exchanges.delete(connectionId);
     if (exchange.measured) {
-      (exchange.cross ? book.roundTrip.cross : book.roundTrip.same).push(performance.now() - exchange.sentAt);
+      (exchange.cross ? book.roundTrip.cross : book.roundTrip.same).push(monotonicMs() - exchange.sentAt);
     }
     this.connectionId = undefined;
     this.busy = false;

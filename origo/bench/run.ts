@@ -9,11 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RedisServer, startRedis } from '@mutp/testing/redis';
 import { waitFor } from '@mutp/testing/wait';
+import { mergeBook } from './book-wire';
+import { benchProxyId } from './exchange-id';
 import { clientAddresses, proxyAddress } from './addresses';
+import { Generator } from './generator';
 import { OrigoInstance, origoDropCounters, proxiesKnown, startInstance, writeTokenKey } from './instances';
-import { ExchangeSettings, fakeSdp, HandshakeError, RunBook, SimClient, SimProxy } from './peers';
+import { RunBook } from './peers';
 import { cpuSeconds, CpuMeter, memory, ownCpuSeconds, redisPid } from './proc';
-import { drive } from './offers';
 import { round1, Row, summarise } from './row';
 import { LoadSettings } from './settings';
 
@@ -23,47 +25,59 @@ type Say = (line: string) => void;
 export interface Started {
   instances: OrigoInstance[];
   redis?: RedisServer;
+  generator?: Generator;
   /** Holds the token key. */
   tempDir?: string;
-}
-
-/** Runs `task(i)` for i in [0, count), at most `concurrency` at once. */
-async function inPool(count: number, concurrency: number, task: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < count) await task(next++);
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, count)) }, worker));
 }
 
 const sleep = (msToWait: number) => new Promise<void>((resolve) => setTimeout(resolve, msToWait));
 const seconds = (since: number) => ((performance.now() - since) / 1000).toFixed(1);
 const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
+const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
-export async function runRow(s: LoadSettings, instanceCount: number, started: Started, say: Say): Promise<Row> {
-  const clients: SimClient[] = [];
-  const proxies: SimProxy[] = [];
+/** Runs a row with `workers` generator processes; stops everything it started, whatever happens. */
+export async function runRow(
+  s: LoadSettings,
+  instanceCount: number,
+  workers: number,
+  started: Started,
+  say: Say,
+): Promise<Row> {
   try {
-    return await measureRow(s, instanceCount, started, say, clients, proxies);
+    return await measureRow(s, instanceCount, workers, started, say);
   } finally {
     say('  closing sessions and stopping origo');
     const closeStart = performance.now();
-    await Promise.all([...clients, ...proxies].map((peer) => peer.close(2000)));
-    for (const instance of started.instances) {
-      const code = await instance.stop();
-      if (code !== 0) say(`  origo #${instance.index} exited with ${code}:\n${instance.output()}`);
-    }
-    started.instances.length = 0;
-    await started.redis?.stop();
-    started.redis = undefined;
-    if (started.tempDir !== undefined) rmSync(started.tempDir, { recursive: true, force: true });
-    started.tempDir = undefined;
+    await stopStarted(started, 2000, (instance, code) =>
+      say(`  origo #${instance.index} exited with ${code}:\n${instance.output()}`),
+    );
     say(`  closed everything in ${seconds(closeStart)} s`);
   }
 }
 
+/** Closes the generator's sessions, then stops origo, redis-server and the workers (bounded). */
+export async function stopStarted(
+  started: Started,
+  closeTimeoutMs: number,
+  onBadExit?: (instance: OrigoInstance, code: number | null) => void,
+): Promise<void> {
+  const generator = started.generator;
+  started.generator = undefined;
+  if (generator !== undefined) {
+    await generator.all(() => ({ op: 'close', timeoutMs: closeTimeoutMs })).catch(() => undefined);
+  }
+  const instances = started.instances.splice(0);
+  const codes = await Promise.all(instances.map((instance) => instance.stop()));
+  codes.forEach((code, i) => code !== 0 && onBadExit?.(instances[i], code));
+  await generator?.end();
+  await started.redis?.stop();
+  started.redis = undefined;
+  if (started.tempDir !== undefined) rmSync(started.tempDir, { recursive: true, force: true });
+  started.tempDir = undefined;
+}
+
 /** Starts the processes (recorded in `started` as they come up, for the caller to stop). */
-async function startProcesses(s: LoadSettings, instanceCount: number, started: Started, say: Say) {
+async function startProcesses(s: LoadSettings, instanceCount: number, workers: number, started: Started, say: Say) {
   if (instanceCount > 1) {
     started.redis = await startRedis();
     say(`  redis-server on port ${started.redis.port}`);
@@ -92,62 +106,45 @@ async function startProcesses(s: LoadSettings, instanceCount: number, started: S
   if (failed !== undefined) throw (failed as PromiseRejectedResult).reason;
   const instances = [...started.instances].sort((a, b) => a.index - b.index);
   say(`  origo ${instances.map((i) => `#${i.index} pid ${i.pid} port ${i.port}`).join(', ')}`);
-  return instances;
+  started.generator = await Generator.start(workers);
+  say(`  generator: ${workers} worker process(es), pids ${started.generator.pids.join(' ')}`);
+  return { instances, generator: started.generator };
 }
 
 async function measureRow(
   s: LoadSettings,
   instanceCount: number,
+  workerCount: number,
   started: Started,
   say: Say,
-  clients: SimClient[],
-  proxies: SimProxy[],
 ): Promise<Row> {
-  const instances = await startProcesses(s, instanceCount, started, say);
+  const { instances, generator } = await startProcesses(s, instanceCount, workerCount, started, say);
   const book = new RunBook();
-  const proxyInstance = new Map<string, number>();
-  const settings: ExchangeSettings = {
-    requestCount: s.requestCount,
-    offerSdp: fakeSdp('offer', s.sdpBytes),
-    proxyInstance,
-  };
-  const handshakeFailure = (tally: typeof book.failures.proxyHandshake) => (err: unknown) => {
-    if (!(err instanceof HandshakeError)) throw err;
-    tally.add(err.kind);
-  };
+  const perWorker = (n: number) => Math.max(1, Math.ceil(n / generator.count));
 
   // Proxies first: each on its own address, instance i % n, heartbeating once registered.
   let t0 = performance.now();
-  await inPool(s.proxies, s.handshakeConcurrency, async (i) => {
-    const proxyId = `bench-p${i}`;
-    const instance = instances[i % instanceCount];
-    proxyInstance.set(proxyId, instance.index);
-    await SimProxy.connect(
-      {
-        url: instance.ws,
-        localAddress: proxyAddress(i),
-        proxyId,
-        instance: instance.index,
-        timeoutMs: s.connectTimeoutMs,
-        sdpBytes: s.sdpBytes,
-      },
-      book,
-    ).then((proxy) => {
-      proxy.startHeartbeats();
-      proxies.push(proxy);
-    }, handshakeFailure(book.failures.proxyHandshake));
-  });
+  const registered = await generator.all((w) => ({
+    op: 'proxies',
+    peers: generator.share(s.proxies, w, (i) => ({
+      id: benchProxyId(i),
+      url: instances[i % instanceCount].ws,
+      localAddress: proxyAddress(i),
+      instance: i % instanceCount,
+    })),
+    concurrency: perWorker(s.handshakeConcurrency),
+    timeoutMs: s.connectTimeoutMs,
+    sdpBytes: s.sdpBytes,
+  }));
+  const proxyCount = sum(registered.map((r) => r.peers));
   const proxyRampMs = performance.now() - t0;
-  say(
-    `  proxies: ${proxies.length}/${s.proxies} registered in ${seconds(t0)} s` +
-      ` (${book.failures.proxyHandshake.total} failed)`,
-  );
+  say(`  proxies: ${proxyCount}/${s.proxies} registered in ${seconds(t0)} s`);
   // Every instance must know every proxy before clients ask (sharing Redis: within a refresh).
   const registryProblem = await waitFor(
-    `every instance to list the ${proxies.length} proxies`,
+    `every instance to list the ${proxyCount} proxies`,
     async () => {
       const known = await Promise.all(instances.map(proxiesKnown));
-      return known.every((n) => n === proxies.length) ? '' : undefined;
+      return known.every((n) => n === proxyCount) ? '' : undefined;
     },
     10_000,
     100,
@@ -155,59 +152,58 @@ async function measureRow(
   if (registryProblem) say(`  ${registryProblem}`);
   const baseline = instances.map((i) => memory(i.pid).rssBytes);
 
-  // Clients in bounded batches: round robin over their addresses, at most 4 greeting per address.
+  // Clients: round robin over their addresses, at most 4 greeting per address (all workers together).
   t0 = performance.now();
   const addresses = clientAddresses(s.clients, s.clientsPerAddress);
   const concurrency = Math.min(s.handshakeConcurrency, 4 * addresses.count);
-  const step = Math.max(1000, Math.ceil(s.clients / 5));
-  let done = 0;
-  const connected: (SimClient | undefined)[] = new Array(s.clients);
-  await inPool(s.clients, concurrency, async (i) => {
-    const instance = instances[i % instanceCount];
-    await SimClient.connect(
-      {
-        url: instance.ws,
-        localAddress: addresses.of(i),
-        index: i,
-        instance: instance.index,
-        timeoutMs: s.connectTimeoutMs,
-      },
-      book,
-      settings,
-    ).then((client) => {
-      connected[i] = client;
-    }, handshakeFailure(book.failures.clientHandshake));
-    if (++done % step === 0 && done < s.clients) say(`  clients: ${done}/${s.clients} handshakes done`);
-  });
-  for (const client of connected) if (client) clients.push(client);
+  const connected = await generator.all((w) => ({
+    op: 'clients',
+    peers: generator.share(s.clients, w, (i) => ({
+      index: i,
+      url: instances[i % instanceCount].ws,
+      localAddress: addresses.of(i),
+      instance: i % instanceCount,
+    })),
+    concurrency: perWorker(concurrency),
+    timeoutMs: s.connectTimeoutMs,
+    sdpBytes: s.sdpBytes,
+    requestCount: s.requestCount,
+    instances: instanceCount,
+  }));
+  const clientCount = sum(connected.map((r) => r.peers));
   const clientRampMs = performance.now() - t0;
-  say(
-    `  clients: ${clients.length}/${s.clients} sessions in ${seconds(t0)} s over ${addresses.count} addresses` +
-      ` (${book.failures.clientHandshake.total} failed)`,
-  );
+  say(`  clients: ${clientCount}/${s.clients} sessions in ${seconds(t0)} s over ${addresses.count} addresses`);
 
-  // Offers: a scheduler starts them at the set rate on idle active clients; a sweep expires
+  // Offers: each worker starts its share at the set rate on its idle active clients and expires
   // what went unanswered. Warm-up first, then the measured window.
-  const active = clients.slice(0, Math.ceil(s.activeFraction * clients.length));
-  const stopDriving = drive(book, active, s);
+  const activeBelow = Math.ceil(s.activeFraction * s.clients);
+  await generator.all((w) => ({
+    op: 'drive',
+    activeBelow,
+    offerRate: (s.offerRate * generator.share(activeBelow, w, () => 1).length) / activeBelow,
+    settings: s,
+  }));
   await sleep(s.warmupMs);
   const instanceCpu = instances.map((i) => new CpuMeter(() => cpuSeconds(i.pid)));
-  const generatorCpu = new CpuMeter(ownCpuSeconds);
+  const generatorCpu = new CpuMeter(() => ownCpuSeconds() + sum(generator.pids.map(cpuSeconds)));
   const redisProcess = started.redis ? redisPid(started.redis.port) : undefined;
   const redisCpu = redisProcess !== undefined ? new CpuMeter(() => cpuSeconds(redisProcess)) : undefined;
+  await generator.all(() => ({ op: 'measure', on: true }));
   for (const meter of [...instanceCpu, generatorCpu, redisCpu]) meter?.start();
   const windowStart = performance.now();
-  book.measuring = true;
   await sleep(s.steadyMs);
-  book.measuring = false;
+  const open = await generator.all(() => ({ op: 'measure', on: false }));
   const steadyWindowMs = performance.now() - windowStart;
   const cpuPercentPerInstance = instanceCpu.map((m) => round1(m.percent()));
   const generatorCpuPercent = round1(generatorCpu.percent());
   const redisCpuPercent = redisCpu ? round1(redisCpu.percent()) : null;
   const steadyMemory = instances.map((i) => memory(i.pid));
-  const clientSessions = clients.filter((c) => c.open).length;
-  const proxiesOpen = proxies.filter((p) => p.open).length;
-  await stopDriving(s.answerTimeoutMs + 1000);
+  const generatorRssBytes = process.memoryUsage.rss() + sum(generator.pids.map((pid) => memory(pid).rssBytes));
+  const clientSessions = sum(open.map((r) => r.open!.clients));
+  const proxiesOpen = sum(open.map((r) => r.open!.proxies));
+  for (const part of await generator.all(() => ({ op: 'stop', drainMs: s.answerTimeoutMs + 1000 }))) {
+    mergeBook(book, part.book!);
+  }
 
   const origoCounters: Record<string, number> = {};
   for (const instance of instances) {
@@ -227,6 +223,8 @@ async function measureRow(
     steadyMemory,
     baseline,
     generatorCpuPercent,
+    generatorRssBytes,
+    generatorProcesses: generator.count,
     redisCpuPercent,
     rampMs: { proxies: Math.round(proxyRampMs), clients: Math.round(clientRampMs) },
     origoCounters,
@@ -239,10 +237,10 @@ async function measureRow(
       `, round trip p50 ${row.roundTripP50Ms} ms p99 ${row.roundTripP99Ms} ms`,
   );
   say(
-    `  heartbeats ${row.heartbeatsPerSecond}/s; origo CPU ${row.cpuPercentPerInstance.map((c) => `${c}%`).join(' + ')},` +
+    `  heartbeats ${row.heartbeatsPerSecond}/s; origo CPU ${row.cpuCores.map((c) => `${c} core`).join(' + ')},` +
       ` RSS ${row.rssBytesPerInstance.map(mb).join(' + ')} (peak ${row.rssPeakBytesPerInstance.map(mb).join(' + ')}),` +
       ` ${row.rssBytesPer1000Clients === null ? '?' : mb(row.rssBytesPer1000Clients)} per 1000 clients;` +
-      ` generator CPU ${generatorCpuPercent}%` +
+      ` generator CPU ${generatorCpuPercent}% over ${generator.count} process(es)` +
       (redisCpuPercent !== null ? `, redis CPU ${redisCpuPercent}%` : ''),
   );
   say(

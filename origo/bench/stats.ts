@@ -25,6 +25,15 @@ export class Samples {
     this.values.push(value);
   }
 
+  /** The durations so far (to send them to the process that summarises). */
+  all(): readonly number[] {
+    return this.values;
+  }
+
+  pushAll(values: readonly number[]): void {
+    for (const v of values) this.values.push(v);
+  }
+
   get count(): number {
     return this.values.length;
   }
