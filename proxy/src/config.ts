@@ -8,6 +8,7 @@ import ipaddr from 'ipaddr.js';
 import { MAX_DATAGRAM_BYTES, MAX_OBJECT_BYTES, MAX_SYMBOL_SIZE, MIN_SYMBOL_SIZE } from '@mutp/shared';
 import { normalizeOrigins } from '@mutp/origin-fetch';
 import { DEFAULT_DRAIN_TIMEOUT_MS } from './drain';
+import { addShieldOptions, ShieldConfig, shieldConfig } from './shield-config';
 import {
   applyConfigFile,
   byteCount,
@@ -111,6 +112,8 @@ export interface ProxyConfig {
   logLevel: LogLevel;
   /** On SIGTERM: how long active transfers may take to finish before the proxy closes anyway. */
   drainTimeoutMs?: number;
+  /** Origin shielding (shield-config.ts): as a parent, a child, or both; absent: off. */
+  shield?: ShieldConfig;
 }
 
 export const MiB = 1024 * 1024;
@@ -293,7 +296,7 @@ function flag(text: string | undefined): boolean {
 /** The commander program (used by main.ts and by `--help`); usage errors exit 2. */
 export function buildCommand(): Command {
   const d = DEFAULT_CONFIG;
-  return exitTwoOnUsageErrors(new Command('mutp-proxy'))
+  return addShieldOptions(exitTwoOnUsageErrors(new Command('mutp-proxy')))
     .description(
       'MUTP edge proxy: serves coded multi-source transfers over WebRTC and the Parallel HTTP baseline. ' +
         'HTTP /livez, /readyz, /healthz, /metrics, /v1/http. SIGTERM drains: new clients and transfers are ' +
@@ -603,6 +606,8 @@ export function parseConfig(argv: string[], command: Command = buildCommand()): 
   }
   if (o.regionPrefixes !== undefined && o.region === undefined)
     command.error('error: --region-prefixes needs --region (the region they belong to)', { exitCode: 2 });
+  const shield = shieldConfig(o);
+  if (typeof shield === 'string') command.error(`error: ${shield}`, { exitCode: 2 });
   return {
     origoUrl: o.origo,
     secret: o.secret,
@@ -647,5 +652,6 @@ export function parseConfig(argv: string[], command: Command = buildCommand()): 
     originTotalTimeoutMs: o.originTotalTimeoutMs,
     logLevel: o.logLevel,
     drainTimeoutMs: o.drainTimeoutMs,
+    ...(shield ? { shield } : {}),
   };
 }

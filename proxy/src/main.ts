@@ -11,6 +11,7 @@ import './compiled-check';
 import { releaseNodeRtc } from '@mutp/node-rtc';
 import { parseConfig } from './config';
 import { createProxy } from './proxy';
+import { setUpShield } from './shield-setup';
 
 export const EXIT_UNAUTHORIZED = 3;
 
@@ -22,6 +23,7 @@ async function main(): Promise<void> {
     stopping = true;
     proxy.logger.info({ why }, 'shutting down');
     try {
+      await shield?.close();
       await proxy.close();
     } catch (e) {
       proxy.logger.error({ err: e }, 'error while closing');
@@ -39,6 +41,8 @@ async function main(): Promise<void> {
       void stop(EXIT_UNAUTHORIZED, 'unauthorized');
     },
   });
+  // Origin shielding (--shield-parent / --shield-port), off unless configured.
+  const shield = setUpShield(config, proxy);
   let draining = false;
   const drainThenStop = (signal: NodeJS.Signals) => {
     if (draining || stopping) {
@@ -60,7 +64,11 @@ async function main(): Promise<void> {
   process.on('SIGINT', drainThenStop);
   try {
     const { httpUrl } = await proxy.start();
-    proxy.logger.info({ httpUrl, origo: config.origoUrl ?? null }, 'proxy started');
+    const shieldUrl = await shield?.listen();
+    proxy.logger.info(
+      { httpUrl, origo: config.origoUrl ?? null, ...(shieldUrl ? { shieldUrl } : {}) },
+      'proxy started',
+    );
   } catch (e) {
     proxy.logger.fatal({ err: e }, 'proxy failed to start');
     await stop(1, 'start-up failure');

@@ -30,6 +30,9 @@ export class ProxyMetrics {
   readonly firstByteSeconds: Histogram<'mode'>;
   readonly originFetchSeconds: Histogram<'outcome'>;
   readonly originBytes: Counter;
+  readonly shieldServed: Counter<'outcome'>;
+  readonly shieldFetches: Counter<'outcome'>;
+  readonly shieldBytes: Counter<'source'>;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -129,6 +132,24 @@ export class ProxyMetrics {
     this.originBytes = new Counter({
       name: 'mutp_proxy_origin_bytes_total',
       help: 'Body bytes of completed origin fetches (what the origin sent for the cache)',
+      registers,
+    });
+    this.shieldServed = new Counter({
+      name: 'mutp_proxy_shield_requests_total',
+      help: 'Shield parent: child requests by outcome (served, busy, over-budget, unauthorized-<why>, or the error kind)',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.shieldFetches = new Counter({
+      name: 'mutp_proxy_shield_fetches_total',
+      help: "Shield child: misses by outcome (verified: the parent's bytes matched the origin's evidence; parent-failed, parent-stale, parent-lied, unchecked (no evidence from the origin): fetched from the origin instead; origin-direct: the origin's probe brought the whole object)",
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.shieldBytes = new Counter({
+      name: 'mutp_proxy_shield_bytes_total',
+      help: 'Origin shielding bytes by source: parent (received from the parent), origin-check (probes and samples from the origin), served-to-children (as a parent)',
+      labelNames: ['source'],
       registers,
     });
     new Gauge({

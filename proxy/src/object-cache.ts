@@ -57,6 +57,8 @@ export interface ObjectCacheStats {
   unrequestedDropped: number;
   /** Body bytes received from origins (the whole body when an origin ignored a Range). */
   originBytes: number;
+  /** Body bytes received from a shield parent instead of the origin (shield-fetch.ts). */
+  parentBytes: number;
   entries: number;
   bytes: number;
   maxBytes: number;
@@ -78,7 +80,11 @@ export interface ObjectCacheOptions {
    * not counted). Default 1.
    */
   minNetworks?: number;
-  /** Called when an origin fetch completes, with the network that started it and the bytes it pulled. */
+  /**
+   * Called when an origin fetch completes, with the network that started it and the bytes it
+   * pulled (from the origin, or from a shield parent in its place: a network's staging costs the
+   * fleet either way).
+   */
   onOriginBytes?: (network: string | undefined, bytes: number) => void;
   /** Called once per lookup: 'hit' (cached), 'miss' (fetch started), 'joined' (fetch shared). */
   onLookup?: (outcome: 'hit' | 'miss' | 'joined') => void;
@@ -120,9 +126,13 @@ export class ObjectCache {
     conflictDropped: 0,
     unrequestedDropped: 0,
     originBytes: 0,
+    parentBytes: 0,
   };
+  /** How misses are fetched: the origin fetch, or a shield around it (shieldWith). */
+  private fetcher: ObjectFetcher;
 
   constructor(private readonly options: ObjectCacheOptions) {
+    this.fetcher = options.fetch;
     this.budget = options.budget ?? new MemoryBudget(Number.MAX_SAFE_INTEGER);
     const idleBytes = options.idleEncoderBytes ?? DEFAULT_IDLE_ENCODER_BYTES;
     this.memory = new EntryMemory(this.budget, idleBytes > 0 ? new IdleEncoders(this.budget, idleBytes) : undefined);
@@ -158,6 +168,15 @@ export class ObjectCache {
       (entry as Entry).lookups++;
       return entry;
     });
+  }
+
+  /**
+   * Misses are fetched through `wrap(origin fetch)` from now on: origin shielding (shield-fetch.ts)
+   * asks a parent proxy and checks its bytes against the origin, which it still reaches through
+   * the fetch it is given.
+   */
+  shieldWith(wrap: (origin: ObjectFetcher) => ObjectFetcher): void {
+    this.fetcher = wrap(this.options.fetch);
   }
 
   /**
@@ -292,14 +311,15 @@ export class ObjectCache {
       return true;
     };
     try {
-      const fetched = await this.options.fetch(href, {
+      const fetched = await this.fetcher(href, {
         signal: controller.signal,
         reserve,
         ...(range ? { range } : {}),
       });
       // Without a range (asked or answered) the body is the whole resource.
       const whole = fetched.wholeBody ?? (range && fetched.range ? undefined : fetched.bytes);
-      this.counters.originBytes += (whole ?? fetched.bytes).byteLength;
+      if (fetched.fromParent) this.counters.parentBytes += (whole ?? fetched.bytes).byteLength;
+      else this.counters.originBytes += (whole ?? fetched.bytes).byteLength;
       this.options.onOriginBytes?.(fetching.network, (whole ?? fetched.bytes).byteLength);
       if (range && !whole && fetched.range) {
         const problem = servedRangeProblem(range, fetched.range, fetched.bytes.byteLength);

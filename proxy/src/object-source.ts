@@ -24,6 +24,11 @@ export class ObjectSource implements ObjectProvider {
     private readonly onRefused?: (error: ServeError) => void,
   ) {}
 
+  /** Misses go through `wrap(origin fetch)` from now on (origin shielding: ObjectCache.shieldWith). */
+  shieldWith(wrap: Parameters<ObjectCache['shieldWith']>[0]): void {
+    this.cache.shieldWith(wrap);
+  }
+
   /** How many lookups returned `object` so far (staging: whether anyone asked for it since). */
   lookupsOf(object: CachedObject): number {
     return this.cache.lookupsOf(object);

@@ -18,7 +18,18 @@ export interface FetchControl {
   range?: ByteRange;
 }
 
-export type ObjectFetcher = (url: string, control: FetchControl) => Promise<FetchResult>;
+/** An origin's answer, or one a shield parent served in its place (shield-fetch.ts). */
+export interface FetchedBytes extends FetchResult {
+  /** The bytes came from a shield parent (checked against the origin), not from the origin. */
+  fromParent?: boolean;
+  /**
+   * The origin's Repr-Digest header (RFC 9530), when the fetch passes it on: a shield child
+   * checks every byte of its parent's copy against it (shield-verify.ts).
+   */
+  reprDigest?: string;
+}
+
+export type ObjectFetcher = (url: string, control: FetchControl) => Promise<FetchedBytes>;
 
 export const DEFAULT_MAX_CONCURRENT_FETCHES = 32;
 

@@ -1,0 +1,232 @@
+/**
+ * A shield child's misses (docs/deploy.md "Origin shielding"): the object's bytes come from the
+ * parent proxy (shield-endpoint.ts), and what is said about them from the origin itself. At the
+ * same time as the parent is asked, the origin is asked for one byte of the object (a ranged
+ * GET): its answer gives the version (validators), the size, the cache policy and the type the
+ * cache stores, and Repr-Digest when the origin sends one. Then, unless the digest checks every
+ * byte, a few ranges chosen at random (about `sampleFraction` of the bytes together) are fetched
+ * from the origin and compared with the parent's bytes.
+ *
+ * The parent's bytes are used only when everything agrees. A parent that fails (down, refusing,
+ * slower than `timeoutMs`, too large an answer) or whose bytes are of another version or differ
+ * from the origin's evidence is passed over: the object is fetched from the origin as without a
+ * parent, and the metrics and log name the parent (`parent-lied` for bytes that differ). So a
+ * parent can cost a child time, never a transfer. An origin that does not answer ranges (its
+ * whole object came with the first byte's request) is simply used.
+ */
+import { randomInt } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { ByteRange } from '@mutp/shared';
+import { ServeError } from './errors';
+import type { ProxyMetrics } from './metrics';
+import type { FetchControl, FetchedBytes, ObjectFetcher } from './origin-fetches';
+import { signShieldRequest } from './shield-auth';
+import { SHIELD_HEADERS } from './shield-endpoint';
+import { RandomInt, reprDigestSha256, sampleMismatch, sampleRanges, sha256Equals, validatorOf } from './shield-verify';
+
+export interface ShieldFetchOptions {
+  /** The parent's shield endpoint, e.g. http://10.0.0.5:8801 (the fleet's network). */
+  parentUrl: string;
+  /** The fleet's shield key. */
+  key: string;
+  /** This proxy's name as the parent budgets it. */
+  child: string;
+  /** Largest object taken from the parent (the proxy's --max-object-bytes). */
+  maxBytes: number;
+  /** The parent's whole answer must arrive within this long, else the origin is asked. */
+  timeoutMs: number;
+  /** Bytes sampled from the origin, as a fraction of the object's (without Repr-Digest). */
+  sampleFraction: number;
+  /** Ranges sampled (their bytes together are sampleFraction of the object). */
+  samples: number;
+  metrics: ProxyMetrics;
+  logger: Logger;
+  random?: RandomInt;
+}
+
+export const DEFAULT_SHIELD_SAMPLE_FRACTION = 0.02;
+export const DEFAULT_SHIELD_SAMPLES = 4;
+export const DEFAULT_SHIELD_TIMEOUT_MS = 10_000;
+
+/**
+ * Why the parent's bytes were not used: it failed, had another version, sent bytes the origin's
+ * evidence contradicts, or the origin gave nothing to check them against.
+ */
+type Passed = 'parent-failed' | 'parent-stale' | 'parent-lied' | 'unchecked';
+
+interface ParentAnswer {
+  bytes: Uint8Array;
+  rangeStart?: number;
+  completeLength?: number;
+  validator?: string;
+}
+
+/** Wraps the origin fetch of a proxy's cache (ObjectCache.shieldWith) in the shield. */
+export function shieldFetcher(origin: ObjectFetcher, o: ShieldFetchOptions): ObjectFetcher {
+  const random = o.random ?? ((max: number) => randomInt(max));
+  const log = o.logger.child({ component: 'shield', parent: o.parentUrl });
+  const countOrigin = (bytes: number) => o.metrics.shieldBytes.inc({ source: 'origin-check' }, bytes);
+
+  return async (url, control) => {
+    // The checks' own requests (parent, probe, samples) end with this call: none of them may
+    // reserve memory once the cache has given back what this fetch held.
+    const checks = new AbortController();
+    const scoped: FetchControl = {
+      signal: AbortSignal.any([control.signal, checks.signal]),
+      reserve: (bytes) => !checks.signal.aborted && control.reserve(bytes),
+    };
+    const passOver = (why: Passed, detail: string): Promise<FetchedBytes> => {
+      checks.abort();
+      o.metrics.shieldFetches.inc({ outcome: why });
+      (why === 'parent-lied' ? log.warn.bind(log) : log.info.bind(log))(
+        { url, why, detail },
+        'shield parent passed over',
+      );
+      return origin(url, control);
+    };
+    try {
+      const parentSignal = AbortSignal.any([scoped.signal, AbortSignal.timeout(o.timeoutMs)]);
+      // Settles to the answer or the reason it failed: a parent never fails the fetch.
+      const parent = askParent(o, url, { ...scoped, range: control.range }, parentSignal).catch((e: unknown) =>
+        e instanceof Error ? e : new Error(String(e)),
+      );
+      let probe: FetchedBytes;
+      try {
+        probe = await origin(url, { ...scoped, range: { start: control.range?.start ?? 0, length: 1 } });
+      } catch (e) {
+        // No evidence to check against (an empty object, an origin refusing or down): the origin's
+        // own answer to the real request decides.
+        return await passOver('unchecked', `origin probe: ${(e as Error).message}`);
+      }
+      countOrigin(probe.bytes.byteLength);
+      if (probe.wholeBody || !probe.range) {
+        // The origin ignored the Range: it sent the object itself, nothing to take from the parent.
+        o.metrics.shieldFetches.inc({ outcome: 'origin-direct' });
+        return probe;
+      }
+      const extent = extentOf(control.range, probe.range.completeLength);
+      if (!extent) return await passOver('unchecked', 'origin gave no complete length');
+      const digest = control.range ? undefined : reprDigestSha256(probe.reprDigest);
+      const samples = digest
+        ? []
+        : sampleRanges(extent, o.sampleFraction, o.samples, random).map((range) =>
+            origin(url, { ...scoped, range }).then((r) => {
+              countOrigin(r.bytes.byteLength);
+              return r;
+            }),
+          );
+      // Awaited by the check, or dropped when the parent fails first: never an unhandled rejection.
+      for (const sample of samples) sample.catch(() => undefined);
+      const answer = await parent;
+      if (answer instanceof Error) return await passOver('parent-failed', answer.message);
+      const problem = await checkAnswer(answer, probe, extent, digest, samples);
+      if (problem) return await passOver(problem[0], problem[1]);
+      o.metrics.shieldFetches.inc({ outcome: 'verified' });
+      o.metrics.shieldBytes.inc({ source: 'parent' }, answer.bytes.byteLength);
+      return {
+        bytes: answer.bytes,
+        contentType: probe.contentType,
+        cacheControl: probe.cacheControl,
+        expires: probe.expires,
+        date: probe.date,
+        etag: probe.etag,
+        lastModified: probe.lastModified,
+        ...(control.range ? { range: { start: extent.start, completeLength: probe.range.completeLength } } : {}),
+        fromParent: true,
+      };
+    } finally {
+      checks.abort();
+    }
+  };
+}
+
+/** The bytes a request covers, given the resource's size (undefined: unknown size, no way to check). */
+function extentOf(range: ByteRange | undefined, completeLength: number | undefined): ByteRange | undefined {
+  if (completeLength === undefined) return undefined;
+  if (!range) return { start: 0, length: completeLength };
+  return { start: range.start, length: Math.max(0, Math.min(range.length, completeLength - range.start)) };
+}
+
+/** Why the parent's answer is not the origin's object, or undefined when all evidence agrees. */
+async function checkAnswer(
+  answer: ParentAnswer,
+  probe: FetchedBytes,
+  extent: ByteRange,
+  digest: Buffer | undefined,
+  samples: Promise<FetchedBytes>[],
+): Promise<[Passed, string] | undefined> {
+  const version = validatorOf(probe);
+  if (answer.validator !== version) return ['parent-stale', `parent has ${answer.validator}, origin ${version}`];
+  const start = answer.rangeStart ?? 0;
+  if (start !== extent.start || answer.bytes.byteLength !== extent.length)
+    return [
+      'parent-lied',
+      `parent sent ${answer.bytes.byteLength} bytes at ${start}, origin has ${extent.length} at ${extent.start}`,
+    ];
+  if (answer.completeLength !== undefined && answer.completeLength !== probe.range?.completeLength)
+    return ['parent-lied', 'parent states another complete length'];
+  if (
+    sampleMismatch(answer.bytes, start, { start: extent.start, bytes: probe.bytes.subarray(0, extent.length ? 1 : 0) })
+  )
+    return ['parent-lied', 'first byte differs'];
+  if (digest) return sha256Equals(answer.bytes, digest) ? undefined : ['parent-lied', 'Repr-Digest differs'];
+  for (const settled of await Promise.allSettled(samples)) {
+    // A sample the origin did not give leaves the parent unchecked: not used.
+    if (settled.status === 'rejected') return ['unchecked', `origin sample: ${String(settled.reason)}`];
+    const sample = settled.value;
+    if (validatorOf(sample) !== version) return ['parent-stale', 'the origin changed during the check'];
+    if (!sample.range || sample.wholeBody) return ['unchecked', 'origin sample without a range'];
+    if (sampleMismatch(answer.bytes, start, { start: sample.range.start, bytes: sample.bytes }))
+      return ['parent-lied', `bytes at ${sample.range.start} differ`];
+  }
+  return undefined;
+}
+
+/** The parent's answer for `url` (and the control's range), read under the memory budget. */
+async function askParent(
+  o: ShieldFetchOptions,
+  url: string,
+  control: FetchControl,
+  signal: AbortSignal,
+): Promise<ParentAnswer> {
+  const target = new URL('/v1/shield', o.parentUrl);
+  target.searchParams.set('url', url);
+  if (control.range) {
+    target.searchParams.set('start', String(control.range.start));
+    target.searchParams.set('length', String(control.range.length));
+  }
+  const res = await fetch(target, {
+    signal,
+    headers: { authorization: signShieldRequest(o.key, o.child, { url, range: control.range }) },
+  });
+  if (res.status !== 200) {
+    await res.body?.cancel();
+    throw new ServeError('origin-error', `parent answered ${res.status}`);
+  }
+  const length = Number(res.headers.get('content-length'));
+  if (!Number.isSafeInteger(length) || length < 0 || length > o.maxBytes) {
+    await res.body?.cancel();
+    throw new ServeError('too-large', `parent answer of ${res.headers.get('content-length')} bytes`);
+  }
+  const bytes = new Uint8Array(length);
+  let received = 0;
+  for await (const chunk of res.body ?? []) {
+    const part = chunk as Uint8Array;
+    if (received + part.byteLength > length) throw new ServeError('origin-error', 'parent sent more than it said');
+    if (!control.reserve(part.byteLength)) throw new ServeError('overloaded', 'memory budget full');
+    bytes.set(part, received);
+    received += part.byteLength;
+  }
+  if (received !== length) throw new ServeError('origin-error', 'parent answer cut short');
+  const header = (name: string) => res.headers.get(name) ?? undefined;
+  const numeric = (name: string) => {
+    const v = header(name);
+    return v !== undefined && /^\d{1,16}$/.test(v) ? Number(v) : undefined;
+  };
+  return {
+    bytes,
+    rangeStart: numeric(SHIELD_HEADERS.rangeStart),
+    completeLength: numeric(SHIELD_HEADERS.completeLength),
+    validator: header(SHIELD_HEADERS.validator),
+  };
+}
