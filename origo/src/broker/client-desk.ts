@@ -4,7 +4,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import { addressPrefix, ClientToOrigo, MAX_RENEWED_PROXY_TOKENS, ProxyInfo, QuicEndpoint } from '@mutp/shared';
-import type { SharedProxy } from '../cluster/cluster';
+import { offerableRemote, reachesOtherInstances, type SharedProxy } from '../cluster/cluster';
 import { DepartedOffers } from '../departed-offers';
 import { BudgetBook } from '../limits';
 import { bannedUntil } from '../proven-false-bans';
@@ -22,6 +22,12 @@ type ClientReport = Extract<ClientToOrigo, { type: 'report' }>;
 const MAX_PICK_NOTES = 100_000;
 /** Proxy ids remembered per client as offered to it (records may only name these). */
 const MAX_OFFERED_PER_CLIENT = 256;
+/**
+ * Proxy requests held in the start-up grace at once (startupGrace(): one per client), and how
+ * often they are checked against the proxies registered by then. Beyond the cap, answered at once.
+ */
+const MAX_GRACE_WAITERS = 1024;
+const GRACE_CHECK_MS = 100;
 
 /** What selection sees of a proxy, local or remote. */
 interface Candidate extends ProxyLoad {
@@ -47,6 +53,13 @@ export class ClientDesk {
   /** Selection's view of each remote proxy, per registry read (candidate()). */
   private readonly remoteCandidates = new WeakMap<SharedProxy, Candidate>();
   private closed = false;
+  /** When this instance started: the start-up grace (startupGrace()) counts from here. */
+  private readonly startedAt = Date.now();
+  /** Clients that resumed a session (presented a valid token) within the start-up grace. */
+  private readonly resumedEarly = new WeakSet<ClientEntry>();
+  /** Proxy requests held in the start-up grace: how many proxies each waits for. */
+  private readonly graceWaiters = new Map<ClientEntry, { need: number; done: () => void }>();
+  private graceTimer?: NodeJS.Timeout;
 
   constructor(
     private readonly state: BrokerState,
@@ -105,6 +118,7 @@ export class ClientDesk {
       proxyTokens: new Map(),
     };
     this.clients.set(clientId, entry);
+    if (previousId !== undefined && Date.now() < this.graceEndsAt) this.resumedEarly.add(entry);
     if (inherited.length > 0) this.state.reports.noteOffered(clientId, inherited);
     this.deps.metrics.clients.set(this.clients.size);
     const issued = await this.deps.tokens.issue(clientId, Date.now(), undefined, entry.network);
@@ -140,7 +154,8 @@ export class ClientDesk {
   /** Offers proxies in the background (timed; a failure is logged, never thrown). */
   requestProxies(client: ClientEntry, m: RequestProxies): void {
     const timer = this.deps.metrics.requestProxiesSeconds.startTimer();
-    void this.offerProxies(client, m)
+    void this.startupGrace(client, m)
+      .then(() => this.offerProxies(client, m))
       .catch((err: unknown) => this.deps.log.error({ err, clientId: client.clientId }, 'offering proxies failed'))
       .finally(timer);
   }
@@ -197,13 +212,60 @@ export class ClientDesk {
   close(): void {
     this.closed = true;
     for (const client of this.clients.values()) clearTimeout(client.renewTimer);
+    this.checkGrace();
+  }
+
+  /** The start-up grace lasts one heartbeat interval: every live proxy re-registers within it. */
+  private get graceEndsAt(): number {
+    return this.startedAt + this.config.heartbeatIntervalMs;
+  }
+
+  /**
+   * Right after this instance started (a restart, as far as a client that resumed its session can
+   * tell), proxies are still re-registering: its request for more proxies than are registered
+   * waits until enough are, or the grace ends, instead of being answered with too few (none, at
+   * first). Fresh clients are answered at once. Waiting costs a map entry: one request per client,
+   * MAX_GRACE_WAITERS in all, beyond which requests are answered at once.
+   */
+  private startupGrace(client: ClientEntry, m: RequestProxies): Promise<void> {
+    const need = m.count + (m.exclude?.length ?? 0);
+    if (!this.resumedEarly.has(client) || Date.now() >= this.graceEndsAt || this.registered() >= need)
+      return Promise.resolve();
+    if (this.graceWaiters.has(client) || this.graceWaiters.size >= MAX_GRACE_WAITERS) return Promise.resolve();
+    return new Promise<void>((done) => {
+      this.graceWaiters.set(client, { need, done });
+      if (this.graceTimer === undefined) {
+        this.graceTimer = setInterval(() => this.checkGrace(), GRACE_CHECK_MS);
+        this.graceTimer.unref();
+      }
+    });
+  }
+
+  /** Proxies registered anywhere in the cluster (an upper bound on what selection could offer). */
+  private registered(): number {
+    const { cluster } = this.deps;
+    return this.state.proxies.size + (reachesOtherInstances(cluster) ? cluster.remoteProxies().size : 0);
+  }
+
+  /** Releases the held requests that have their proxies, whose client left, or all once the grace is over. */
+  private checkGrace(): void {
+    const over = this.closed || Date.now() >= this.graceEndsAt;
+    const registered = this.registered();
+    for (const [client, waiter] of this.graceWaiters) {
+      if (!over && registered < waiter.need && this.clients.get(client.clientId) === client) continue;
+      this.graceWaiters.delete(client);
+      waiter.done();
+    }
+    if (this.graceWaiters.size > 0) return;
+    clearInterval(this.graceTimer);
+    this.graceTimer = undefined;
   }
 
   private async offerProxies(client: ClientEntry, m: RequestProxies): Promise<void> {
     const now = Date.now();
     const cluster = this.deps.cluster;
     const offerable: Candidate[] = [];
-    for (const p of [this.state.proxies.values(), this.state.remoteEntries()]) {
+    for (const p of [this.state.proxies.values(), offerableRemote(cluster, this.state.remoteEntries())]) {
       for (const proxy of p) {
         if (bannedUntil(cluster, proxy, now) !== undefined) continue;
         const c = this.candidate(proxy);

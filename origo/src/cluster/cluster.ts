@@ -215,6 +215,21 @@ export interface Cluster {
   close(): Promise<void>;
 }
 
+/**
+ * The other instances' proxies this one may offer: none while it cannot reach the shared store.
+ * Signalling to them goes over that store's bus, so each such offer would fail; and the last read
+ * of the registry keeps them for a heartbeat timeout (issue 34: ~6 s of failing offers). Its own
+ * proxies are offered as before.
+ */
+export function offerableRemote<T>(cluster: Cluster, remote: Iterable<T>): Iterable<T> {
+  return reachesOtherInstances(cluster) ? remote : [];
+}
+
+/** Whether this instance can reach the others now (alone, trivially). */
+export function reachesOtherInstances(cluster: Cluster): boolean {
+  return !cluster.shared || cluster.healthy;
+}
+
 /** One instance alone: nothing is shared, picks are counted locally. */
 export class SoloCluster implements Cluster {
   readonly shared = false;
