@@ -142,6 +142,21 @@ export type QuicEndpoint = z.infer<typeof quicEndpoint>;
 /** An Ed25519 public key, 32 raw bytes as base64url (JWK `x`): what a proxy signs its METAs with. */
 export const assertionKey = z.string().regex(/^[A-Za-z0-9_-]{43}$/, { message: 'an Ed25519 public key, base64url' });
 
+/**
+ * The optional MUTP features a peer understands, by name (docs/protocol.md §13, `FEATURES` in
+ * wire.ts). Names a peer does not know are a newer peer's: accepted and ignored, so adding a
+ * feature never breaks an older origo, proxy or client.
+ */
+export const capabilityNames = z
+  .array(
+    z
+      .string()
+      .min(1)
+      .max(32)
+      .regex(/^[a-z0-9-]+$/),
+  )
+  .max(32);
+
 /** A `signal` message carries the SDP or one ICE candidate of one client–proxy connection. */
 const signalFields = {
   type: z.literal('signal'),
@@ -167,10 +182,7 @@ export const regionName = z
 /** Client address prefixes (CIDR) one proxy may declare its region serves. */
 export const MAX_REGION_PREFIXES = 16;
 /** A client address prefix, IPv4 or IPv6 CIDR (`203.0.113.0/24`, `2001:db8::/32`). */
-export const regionPrefix = z
-  .string()
-  .max(64)
-  .refine(isCidr, { message: 'a CIDR prefix, e.g. 203.0.113.0/24' });
+export const regionPrefix = z.string().max(64).refine(isCidr, { message: 'a CIDR prefix, e.g. 203.0.113.0/24' });
 
 function isCidr(s: string): boolean {
   try {
@@ -209,6 +221,8 @@ export const proxyToOrigo = z.discriminatedUnion('type', [
     region: regionName.optional(),
     /** Client address prefixes its region serves: origo maps a client by the longest that holds it. */
     prefixes: z.array(regionPrefix).max(MAX_REGION_PREFIXES).optional(),
+    /** The optional MUTP features it understands (absent: the legacy set, docs/protocol.md §13). */
+    capabilities: capabilityNames.optional(),
   }),
   z.object({
     type: z.literal('heartbeat'),
@@ -291,6 +305,8 @@ export const proxyInfo = z.object({
   assertionKey: assertionKey.optional(),
   /** A client token for this proxy only (`proxyTokenAudience`): what the client presents to it. */
   token: token.optional(),
+  /** The optional MUTP features the proxy declared at registration (absent: the legacy set, docs/protocol.md §13). */
+  capabilities: capabilityNames.optional(),
 });
 
 /** A renewed per-proxy token (`token` message). */

@@ -103,6 +103,10 @@ export const REQUEST_RANGE_BYTES = 10;
 export const REQUEST_RESUME_BYTES = 8;
 /** Bit 7 of a REQUEST's scheduler byte: the resume part ends the message. */
 const REQUEST_FLAG_RESUME = 0x80;
+/** Bit 6 of a REQUEST's scheduler byte: an extension block precedes the resume part (§4.8). */
+const REQUEST_FLAG_EXTENSIONS = 0x40;
+/** The scheduler id's bits of that byte. */
+const REQUEST_SCHEDULER_MASK = 0x3f;
 /**
  * Highest fountain block round a resume part may name (2^24 − 1): with 32 sources the ids it
  * starts from stay below 2^29, far from the u32 limit however long the transfer then runs.
@@ -114,6 +118,8 @@ const META_FLAG_RANGED = 0x01;
 const META_FLAG_COMPLETE_LENGTH = 0x02;
 /** A signature block follows the Content-Type (MetaSignature). */
 const META_FLAG_SIGNED = 0x04;
+/** An extension block ends the message (§4.8). */
+const META_FLAG_EXTENSIONS = 0x40;
 /** An Ed25519 signature. */
 export const SIGNATURE_BYTES = 64;
 /** A META signature block without its validator: fetchedAt (u48), kind (u8), length (u8), signature. */
@@ -149,6 +155,12 @@ export interface RequestMessage {
   weights?: Uint8Array;
   /** What a client resuming the transfer already has, so a source that starts it again skips it (§4.1). */
   resume?: RequestResume;
+  /**
+   * The extension block (§4.8) as sent: type-length-value entries, among them the client's
+   * capabilities (`capabilityExtension`, read with `extensionCapabilities`). Only to a source that
+   * declared `extensions`; an older one rejects the scheduler byte's bit 6.
+   */
+  extensions?: Uint8Array;
 }
 
 /**
@@ -184,6 +196,11 @@ export interface MetaMessage {
    * key origo publishes for it: a lie it signs is evidence anyone can check against the origin.
    */
   signed?: MetaSignature;
+  /**
+   * The extension block (§4.8) as sent, kept byte for byte (a signature covers it): the source's
+   * capabilities among them. Only to a client whose REQUEST carried one.
+   */
+  extensions?: Uint8Array;
 }
 
 /** Which of the origin's validators a source saw: a strong ETag, else Last-Modified. */
@@ -392,6 +409,167 @@ function modeId(mode: Mode): number {
   return id;
 }
 
+// ---------------------------------------------------------------- capabilities (§4.8, §13)
+
+/**
+ * The optional features of version 1, in bit order: bit i of a capability bitmap is FEATURES[i].
+ * A peer declares the ones it understands (origo's registration and offers, the extension block
+ * of REQUEST and META) and is sent no other. New features are appended, never reordered.
+ */
+export const FEATURES = [
+  /** REQUEST and META carry an extension block (scheduler bit 6, META flag bit 6): this negotiation. */
+  'extensions',
+  /** A REQUEST's range and META's ranged attributes (§4.1, §4.2). */
+  'ranges',
+  /** A REQUEST's initial weights (§4.1). */
+  'weights',
+  /** A REQUEST's resume part (scheduler bit 7, §4.1). */
+  'resume',
+  /** META's attributes block (Content-Type; §4.2). */
+  'attributes',
+  /** Signed METAs (flag bit 2, §4.2). */
+  'signatures',
+  /** SYMBOL_DIGESTS_REQUEST and SYMBOL_DIGESTS (§4.2b). */
+  'symbol-digests',
+  /** The partitioned scheduler (id 3, §9.3). */
+  'partitioned',
+] as const;
+export type Feature = (typeof FEATURES)[number];
+/** A set of features as a bitmap (bit i = FEATURES[i]). */
+export type Capabilities = number;
+
+/** The bit of one feature. */
+export function featureBit(feature: Feature): number {
+  const i = FEATURES.indexOf(feature);
+  if (i < 0) throw new RangeError(`unknown feature ${String(feature)}`);
+  return 1 << i;
+}
+
+/** Every feature this implementation knows. */
+export const ALL_CAPABILITIES: Capabilities = (1 << FEATURES.length) - 1;
+/**
+ * What a peer that declares nothing is taken to understand: every feature from before
+ * capabilities were negotiated (all but `extensions`), the release every deployed peer runs.
+ */
+export const LEGACY_CAPABILITIES: Capabilities = ALL_CAPABILITIES & ~featureBit('extensions');
+
+export function hasFeature(capabilities: Capabilities, feature: Feature): boolean {
+  return (capabilities & featureBit(feature)) !== 0;
+}
+
+/** The set the names declare; names this implementation does not know are ignored (a newer peer's). */
+export function capabilitiesOf(names: readonly string[]): Capabilities {
+  let bits = 0;
+  for (const name of names) {
+    const i = FEATURES.indexOf(name as Feature);
+    if (i >= 0) bits |= 1 << i;
+  }
+  return bits;
+}
+
+/** Every feature but `disabled` (a peer emulating an older release). */
+export function withoutFeatures(disabled: readonly Feature[] = []): Capabilities {
+  let caps = ALL_CAPABILITIES;
+  for (const feature of disabled) caps &= ~featureBit(feature);
+  return caps;
+}
+
+/** The names of a set, in bit order (what a peer declares in signalling). */
+export function featureNames(capabilities: Capabilities): Feature[] {
+  return FEATURES.filter((_, i) => (capabilities & (1 << i)) !== 0);
+}
+
+/**
+ * A comma-separated list of feature names (an option's value, e.g. `resume,ranges`); throws a
+ * RangeError naming an unknown one, so a typo in a switch is not a silent no-op.
+ */
+export function parseFeatureList(text: string): Feature[] {
+  const names = text
+    .split(',')
+    .map((name) => name.trim())
+    .filter((name) => name.length > 0);
+  for (const name of names)
+    if (!FEATURES.includes(name as Feature))
+      throw new RangeError(`unknown feature "${name}" (known: ${FEATURES.join(', ')})`);
+  return names as Feature[];
+}
+
+/** Extension entry types (§4.8); a receiver skips types it does not know. */
+export const ExtensionType = { Capabilities: 1 } as const;
+/** Most bytes of an extension block (its length is one byte). */
+export const MAX_EXTENSION_BYTES = 255;
+/** Most bitmap bytes read of a capabilities entry: longer ones are a newer peer's, their extra bits ignored. */
+const CAPABILITY_BYTES_READ = 4;
+
+/** An extension block holding the capabilities entry (bitmap bytes least significant first). */
+export function capabilityExtension(capabilities: Capabilities): Uint8Array {
+  const bits = capabilities & ALL_CAPABILITIES;
+  const length = Math.max(1, Math.ceil(FEATURES.length / 8));
+  const out = new Uint8Array(2 + length);
+  out[0] = ExtensionType.Capabilities;
+  out[1] = length;
+  for (let i = 0; i < length; i++) out[2 + i] = (bits >>> (8 * i)) & 0xff;
+  return out;
+}
+
+/**
+ * The capabilities an extension block declares (features this implementation does not know are
+ * dropped), or undefined when it has no capabilities entry. The block was checked by the decoder.
+ */
+export function extensionCapabilities(block: Uint8Array): Capabilities | undefined {
+  for (let at = 0; at + 2 <= block.length; at += 2 + block[at + 1]) {
+    if (block[at] !== ExtensionType.Capabilities) continue;
+    let bits = 0;
+    const length = Math.min(block[at + 1], CAPABILITY_BYTES_READ);
+    for (let i = 0; i < length; i++) bits |= block[at + 2 + i] << (8 * i);
+    return (bits >>> 0) & ALL_CAPABILITIES;
+  }
+  return undefined;
+}
+
+/** Why bytes are not an extension block: entries (type u8, length u8, value) that tile it exactly. */
+function extensionsProblem(block: Uint8Array, what: string): WireError | null {
+  let at = 0;
+  while (at < block.length) {
+    if (at + 2 > block.length || at + 2 + block[at + 1] > block.length)
+      return new WireError('out-of-range', `${what}: extension entries do not fill the extension block`);
+    at += 2 + block[at + 1];
+  }
+  return null;
+}
+
+function assertExtensions(block: Uint8Array): void {
+  assertRange('extension bytes', block.length, 0, MAX_EXTENSION_BYTES);
+  const problem = extensionsProblem(block, 'extensions');
+  if (problem) throw new RangeError(problem.message);
+}
+
+/** Writes `block` and its length byte so they end at `end`. */
+function writeExtensions(buf: Uint8Array, end: number, block: Uint8Array): void {
+  buf.set(block, end - 1 - block.length);
+  buf[end - 1] = block.length;
+}
+
+/**
+ * Splits the extension block (and its length byte) off the end of `buf`: the block and what
+ * precedes it, or an error when the length points before `minStart`.
+ */
+function takeExtensions(
+  buf: Uint8Array,
+  minStart: number,
+  what: string,
+): Result<{ block: Uint8Array; rest: Uint8Array }> {
+  if (buf.length < minStart + 1) return err(new WireError('truncated', `${what}: no room for the extension length`));
+  const length = buf[buf.length - 1];
+  const start = buf.length - 1 - length;
+  if (start < minStart)
+    return err(new WireError('truncated', `${what}: extension block of ${length} bytes does not fit`));
+  const block = buf.subarray(start, buf.length - 1);
+  const problem = extensionsProblem(block, what);
+  if (problem) return err(problem);
+  return ok({ block, rest: buf.subarray(0, start) });
+}
+
 // ---------------------------------------------------------------- encoders
 // Encoders validate their arguments and throw RangeError: a caller passing a bad value is a bug
 // in our own code, not hostile input.
@@ -414,12 +592,13 @@ export function encodeRequest(m: Omit<RequestMessage, 'type'>): Uint8Array {
     assertU32('resume fromUnit', m.resume.fromUnit);
     assertRange('resume blockRound', m.resume.blockRound, 0, MAX_BLOCK_ROUND);
   }
+  if (m.extensions) assertExtensions(m.extensions);
   const buf = new Uint8Array(requestLength(m, url.length));
   const v = header(buf, MessageType.Request, m.transferId);
   buf[6] = modeId(m.mode);
   const scheduler = SCHEDULER_IDS[m.scheduler];
   if (scheduler === undefined) throw new RangeError(`unknown scheduler ${String(m.scheduler)}`);
-  buf[7] = scheduler | (m.resume ? REQUEST_FLAG_RESUME : 0);
+  buf[7] = scheduler | (m.resume ? REQUEST_FLAG_RESUME : 0) | (m.extensions ? REQUEST_FLAG_EXTENSIONS : 0);
   buf[8] = m.sourceIndex;
   buf[9] = m.sourceCount;
   v.setUint16(10, m.window);
@@ -433,6 +612,7 @@ export function encodeRequest(m: Omit<RequestMessage, 'type'>): Uint8Array {
     v.setUint32(at + 6, m.range.length);
   }
   if (m.weights) buf.set(m.weights, at + REQUEST_RANGE_BYTES);
+  if (m.extensions) writeExtensions(buf, buf.length - (m.resume ? REQUEST_RESUME_BYTES : 0), m.extensions);
   if (m.resume) {
     v.setUint32(buf.length - REQUEST_RESUME_BYTES, m.resume.fromUnit);
     v.setUint32(buf.length - 4, m.resume.blockRound);
@@ -445,12 +625,13 @@ export function encodeRequest(m: Omit<RequestMessage, 'type'>): Uint8Array {
  * leave out a resume part that would not fit in one datagram.
  */
 export function requestLength(
-  m: Pick<RequestMessage, 'url' | 'range' | 'weights' | 'resume'>,
+  m: Pick<RequestMessage, 'url' | 'range' | 'weights' | 'resume' | 'extensions'>,
   urlBytes = utf8Encoder.encode(m.url).length,
 ): number {
   // Weights follow a range; a whole-object REQUEST with weights carries the empty range (0, 0).
   const trailer = m.weights ? REQUEST_RANGE_BYTES + m.weights.length : m.range ? REQUEST_RANGE_BYTES : 0;
-  return HEADER_BYTES + 11 + urlBytes + trailer + (m.resume ? REQUEST_RESUME_BYTES : 0);
+  const extensions = m.extensions ? m.extensions.length + 1 : 0;
+  return HEADER_BYTES + 11 + urlBytes + trailer + extensions + (m.resume ? REQUEST_RESUME_BYTES : 0);
 }
 
 export function encodeMeta(m: Omit<MetaMessage, 'type'>): Uint8Array {
@@ -460,8 +641,14 @@ export function encodeMeta(m: Omit<MetaMessage, 'type'>): Uint8Array {
   if (m.digest.length !== DIGEST_BYTES) throw new RangeError('digest must be 32 bytes');
   if (m.unitRoot.length !== DIGEST_BYTES) throw new RangeError('unitRoot must be 32 bytes');
   const signed = m.signed;
+  const extensions = m.extensions;
+  if (extensions) assertExtensions(extensions);
+  // The flags that say a signature or extensions follow sit in the attributes block: it is there
+  // (empty) whenever they are.
   const attributes =
-    (m.attributes && (m.attributes.range || m.attributes.contentType)) || signed ? (m.attributes ?? {}) : undefined;
+    (m.attributes && (m.attributes.range || m.attributes.contentType)) || signed || extensions
+      ? (m.attributes ?? {})
+      : undefined;
   const type = attributes?.contentType !== undefined ? utf8Encoder.encode(attributes.contentType) : undefined;
   const validator = signed?.validator !== undefined ? utf8Encoder.encode(signed.validator.value) : undefined;
   if (signed) {
@@ -478,8 +665,9 @@ export function encodeMeta(m: Omit<MetaMessage, 'type'>): Uint8Array {
       assertRange('completeLength', attributes.range.completeLength, 0, MAX_RANGE_OFFSET);
   }
   const signatureBytes = signed ? META_SIGNATURE_FIXED_BYTES + (validator?.length ?? 0) : 0;
+  const extensionBytes = extensions ? extensions.length + 1 : 0;
   const buf = new Uint8Array(
-    META_BYTES + (attributes ? META_ATTRIBUTES_BYTES + (type?.length ?? 0) : 0) + signatureBytes,
+    META_BYTES + (attributes ? META_ATTRIBUTES_BYTES + (type?.length ?? 0) : 0) + signatureBytes + extensionBytes,
   );
   const v = header(buf, MessageType.Meta, m.transferId);
   v.setUint32(6, m.objectLength);
@@ -494,20 +682,23 @@ export function encodeMeta(m: Omit<MetaMessage, 'type'>): Uint8Array {
     buf[META_BYTES] =
       (range ? META_FLAG_RANGED : 0) |
       (complete !== undefined ? META_FLAG_COMPLETE_LENGTH : 0) |
-      (signed ? META_FLAG_SIGNED : 0);
+      (signed ? META_FLAG_SIGNED : 0) |
+      (extensions ? META_FLAG_EXTENSIONS : 0);
     setUint48(v, META_BYTES + 1, range?.start ?? 0);
     setUint48(v, META_BYTES + 7, complete ?? 0);
     buf[META_BYTES + 13] = type?.length ?? 0;
     if (type) buf.set(type, META_BYTES + META_ATTRIBUTES_BYTES);
   }
+  const signatureEnd = buf.length - extensionBytes;
   if (signed) {
-    const at = buf.length - signatureBytes;
+    const at = signatureEnd - signatureBytes;
     setUint48(v, at, signed.fetchedAt);
     buf[at + 6] = signed.validator ? VALIDATOR_KINDS.indexOf(signed.validator.kind) : 0;
     buf[at + 7] = validator?.length ?? 0;
     if (validator) buf.set(validator, at + 8);
-    buf.set(signed.signature, buf.length - SIGNATURE_BYTES);
+    buf.set(signed.signature, signatureEnd - SIGNATURE_BYTES);
   }
+  if (extensions) writeExtensions(buf, buf.length, extensions);
   return buf;
 }
 
@@ -790,7 +981,7 @@ function decodeRequest(buf: Uint8Array, v: DataView, transferId: number): Result
   if (short) return err(short);
   const mode = MODES_BY_ID[buf[6]];
   if (mode === undefined) return fail('out-of-range', `mode ${buf[6]}`);
-  const scheduler = SCHEDULERS_BY_ID[buf[7] & ~REQUEST_FLAG_RESUME];
+  const scheduler = SCHEDULERS_BY_ID[buf[7] & REQUEST_SCHEDULER_MASK];
   if (scheduler === undefined) return fail('out-of-range', `scheduler ${buf[7]}`);
   let resume: RequestResume | undefined;
   if (buf[7] & REQUEST_FLAG_RESUME) {
@@ -801,6 +992,13 @@ function decodeRequest(buf: Uint8Array, v: DataView, transferId: number): Result
     const bad = checkRange('resume blockRound', resume.blockRound, 0, MAX_BLOCK_ROUND);
     if (bad) return err(bad);
     buf = buf.subarray(0, end);
+  }
+  let extensions: Uint8Array | undefined;
+  if (buf[7] & REQUEST_FLAG_EXTENSIONS) {
+    const taken = takeExtensions(buf, 17, 'REQUEST');
+    if (!taken.ok) return err(taken.error);
+    extensions = taken.value.block;
+    buf = taken.value.rest;
   }
   const sourceIndex = buf[8];
   const sourceCount = buf[9];
@@ -847,6 +1045,7 @@ function decodeRequest(buf: Uint8Array, v: DataView, transferId: number): Result
     ...(range ? { range } : {}),
     ...(weights ? { weights } : {}),
     ...(resume ? { resume } : {}),
+    ...(extensions ? { extensions } : {}),
   });
 }
 
@@ -876,13 +1075,21 @@ function decodeMeta(buf: Uint8Array, v: DataView, transferId: number): Result<Me
   if (mode === undefined) return fail('out-of-range', `mode ${buf[13]}`);
   let attributes: ObjectAttributes | undefined;
   let signed: MetaSignature | undefined;
+  let extensions: Uint8Array | undefined;
   if (buf.length > META_BYTES) {
+    if (buf[META_BYTES] & META_FLAG_EXTENSIONS) {
+      const taken = takeExtensions(buf, META_BYTES + META_ATTRIBUTES_BYTES, 'META');
+      if (!taken.ok) return err(taken.error);
+      extensions = taken.value.block;
+      buf = taken.value.rest;
+    }
     const decoded = decodeMetaAttributes(buf, v);
     if (!decoded.ok) return decoded;
     signed = decoded.value.signed;
     const a = decoded.value.attributes;
-    // A signed META carries the attributes block for its flags alone: empty attributes are none.
-    attributes = signed && !a.range && a.contentType === undefined ? undefined : a;
+    // A signed META (or one with extensions) carries the attributes block for its flags alone:
+    // empty attributes are none.
+    attributes = (signed || extensions) && !a.range && a.contentType === undefined ? undefined : a;
   }
   return ok({
     type: MessageType.Meta,
@@ -895,6 +1102,7 @@ function decodeMeta(buf: Uint8Array, v: DataView, transferId: number): Result<Me
     unitRoot: buf.subarray(14 + DIGEST_BYTES, 14 + 2 * DIGEST_BYTES),
     ...(attributes ? { attributes } : {}),
     ...(signed ? { signed } : {}),
+    ...(extensions ? { extensions } : {}),
   });
 }
 
@@ -915,7 +1123,7 @@ function decodeMetaAttributes(
   const validatorKind = isSigned ? buf[typeEnd + 6] : 0;
   const validatorLength = isSigned ? buf[typeEnd + 7] : 0;
   const bad =
-    (flags & ~(META_FLAG_RANGED | META_FLAG_COMPLETE_LENGTH | META_FLAG_SIGNED)
+    (flags & ~(META_FLAG_RANGED | META_FLAG_COMPLETE_LENGTH | META_FLAG_SIGNED | META_FLAG_EXTENSIONS)
       ? new WireError('out-of-range', `reserved META flags 0x${flags.toString(16)}`)
       : null) ??
     (!ranged && flags & META_FLAG_COMPLETE_LENGTH

@@ -18,6 +18,7 @@ import {
   TransferError,
   VerifySignature,
 } from '..';
+import { Capabilities, capabilitiesOf, Feature, hasFeature, LEGACY_CAPABILITIES, withoutFeatures } from '../wire';
 import { ClientError } from './errors';
 import type { ProxyInfo } from '../signalling';
 import { Clock } from './host';
@@ -50,6 +51,11 @@ export interface DownloadOptions {
   onConflict?: (statements: { proxyId: string; meta: Uint8Array }[]) => void;
   /** Progress, per datagram received. */
   onProgress?: (progress: DownloadProgress) => void;
+  /**
+   * Optional features this client leaves off, as a client one release behind (tests, rolling
+   * upgrades; docs/protocol.md §13). Its proxies are sent none of them.
+   */
+  disabledFeatures?: readonly Feature[];
 }
 
 export interface DownloadProgress {
@@ -86,8 +92,12 @@ export interface DownloadResult {
 
 /** How long a finished transfer still answers stray data with STOP. */
 const STOP_LINGER_MS = 3000;
-export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions): Promise<DownloadResult> {
+export function runDownload(offered: ProxyLink[], clock: Clock, o: DownloadOptions): Promise<DownloadResult> {
   const startedAt = clock.now();
+  const own = withoutFeatures(o.disabledFeatures);
+  const usable = usableLinks(offered, own, o);
+  if (typeof usable === 'string') return Promise.reject(new ClientError('no-proxies', usable));
+  const links = usable;
   const receiver = new Receiver({
     transferId: o.transferId,
     url: o.url,
@@ -103,9 +113,12 @@ export function runDownload(links: ProxyLink[], clock: Clock, o: DownloadOptions
     capacityHints: links.map((link) => link.proxy.capacityBps),
     config: o.receiverConfig,
     sha256: o.sha256,
-    signers: links.map((link) => signerOf(link.proxy)),
+    // A client without signatures is one from before them: it holds no keys (and is sent no signed META).
+    signers: hasFeature(own, 'signatures') ? links.map((link) => signerOf(link.proxy)) : undefined,
     verifySignature: o.verifySignature,
     sourceNames: links.map((link) => link.proxy.name),
+    capabilities: own,
+    sourceCapabilities: links.map((link) => declaredBy(link.proxy)),
   });
 
   return new Promise<DownloadResult>((resolve, reject) => {
@@ -251,4 +264,38 @@ function summarize(receiver: Receiver, links: ProxyLink[], startedAt: number, no
 function signerOf(proxy: ProxyInfo): SourceSigner | undefined {
   const publicKey = proxy.assertionKey === undefined ? undefined : decodeAssertionKey(proxy.assertionKey);
   return publicKey && { proxyId: proxy.proxyId, publicKey };
+}
+
+/** What a proxy declared it understands (none declared: undefined, the legacy set). */
+function declaredBy(proxy: ProxyInfo): Capabilities | undefined {
+  return proxy.capabilities && capabilitiesOf(proxy.capabilities);
+}
+
+/**
+ * The links whose proxies can serve this request, or why none can (docs/protocol.md §13): a
+ * ranged request needs `ranges` (without it a proxy would refuse the REQUEST, and a whole object
+ * is not what was asked for: the caller falls back to HTTP), fountain needs `partitioned`, and a
+ * proxy whose key the client holds must declare `signatures` (its unsigned META would never
+ * count: integrity is never given up for a proxy's sake).
+ */
+function usableLinks(links: ProxyLink[], own: Capabilities, o: DownloadOptions): ProxyLink[] | string {
+  if (o.range && !hasFeature(own, 'ranges'))
+    return 'this client does not declare byte ranges (fetch the range over HTTP)';
+  const reasons: string[] = [];
+  const usable = links.filter((link) => {
+    const declared = declaredBy(link.proxy) ?? LEGACY_CAPABILITIES;
+    const both = own & declared;
+    const problem =
+      (o.range && !hasFeature(both, 'ranges') ? 'byte ranges' : undefined) ??
+      (o.mode === 'fountain' && (o.scheduler ?? 'partitioned') === 'partitioned' && !hasFeature(both, 'partitioned')
+        ? 'the partitioned scheduler fountain needs'
+        : undefined) ??
+      (hasFeature(own, 'signatures') && signerOf(link.proxy) && !hasFeature(declared, 'signatures')
+        ? 'signed METAs (it has a published key)'
+        : undefined);
+    if (problem) reasons.push(`${link.proxy.name} does not declare ${problem}`);
+    return problem === undefined;
+  });
+  if (usable.length > 0 || links.length === 0) return usable;
+  return `none of the ${links.length} proxies can serve this request: ${reasons.join('; ')}`;
 }

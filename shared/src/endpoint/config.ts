@@ -5,7 +5,7 @@
 import { Codec } from '../codec/types';
 import { Sha256 } from '../integrity';
 import { MetaSigner, SenderConfig } from '../sender/sender';
-import { Mode } from '../wire';
+import { Feature, Mode } from '../wire';
 import { Admission } from './admission';
 import { ErrorReplyLimits } from './error-replies';
 
@@ -58,4 +58,10 @@ export interface SourceEndpointOptions {
   sha256?: Sha256;
   /** Signs every META's assertion (a proxy's key, published by origo); unsigned without it. */
   signer?: MetaSigner;
+  /**
+   * Optional features this source leaves off (docs/protocol.md §13), as a source one release
+   * behind: for tests of a mixed fleet and rolling upgrades. It declares none of them, sends none,
+   * and drops a datagram that uses one unanswered, as that older release would.
+   */
+  disabledFeatures?: readonly Feature[];
 }

@@ -13,7 +13,19 @@ import { MAX_DATAGRAM_BYTES } from '../limits';
 import { seededRandom } from '../random';
 import { ByteRange } from '../range';
 import { DEFAULT_SENDER_CONFIG, PathEstimate, Sender } from '../sender/sender';
-import { CONNECTION_TRANSFER_ID, decode, ErrorCode, MessageType, Mode, RequestMessage } from '../wire';
+import {
+  Capabilities,
+  CONNECTION_TRANSFER_ID,
+  decode,
+  ErrorCode,
+  Feature,
+  featureNames,
+  MessageType,
+  Mode,
+  parseFeatureList,
+  RequestMessage,
+} from '../wire';
+import { metaShape, ownCapabilities, unknownFeature } from './capability-rules';
 import { Grant } from './admission';
 import { clip, errorDatagram, ErrorReplies, messageOf } from './error-replies';
 import { LayoutRules, objectLayout, refusedLayout } from './layout-rules';
@@ -103,7 +115,24 @@ export class SourceEndpoint {
     capStarts: 0,
   };
 
+  /**
+   * The optional features a source with `disabled` switched off declares (origo's registration),
+   * by name (docs/protocol.md §13).
+   */
+  static declaredFeatures(disabled: readonly Feature[] = []): Feature[] {
+    return featureNames(ownCapabilities(disabled));
+  }
+
+  /** A list of feature names as an option gives it (`resume,ranges`); throws RangeError on an unknown one. */
+  static parseFeatures(text: string): Feature[] {
+    return parseFeatureList(text);
+  }
+
+  /** What this source understands: every feature but those switched off. */
+  private readonly capabilities: Capabilities;
+
   constructor(private readonly opts: SourceEndpointOptions) {
+    this.capabilities = ownCapabilities(opts.disabledFeatures);
     this.limits = { ...DEFAULT_ENDPOINT_LIMITS, ...opts.limits };
     this.lastActivity = opts.now;
     this.errors = new ErrorReplies(this.limits);
@@ -133,6 +162,11 @@ export class SourceEndpoint {
       return;
     }
     const m = decoded.value;
+    // A feature switched off: dropped as the release before it would reject the datagram.
+    if (unknownFeature(m, this.capabilities) !== undefined) {
+      this.counters.malformed++;
+      return;
+    }
     const transfer = this.transfers.get(m.transferId);
     if (transfer?.sender) {
       try {
@@ -174,6 +208,8 @@ export class SourceEndpoint {
       this.failPending(t, ErrorCode.Internal, attributes, now);
       return;
     }
+    // What this client is sent beyond the identity: only what it declared it understands.
+    const shape = metaShape(request, this.capabilities, attributes, this.opts.signer !== undefined);
     const bytes = senderStateBytes(layout) + (object.cached ? 0 : object.bytes.length);
     if (!t.grant.charge(bytes)) {
       this.failPending(t, ErrorCode.Overloaded, 'proxy memory budget for transfers is full', now);
@@ -187,9 +223,10 @@ export class SourceEndpoint {
         object: object.bytes,
         digest: object.digest,
         unitDigests: object.digests?.of(layout),
-        attributes,
+        attributes: shape.attributes,
         sha256: this.opts.sha256,
-        signer: this.opts.signer,
+        signer: shape.signed ? this.opts.signer : undefined,
+        metaExtensions: shape.extensions,
         provenance: object.provenance,
         codec: sharingCodec(codec, object.encoders),
         random: seededRandom(this.opts.seed()),

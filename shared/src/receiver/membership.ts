@@ -22,6 +22,7 @@ import { MetaSignatures } from './meta-signatures';
 import { checkReceiverOptions, metaMismatch, receiverConfig, ReceiverOptions } from './options';
 import { IdentityQuorum } from './quorum';
 import { PollutionKind, Source } from './source';
+import { SourceFeatures } from './source-features';
 
 export type ReceiverStatus = 'active' | 'complete' | 'failed';
 
@@ -41,6 +42,8 @@ export abstract class SourceMembership {
   protected readonly completion: Completion;
   protected readonly early: EarlyData;
   private readonly signatures: MetaSignatures;
+  /** What each source may be sent (source-features.ts). */
+  protected readonly features: SourceFeatures;
   protected lastProgressAt: number;
   protected readonly startedAt: number;
   protected completedAt?: number;
@@ -75,6 +78,7 @@ export abstract class SourceMembership {
       { url: opts.url, ...(opts.range ? { range: opts.range } : {}) },
       opts.verifySignature,
     );
+    this.features = new SourceFeatures(opts.capabilities, opts.sourceCapabilities, opts.sourceCount);
     // A window's worth per source: what a source sends before it hears any feedback.
     this.early = new EarlyData(opts.sourceCount, Math.max(1, opts.window));
   }
@@ -84,6 +88,11 @@ export abstract class SourceMembership {
 
   protected onMeta(sourceIndex: number, m: MetaMessage, now: number): void {
     const answering = this.sources[sourceIndex];
+    // A feature switched off on this client: the META is unreadable, as to the release before it.
+    if (this.features.unreadable(m) !== undefined) {
+      answering.stats.malformed++;
+      return;
+    }
     // A META while resuming: its sender had lost the transfer and started it again.
     if (answering.resuming) answering.restartTransport(now);
     answering.resuming = false;
@@ -99,13 +108,14 @@ export abstract class SourceMembership {
       this.dropPolluter(sourceIndex, 'meta', mismatch);
       return;
     }
+    this.features.onMeta(sourceIndex, m);
     this.signatures.record(sourceIndex, m);
     // Before agreement every META may make or break it: only a signed one counts.
     if (this.checked && !this.quorum.identity() && !this.signatures.signed(sourceIndex)) {
       this.dropUnsigned(sourceIndex);
       return;
     }
-    this.quorum.onMeta(sourceIndex, m, now);
+    this.quorum.onMeta(sourceIndex, this.features.forAgreement(m), now);
     if (this.quorum.identity()) this.checkAgainstAgreed(sourceIndex);
     else this.evaluateAgreement(now);
     this.startIfReady(now);

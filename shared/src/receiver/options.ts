@@ -8,7 +8,7 @@ import { Codec } from '../codec/types';
 import { MAX_OBJECT_BYTES, MAX_SOURCES } from '../limits';
 import { DEFAULT_SCHEDULER, schedulerSupports } from '../modes';
 import { ByteRange, rangeProblem, servedRangeProblem } from '../range';
-import { MetaMessage, Mode, SchedulerName } from '../wire';
+import { Capabilities, hasFeature, MetaMessage, Mode, SchedulerName } from '../wire';
 import { DEFAULT_RECEIVER_CONFIG, ReceiverConfig } from './config';
 import { SourceSigner } from './meta-signatures';
 
@@ -40,6 +40,16 @@ export interface ReceiverOptions {
   verifySignature?: VerifySignature;
   /** How errors name each source (the proxy's name); default `#<index>`. */
   sourceNames?: readonly string[];
+  /**
+   * The optional features this client understands (docs/protocol.md §13); default all. Fewer
+   * emulate a client one release behind (tests, rolling upgrades).
+   */
+  capabilities?: Capabilities;
+  /**
+   * Per source, the features it declared (origo's offer); undefined entries (and no array): the
+   * legacy set. The receiver sends each source only what both understand.
+   */
+  sourceCapabilities?: readonly (Capabilities | undefined)[];
 }
 
 /** The scheduler the options name, or the mode's default; throws RangeError for options that make no download. */
@@ -56,6 +66,10 @@ export function checkReceiverOptions(opts: ReceiverOptions): SchedulerName {
   if (badRange) throw new RangeError(badRange);
   if (opts.signers && opts.signers.length !== opts.sourceCount)
     throw new RangeError(`${opts.signers.length} signers for ${opts.sourceCount} sources`);
+  if (opts.signers?.some((s) => s) && opts.capabilities !== undefined && !hasFeature(opts.capabilities, 'signatures'))
+    throw new RangeError('keys to check signed METAs given to a client that does not declare signatures');
+  if (opts.sourceCapabilities && opts.sourceCapabilities.length !== opts.sourceCount)
+    throw new RangeError(`${opts.sourceCapabilities.length} capability sets for ${opts.sourceCount} sources`);
   return scheduler;
 }
 

@@ -21,6 +21,7 @@ import { encodeSourceFeedback } from './feedback';
 import { ReceiverOptions } from './options';
 import { IdentityQuorum } from './quorum';
 import { Source } from './source';
+import { SourceFeatures } from './source-features';
 import { Steering } from './steering';
 import { SymbolAsks } from './symbol-asks';
 
@@ -37,6 +38,8 @@ export interface OutgoingParts {
   symbolAsks: SymbolAsks;
   /** Fountain: per source index, the round after the highest block id it sent (REQUEST resume). */
   nextBlockRound: Uint32Array;
+  /** What each source may be sent (source-features.ts). */
+  features: SourceFeatures;
 }
 
 export class Outgoing {
@@ -52,6 +55,7 @@ export class Outgoing {
   private readonly completion: Completion;
   private readonly symbolAsks: SymbolAsks;
   private readonly nextBlockRound: Uint32Array;
+  private readonly features: SourceFeatures;
 
   constructor(parts: OutgoingParts) {
     this.transferId = parts.transferId;
@@ -64,6 +68,7 @@ export class Outgoing {
     this.completion = parts.completion;
     this.symbolAsks = parts.symbolAsks;
     this.nextBlockRound = parts.nextBlockRound;
+    this.features = parts.features;
   }
 
   /** The datagram due to source `index` now, if any; `active`: the transfer still runs (else only a STOP). */
@@ -82,7 +87,7 @@ export class Outgoing {
       this.requestsSent++;
       return this.request(index);
     }
-    if (source.metaOk && !source.stats.polluter && this.symbolAsks.size > 0) {
+    if (source.metaOk && !source.stats.polluter && this.symbolAsks.size > 0 && this.canAskSymbols(index)) {
       const check = this.symbolAsks.takeFor(index, now);
       if (check >= 0) return encodeSymbolDigestsRequest({ transferId: this.transferId, check });
     }
@@ -91,13 +96,26 @@ export class Outgoing {
     return this.feedback(index, now);
   }
 
+  /** Whether source `index` reads SYMBOL_DIGESTS_REQUEST (an older one drops it unanswered). */
+  private canAskSymbols(index: number): boolean {
+    return this.features.shared(index, 'symbol-digests');
+  }
+
+  /**
+   * The REQUEST to source `index`, with only the parts it declared it reads: without `weights` it
+   * starts from equal shares, without `resume` a source that lost the transfer starts it afresh
+   * (the first FEEDBACK then says what is done), without `partitioned` it runs the mode's other
+   * scheduler. (A range it cannot read makes it unusable: download.ts leaves it out.)
+   */
   private request(index: number): Uint8Array {
     const o = this.opts;
-    const weights = this.steering.initialWeights(this.sources.length);
+    const features = this.features;
+    const weights = features.shared(index, 'weights') ? this.steering.initialWeights(this.sources.length) : undefined;
+    const extensions = features.requestExtensions(index);
     const m: Omit<RequestMessage, 'type'> = {
       transferId: this.transferId,
       mode: o.mode,
-      scheduler: this.scheduler,
+      scheduler: features.schedulerFor(index, this.scheduler, o.mode) ?? this.scheduler,
       sourceIndex: index,
       sourceCount: this.sources.length,
       window: o.window,
@@ -106,15 +124,18 @@ export class Outgoing {
       url: o.url,
       ...(o.range ? { range: o.range } : {}),
       ...(weights ? { weights } : {}),
+      ...(extensions ? { extensions } : {}),
     };
     // What is decoded already, for a source that starts the transfer again (a new connection,
     // a replacement): it sends none of it.
-    const resume = this.resumePoint(index);
+    const resume = features.shared(index, 'resume') ? this.resumePoint(index) : undefined;
     if (resume) m.resume = resume;
-    // Both parts are optional: where a long URL leaves no room, the resume part goes first, then
-    // the weights (published ones come with every REQUEST after the first FEEDBACK).
+    // These parts are optional: where a long URL leaves no room, the resume part goes first, then
+    // the weights (published ones come with every REQUEST after the first FEEDBACK), then the
+    // extensions (the source then takes this client for a legacy one).
     if (requestLength(m) > MAX_DATAGRAM_BYTES) delete m.resume;
     if (requestLength(m) > MAX_DATAGRAM_BYTES) delete m.weights;
+    if (requestLength(m) > MAX_DATAGRAM_BYTES) delete m.extensions;
     return encodeRequest(m);
   }
 
@@ -153,8 +174,10 @@ export class Outgoing {
       if (s.live && s.heard)
         deadline = Math.min(deadline, Math.max(s.resumeDeadline, s.lastHeardAt + this.config.resumeAfterMs));
     });
+    // Only where someone can be asked: no source that reads the ask, no round to time.
     const ask = this.symbolAsks.nextDeadline();
-    if (ask !== null) deadline = Math.min(deadline, ask);
+    if (ask !== null && this.sources.some((s, i) => s.live && this.canAskSymbols(i)))
+      deadline = Math.min(deadline, ask);
     return deadline;
   }
 }

@@ -73,6 +73,7 @@ export class Receiver extends SourceMembership {
       completion: this.completion,
       symbolAsks: this.symbolAsks,
       nextBlockRound: this.nextBlockRound,
+      features: this.features,
     });
   }
 

@@ -13,7 +13,16 @@ import { RttEstimator } from './rtt';
 
 export type AnnouncedObject = Pick<
   SenderOptions,
-  'request' | 'object' | 'digest' | 'unitDigests' | 'attributes' | 'sha256' | 'signer' | 'provenance' | 'now'
+  | 'request'
+  | 'object'
+  | 'digest'
+  | 'unitDigests'
+  | 'attributes'
+  | 'sha256'
+  | 'signer'
+  | 'provenance'
+  | 'metaExtensions'
+  | 'now'
 >;
 
 export class MetaAnnouncement {
@@ -46,6 +55,8 @@ export class MetaAnnouncement {
       digest: opts.digest,
       unitRoot: unitRoot(digests, opts.sha256),
       attributes: opts.attributes,
+      // Part of what a signature covers, byte for byte (verifyMeta re-encodes what it received).
+      ...(opts.metaExtensions ? { extensions: opts.metaExtensions } : {}),
     };
     const provenance = opts.provenance ?? { fetchedAt: 0 };
     const signed = opts.signer && {

@@ -24,6 +24,8 @@ export interface SenderOptions {
   sha256?: Sha256;
   /** Signs what META asserts (assertion.ts) with the source's key; META goes unsigned without it. */
   signer?: MetaSigner;
+  /** The extension block META carries (the source's capabilities, §4.8); none without it. */
+  metaExtensions?: Uint8Array;
   /** When and with which validator the object came from the origin: part of the signed assertion. */
   provenance?: AssertionProvenance;
   codec: Codec;
