@@ -137,3 +137,36 @@ describe('new offers while origo is away (Node client)', () => {
     client.close();
   });
 });
+
+describe('proxies that failed in an earlier download (one failed handshake under load)', () => {
+  /** Connection attempts the client made to `proxyId` (each sends origo one offer for it). */
+  const attemptsTo = (host: FakeHost, proxyId: string) =>
+    host.origoHeard.filter((m) => m.type === 'signal' && m.proxyId === proxyId && m.description !== undefined).length;
+
+  test('are asked for again, once, when a download has fewer links than it wants', async () => {
+    const { host, client } = setup();
+    const c = host.script.proxies.find((p) => p.info.proxyId === 'c')!;
+    c.behaviour = 'peer-fails';
+    const first = await settle(host.clock, client.get(URLS[0], { mode: 'rlnc', proxies: 3 }));
+    expect(first.sources.map((s) => s.proxyId).sort()).toEqual(['a', 'b']);
+    // Reachable again: its second chance gives the next download all three.
+    c.behaviour = 'ok';
+    const second = await settle(host.clock, client.get(URLS[1], { mode: 'rlnc', proxies: 3 }));
+    expect(second.sources.map((s) => s.proxyId).sort()).toEqual(['a', 'b', 'c']);
+    client.close();
+  });
+
+  test('a proxy failing again is left out for the exclusion period, not tried at every download', async () => {
+    const { host, client } = setup();
+    host.script.proxies.find((p) => p.info.proxyId === 'c')!.behaviour = 'peer-fails';
+    await settle(host.clock, client.get(URLS[0], { mode: 'rlnc', proxies: 3 }));
+    const afterFirst = attemptsTo(host, 'c');
+    await settle(host.clock, client.get(URLS[1], { mode: 'rlnc', proxies: 3 }));
+    const afterSecond = attemptsTo(host, 'c');
+    expect(afterSecond).toBeGreaterThan(afterFirst);
+    const third = await settle(host.clock, client.get(URLS[2], { mode: 'rlnc', proxies: 3 }));
+    expect(third.sources.map((s) => s.proxyId).sort()).toEqual(['a', 'b']);
+    expect(attemptsTo(host, 'c')).toBe(afterSecond);
+    client.close();
+  });
+});

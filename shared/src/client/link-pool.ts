@@ -82,20 +82,17 @@ export class LinkPool {
         }
       });
     }
+    const others = () => [...excluded, ...failed, ...chosen.map((l) => l.proxy.proxyId)];
     for (let attempt = 0; attempt < 3 && chosen.length < count; attempt++) {
-      const exclude = [...this.exclusions.avoided(), ...excluded, ...failed, ...chosen.map((l) => l.proxy.proxyId)];
-      const offered = await session.requestProxies(count - chosen.length, mode, exclude, limits.origoMs);
-      if (offered.length === 0) break;
-      const opened = await Promise.allSettled(offered.map((proxy) => this.linkTo(session, proxy, limits.connectMs)));
-      // Their signalling went with origo: no proxy is to blame, the caller tries another instance.
-      if (!session.isOpen) throw new ClientError('origo-unreachable', 'origo was lost while connecting to proxies');
-      opened.forEach((r, i) => {
-        if (r.status === 'fulfilled') chosen.push(r.value);
-        else {
-          this.exclusions.failed(offered[i].proxyId);
-          note(r);
-        }
-      });
+      const exclude = [...this.exclusions.avoided(), ...others()];
+      if (!(await this.linkOffered(session, count - chosen.length, mode, exclude, limits, { chosen, failed, note })))
+        break;
+    }
+    // Short of links: proxies that failed in an earlier download get one more try (proxy-exclusions.ts).
+    const retry = chosen.length < count ? new Set(this.exclusions.secondChances(failed)) : new Set<string>();
+    if (retry.size > 0) {
+      const exclude = [...this.exclusions.avoided().filter((id) => !retry.has(id)), ...others()];
+      await this.linkOffered(session, count - chosen.length, mode, exclude, limits, { chosen, failed, note });
     }
     for (const link of chosen) this.noteMode(link.proxy.proxyId, mode);
     if (chosen.length === 0) {
@@ -103,6 +100,35 @@ export class LinkPool {
       throw new ClientError('no-proxies', `no proxy could be reached for mode ${mode}${detail}`);
     }
     return chosen;
+  }
+
+  /**
+   * Asks origo for `count` proxies, none of `exclude`, and links to those it offers: the links
+   * go into `into.chosen`, the proxies that cannot be reached into `into.failed` (and the
+   * exclusions), why into `into.note`. False when origo offered none.
+   */
+  private async linkOffered(
+    session: OrigoSession,
+    count: number,
+    mode: Mode,
+    exclude: string[],
+    limits: Limits,
+    into: { chosen: ProxyLink[]; failed: string[]; note: (r: PromiseRejectedResult) => void },
+  ): Promise<boolean> {
+    const offered = await session.requestProxies(count, mode, exclude, limits.origoMs);
+    if (offered.length === 0) return false;
+    const opened = await Promise.allSettled(offered.map((proxy) => this.linkTo(session, proxy, limits.connectMs)));
+    // Their signalling went with origo: no proxy is to blame, the caller tries another instance.
+    if (!session.isOpen) throw new ClientError('origo-unreachable', 'origo was lost while connecting to proxies');
+    opened.forEach((r, i) => {
+      if (r.status === 'fulfilled') into.chosen.push(r.value);
+      else {
+        into.failed.push(offered[i].proxyId);
+        this.exclusions.failed(offered[i].proxyId);
+        into.note(r);
+      }
+    });
+    return true;
   }
 
   /**

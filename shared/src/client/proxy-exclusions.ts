@@ -20,6 +20,8 @@ const MAX_WITHDRAWN = 256;
 export class ProxyExclusions {
   /** Proxies that failed to connect, by when; excluded when asking origo for a while. */
   private readonly failedAt = new Map<string, number>();
+  /** Of those, the ones given their second chance since (secondChances()): not given another. */
+  private readonly retried = new Set<string>();
   /** Proxies a download excluded as polluters, by when; not asked for again for a long while. */
   private readonly pollutedAt = new Map<string, number>();
   /** Proxies origo withdrew, by when (insertion order: the oldest is forgotten first). */
@@ -36,9 +38,28 @@ export class ProxyExclusions {
   /** Proxies not to ask origo for now: recently failed, polluting, or going away. */
   avoided(): string[] {
     const now = this.clock.now();
-    for (const [id, at] of this.failedAt) if (at < now - FAILED_PROXY_EXCLUSION_MS) this.failedAt.delete(id);
+    for (const [id, at] of this.failedAt) {
+      if (at >= now - FAILED_PROXY_EXCLUSION_MS) continue;
+      this.failedAt.delete(id);
+      this.retried.delete(id);
+    }
     for (const [id, at] of this.pollutedAt) if (at < now - POLLUTER_EXCLUSION_MS) this.pollutedAt.delete(id);
     return [...this.failedAt.keys(), ...this.pollutedAt.keys(), ...this.leaving()];
+  }
+
+  /**
+   * Proxies that failed once and may be asked for again now, each once per failure, because a
+   * download has fewer links than it asked for: one failed handshake under load (a loopback
+   * WebRTC start on a busy machine) would otherwise cost every download of the next minute that
+   * source. Taken: a second failure excludes them for the whole period. `failedNow` (in the
+   * download asking) are not earlier failures: neither given nor taken.
+   */
+  secondChances(failedNow: readonly string[]): string[] {
+    this.avoided();
+    const notThese = new Set([...failedNow, ...this.pollutedAt.keys(), ...this.leaving()]);
+    const given = [...this.failedAt.keys()].filter((id) => !this.retried.has(id) && !notThese.has(id));
+    for (const id of given) this.retried.add(id);
+    return given;
   }
 
   /**
@@ -60,6 +81,7 @@ export class ProxyExclusions {
   /** After a network change: proxies that failed on the old network may be tried again. */
   forgetFailures(): void {
     this.failedAt.clear();
+    this.retried.clear();
   }
 
   /** Whether a download has already excluded `proxyId` as a polluter (and it was reported then). */
