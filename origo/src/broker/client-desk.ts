@@ -36,6 +36,8 @@ interface Candidate extends ProxyLoad {
   quic?: QuicEndpoint;
   /** The key its METAs are signed with (register), published to clients. */
   assertionKey?: string;
+  /** The optional MUTP features it declared (register; docs/protocol.md §13), passed on to clients. */
+  capabilities?: readonly string[];
 }
 
 export class ClientDesk {
@@ -304,6 +306,7 @@ export class ClientDesk {
       capacityBps: p.capacityBps,
       ...(p.quic !== undefined ? { quic: p.quic } : {}),
       ...(p.assertionKey !== undefined ? { assertionKey: p.assertionKey } : {}),
+      ...(p.capabilities !== undefined ? { capabilities: [...p.capabilities] } : {}),
       token: tokens[i],
     }));
     this.state.reports.noteOffered(

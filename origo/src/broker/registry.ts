@@ -138,7 +138,8 @@ export class ProxyRegistry {
       previous.peer.send({ type: 'error', code: 'replaced', message: 'a newer registration took this proxyId' });
       previous.peer.close(CLOSE.replaced, 'replaced');
     }
-    const entry: ProxyEntry = {
+    // Its declared MUTP features ride on the entry to the offers (ClientDesk); not shared across instances yet.
+    const entry: ProxyEntry & { capabilities?: string[] } = {
       proxyId,
       peer,
       ...(auth.keyFingerprint !== undefined ? { keyFingerprint: auth.keyFingerprint } : {}),
@@ -146,6 +147,7 @@ export class ProxyRegistry {
       httpUrl: m.httpUrl,
       ...(m.quic !== undefined ? { quic: m.quic } : {}),
       ...(m.assertionKey !== undefined ? { assertionKey: m.assertionKey } : {}),
+      ...(m.capabilities !== undefined ? { capabilities: m.capabilities } : {}),
       ...this.locality(m, auth.keyFingerprint),
       modes: new Set(m.modes),
       capacityBps: m.capacityBps,
