@@ -14,7 +14,11 @@
  * - channels `instance:<id>` (one per instance) and `broadcast`: InstanceMessage JSON.
  *
  * The broker never awaits Redis: writes are fire-and-forget (ioredis keeps order per connection),
- * the registry is read every `refreshMs` into a snapshot the broker reads synchronously, and
+ * and the per-proxy ones (heartbeats, picks) are coalesced into one pipeline per turn of the event
+ * loop (ProxyWrites): a heartbeat whose proxy changed nothing but its beat time only extends the
+ * key's expiry (its `lastHeartbeatAt` in Redis is rewritten at least every REWRITE_MS), so the
+ * registry read finds the same text and reuses what it parsed last time. The
+ * registry is read every `refreshMs` into a snapshot the broker reads synchronously, and
  * messages arrive on a subscriber connection. Redis down: commands fail fast (no offline queue),
  * the snapshot keeps what it had until the entries' own expiry, cross-instance relay fails and
  * callers are told. Redis back (restarted empty): `onResync` republishes what this instance owns.
@@ -47,6 +51,22 @@ export interface RedisClusterOptions {
 
 /** Refresh reads at most this many proxies (a bound on one MGET; origo's maxProxies is lower by default). */
 const MAX_SHARED_PROXIES = 100_000;
+/** A proxy whose content did not change is written in full again after this long anyway (its beat time). */
+export const REWRITE_MS = 10_000;
+
+/** What the next flush writes for one proxy this instance owns. */
+interface ProxyWrite {
+  /** The whole entry (new or changed content, or due for a rewrite); else only its expiry is extended. */
+  json?: string;
+  ttlMs?: number;
+  /** It beat: the picks counted since its last beat go (before any picked since, below). */
+  clearPicks?: boolean;
+  /** Offers of it since, to add to the shared count, and the count's expiry. */
+  picks?: number;
+  picksTtlMs?: number;
+}
+
+type Shared = SharedProxy & { expiresAt: number };
 
 export class RedisCluster implements Cluster {
   readonly shared = true;
@@ -54,7 +74,14 @@ export class RedisCluster implements Cluster {
   private readonly command: Redis;
   private readonly subscriber: Redis;
   private readonly prefix: string;
-  private snapshot = new Map<string, SharedProxy & { expiresAt: number }>();
+  private snapshot = new Map<string, Shared>();
+  /** What the last read parsed, by id, with the text it came from: the same text is not parsed again. */
+  private parsed = new Map<string, { raw: string; proxy: Shared }>();
+  /** Per proxy this instance owns: its content (without the beat time) as last written, and when. */
+  private readonly written = new Map<string, { body: string; at: number }>();
+  /** Writes waiting for the next flush (one pipeline per turn of the event loop). */
+  private readonly outbox = new Map<string, ProxyWrite>();
+  private flushQueued = false;
   private readonly pickCounts = new Map<string, number>();
   private revoked = new Set<string>();
   private readonly bans = new BanList();
@@ -95,6 +122,8 @@ export class RedisCluster implements Cluster {
         return;
       }
       this.options.log.info('redis reachable again: republishing this instance’s proxies');
+      // Redis may have restarted empty: nothing written before counts as written.
+      this.written.clear();
       this.handlers?.onResync();
       this.republishBans();
     });
@@ -137,16 +166,21 @@ export class RedisCluster implements Cluster {
   }
 
   publishProxy(proxy: SharedProxy, ttlMs: number): void {
-    this.run('publish-proxy', () =>
-      this.command
-        .multi()
-        .set(this.key('proxy', proxy.proxyId), JSON.stringify(proxy), 'PX', ttlMs)
-        .sadd(this.key('proxies'), proxy.proxyId)
-        .exec(),
-    );
+    // Its content without the beat time: what, changed, must be written at once.
+    const body = JSON.stringify({ ...proxy, lastHeartbeatAt: undefined });
+    const now = Date.now();
+    const last = this.written.get(proxy.proxyId);
+    const write = this.pending(proxy.proxyId);
+    if (write.json !== undefined || last === undefined || last.body !== body || now - last.at >= REWRITE_MS) {
+      this.written.set(proxy.proxyId, { body, at: now });
+      write.json = JSON.stringify(proxy);
+    }
+    write.ttlMs = ttlMs;
   }
 
   withdrawProxy(proxyId: string): void {
+    this.outbox.delete(proxyId);
+    this.written.delete(proxyId);
     this.pickCounts.delete(proxyId);
     this.run('withdraw-proxy', () =>
       this.command
@@ -163,8 +197,9 @@ export class RedisCluster implements Cluster {
 
   notePick(proxyId: string, ttlMs: number): void {
     this.pickCounts.set(proxyId, (this.pickCounts.get(proxyId) ?? 0) + 1);
-    const key = this.key('picks', proxyId);
-    this.run('note-pick', () => this.command.multi().incr(key).pexpire(key, ttlMs).exec());
+    const write = this.pending(proxyId);
+    write.picks = (write.picks ?? 0) + 1;
+    write.picksTtlMs = ttlMs;
   }
 
   picks(proxyId: string): number {
@@ -175,7 +210,79 @@ export class RedisCluster implements Cluster {
     // The count kept here goes at the next read, as on every other instance: clearing it now would
     // make this instance's own proxies look less loaded than the others' until then, and selection
     // would favour them (measured: 18 % of offers crossed instances with proxies split evenly).
-    this.run('clear-picks', () => this.command.del(this.key('picks', proxyId)));
+    const write = this.pending(proxyId);
+    write.clearPicks = true;
+    write.picks = undefined; // picked before this beat: counted in the load it reported
+  }
+
+  /** The proxy's entry in the next flush (queued for the end of this turn of the event loop). */
+  private pending(proxyId: string): ProxyWrite {
+    let write = this.outbox.get(proxyId);
+    if (write === undefined) {
+      write = {};
+      this.outbox.set(proxyId, write);
+    }
+    if (!this.flushQueued && !this.closed) {
+      this.flushQueued = true;
+      setImmediate(() => this.flush());
+    }
+    return write;
+  }
+
+  /**
+   * Sends the coalesced writes in one pipeline (ordered on the connection like the commands they
+   * replace). An entry whose write failed, or whose key had expired when only its expiry was to
+   * be extended, is written in full at its next heartbeat.
+   */
+  private flush(): void {
+    this.flushQueued = false;
+    if (this.outbox.size === 0 || this.closed) return;
+    const batch = this.command.pipeline();
+    let commands = 0;
+    const added: string[] = [];
+    /** Proxies whose expiry alone is extended, by the index of their PEXPIRE in the pipeline. */
+    const extended = new Map<number, string>();
+    for (const [id, w] of this.outbox) {
+      const key = this.key('proxy', id);
+      if (w.json !== undefined) {
+        batch.set(key, w.json, 'PX', w.ttlMs!);
+        added.push(id);
+        commands++;
+      } else if (w.ttlMs !== undefined) {
+        batch.pexpire(key, w.ttlMs);
+        extended.set(commands++, id);
+      }
+      const picks = this.key('picks', id);
+      if (w.clearPicks) {
+        batch.del(picks);
+        commands++;
+      }
+      if (w.picks !== undefined) {
+        batch.incrby(picks, w.picks).pexpire(picks, w.picksTtlMs!);
+        commands += 2;
+      }
+    }
+    this.outbox.clear();
+    if (added.length > 0) batch.sadd(this.key('proxies'), ...added);
+    const rewrite = (ids: Iterable<string>) => {
+      for (const id of ids) this.written.delete(id);
+    };
+    this.run('publish-proxy', () =>
+      batch.exec().then(
+        (results) => {
+          if (results === null || results.some(([err]) => err !== null)) {
+            rewrite([...added, ...extended.values()]);
+            throw new Error('pipeline failed');
+          }
+          // PEXPIRE answers 0 when the key is gone (expired in a stall, Redis emptied): write it again.
+          for (const [index, id] of extended) if (results[index][1] === 0) rewrite([id]);
+        },
+        (err: unknown) => {
+          rewrite([...added, ...extended.values()]);
+          throw err;
+        },
+      ),
+    );
   }
 
   isKeyRevoked(fingerprint: string): boolean {
@@ -273,25 +380,38 @@ export class RedisCluster implements Cluster {
         this.command.get(this.key('proven-false-version')),
       ]);
       await this.readBans(bansVersion);
-      const now = Date.now();
-      const next = new Map<string, SharedProxy & { expiresAt: number }>();
+      const expiresAt = Date.now() + this.options.staleAfterMs;
+      const next = new Map<string, Shared>();
+      const parsed = new Map<string, { raw: string; proxy: Shared }>();
       const stale: string[] = [];
       ids.forEach((id, i) => {
-        const value = values[i];
-        const proxy = value === null ? undefined : parseSharedProxy(value);
-        if (proxy === undefined) {
+        const raw = values[i];
+        const known = raw === null ? undefined : this.parsed.get(id);
+        // The same text as last read (a beat that changed nothing): the same object, so that
+        // nothing derived from it (selection's candidates) is made again either.
+        let proxy = known?.raw === raw ? known?.proxy : undefined;
+        if (proxy === undefined && raw !== null) {
+          const fresh = parseSharedProxy(raw);
+          proxy = fresh === undefined || fresh.proxyId !== id ? undefined : { ...fresh, expiresAt };
+        }
+        if (proxy === undefined || raw === null) {
           stale.push(id);
           return;
         }
+        proxy.expiresAt = expiresAt;
+        parsed.set(id, { raw, proxy });
         // Our own proxies are in the broker already; picks count everyone's offers.
         const count = Number(picks[i] ?? 0);
         this.pickCounts.set(id, Number.isFinite(count) ? count : 0);
         if (proxy.instanceId === this.instanceId) return;
-        next.set(id, { ...proxy, expiresAt: now + this.options.staleAfterMs });
+        // Another instance holds it now: if it comes back here, it is written in full.
+        this.written.delete(id);
+        next.set(id, proxy);
       });
       // An id whose key expired (its instance died): forget it in the set too.
       if (stale.length > 0) this.run('prune', () => this.command.srem(this.key('proxies'), ...stale));
       this.snapshot = next;
+      this.parsed = parsed;
       // Union with what this instance knows: a revocation whose write has not landed yet stays.
       for (const f of revoked) this.revoked.add(f);
       this.reachable = true;
