@@ -5,7 +5,7 @@
 import { hostname } from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import ipaddr from 'ipaddr.js';
-import { MAX_DATAGRAM_BYTES, MAX_OBJECT_BYTES, MAX_SYMBOL_SIZE, MIN_SYMBOL_SIZE } from '@mutp/shared';
+import { MAX_DATAGRAM_BYTES, MAX_OBJECT_BYTES, MAX_SYMBOL_SIZE, MIN_SYMBOL_SIZE, SourceEndpoint } from '@mutp/shared';
 import { normalizeOrigins } from '@mutp/origin-fetch';
 import { DEFAULT_DRAIN_TIMEOUT_MS } from './drain';
 import { addShieldOptions, ShieldConfig, shieldConfig } from './shield-config';
@@ -47,6 +47,12 @@ export interface ProxyConfig {
   region?: string;
   /** Client address prefixes (CIDR) its region serves: origo maps clients to regions by them. */
   regionPrefixes?: string[];
+  /**
+   * Optional MUTP features left off (docs/protocol.md §13), as a proxy one release behind: for
+   * tests of a mixed fleet and rolling upgrades. Not declared to origo, never sent, and a
+   * datagram using one is dropped as that release would.
+   */
+  disabledFeatures?: ReturnType<typeof SourceEndpoint.parseFeatures>;
   httpPort: number;
   httpHost: string;
   /** URL clients use for the HTTP endpoint; derived from host and port when absent. */
@@ -270,6 +276,15 @@ function regionName(text: string): string {
   return text;
 }
 
+/** `--disable-features`: known feature names only, so a typo is not a silent no-op. */
+function featureList(text: string): ReturnType<typeof SourceEndpoint.parseFeatures> {
+  try {
+    return SourceEndpoint.parseFeatures(text);
+  } catch (e) {
+    throw new InvalidArgumentError((e as Error).message);
+  }
+}
+
 /** Signalling's MAX_REGION_PREFIXES (register.prefixes). */
 const MAX_REGION_PREFIXES = 16;
 
@@ -368,6 +383,14 @@ export function buildCommand(): Command {
       )
         .env('MUTP_PROXY_REGION_PREFIXES')
         .argParser(regionPrefixes),
+    )
+    .addOption(
+      new Option(
+        '--disable-features <list>',
+        'for tests and rolling upgrades: behave as a proxy without these optional MUTP features, comma-separated (extensions, ranges, weights, resume, attributes, signatures, symbol-digests, partitioned; docs/protocol.md §13)',
+      )
+        .env('MUTP_PROXY_DISABLE_FEATURES')
+        .argParser(featureList),
     )
     .addOption(
       new Option('--http-port <port>', 'HTTP port (0 = ephemeral)')
@@ -620,6 +643,9 @@ export function parseConfig(argv: string[], command: Command = buildCommand()): 
     name: o.name,
     ...(o.region !== undefined ? { region: o.region as string } : {}),
     ...(o.regionPrefixes !== undefined ? { regionPrefixes: o.regionPrefixes as string[] } : {}),
+    ...(o.disableFeatures !== undefined
+      ? { disabledFeatures: o.disableFeatures as ReturnType<typeof SourceEndpoint.parseFeatures> }
+      : {}),
     httpPort: o.httpPort,
     httpHost: o.httpHost,
     advertisedHttpUrl: o.advertisedHttpUrl,

@@ -185,6 +185,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
     endpointLimits: { minSymbolSize: config.minSymbolSize, idleTimeoutMs: config.peerIdleTimeoutMs },
     // With an upload limit the proxy knows its capacity: a new client's first transfer starts at it.
     uploadCapBps: capacityBps > 0 ? capacityBps : undefined,
+    disabledFeatures: config.disabledFeatures,
   };
   // Signed METAs only where origo publishes the key: a standalone proxy has nobody to vouch for it.
   const assertionKey = config.origoUrl ? new AssertionKey() : undefined;

@@ -62,6 +62,8 @@ export interface TransferServices {
   clock?: () => number;
   /** Signs every META (the proxy's assertion key); unsigned without it (no origo to publish a key). */
   signer?: MetaSigner;
+  /** Optional MUTP features left off, as a proxy one release behind (`--disable-features`). */
+  disabledFeatures?: ConstructorParameters<typeof SourceEndpoint>[0]['disabledFeatures'];
 }
 
 export const DEFAULT_LOW_WATER_BYTES = 4 * 1200;
@@ -140,6 +142,7 @@ export class TransferHost {
       limits: services.endpointLimits,
       sha256,
       signer: services.signer,
+      disabledFeatures: services.disabledFeatures,
     });
     const guarded = {
       nextDeadline: () => this.endpoint.nextDeadline(),

@@ -4,7 +4,8 @@
  * proxy that declares nothing is offered without a set (the client takes it for the legacy set),
  * and names origo does not know (a newer proxy's) pass through: only the client interprets them.
  */
-import { SIGNALLING_VERSION } from '@mutp/shared';
+import { SIGNALLING_VERSION, SourceEndpoint } from '@mutp/shared';
+import { buildCommand, parseConfig } from '../src/config';
 import { closeAll, connectClient, SECRET, startOrigo, TestPeer } from '@mutp/testing/origo';
 
 afterEach(closeAll);
@@ -58,4 +59,24 @@ test('a registration with a malformed capability list is refused like any malfor
   });
   const error = await peer.next('error');
   expect(String(error.message)).toMatch(/capabilities/);
+});
+
+test('--disable-features makes a proxy one feature behind: parsed by name, declared without them', () => {
+  const config = parseConfig(['node', 'proxy', '--secret', 's', '--disable-features', 'resume, ranges']);
+  expect(config.disabledFeatures).toEqual(['resume', 'ranges']);
+  expect(SourceEndpoint.declaredFeatures(config.disabledFeatures)).toEqual([
+    'extensions',
+    'weights',
+    'attributes',
+    'signatures',
+    'symbol-digests',
+    'partitioned',
+  ]);
+  expect(parseConfig(['node', 'proxy', '--secret', 's']).disabledFeatures).toBeUndefined();
+  const command = buildCommand()
+    .exitOverride()
+    .configureOutput({ writeErr: () => undefined });
+  expect(() =>
+    parseConfig(['node', 'proxy', '--secret', 's', '--disable-features', 'resume,teleport'], command),
+  ).toThrow(/unknown feature "teleport"/);
 });
