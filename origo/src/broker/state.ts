@@ -74,14 +74,37 @@ export interface ClientEntry {
   renewTimer?: NodeJS.Timeout;
 }
 
+/** A Map that counts its insertions and deletions (what caches of its keys check). */
+export class VersionedMap<K, V> extends Map<K, V> {
+  version = 0;
+
+  override set(key: K, value: V): this {
+    if (!this.has(key)) this.version++;
+    return super.set(key, value);
+  }
+
+  override delete(key: K): boolean {
+    const deleted = super.delete(key);
+    if (deleted) this.version++;
+    return deleted;
+  }
+
+  override clear(): void {
+    this.version++;
+    super.clear();
+  }
+}
+
 export class BrokerState {
-  readonly proxies = new Map<string, ProxyEntry>();
+  readonly proxies = new VersionedMap<string, ProxyEntry>();
   readonly clients = new Map<string, ClientEntry>();
   /** Pollution reports: told to the operator, never a ban (reports.ts). */
   readonly reports = new ProxyReports();
   readonly throughput = new ThroughputBook();
   /** Proxies offered per client network: its client ids are free, its offers are not (issue 31). */
   private readonly offerBudgets = new BudgetBook();
+  /** remoteEntries() as last listed, for the registry read and the local proxies it was listed against. */
+  private remoteList?: { read: ReadonlyMap<string, SharedProxy>; localVersion: number; list: SharedProxy[] };
 
   constructor(
     readonly config: OrigoConfig,
@@ -96,8 +119,18 @@ export class BrokerState {
    * Proxies other instances own, as last read. One that moved here since that read is ours: the
    * local entry wins until the next read drops the stale one.
    */
-  *remoteEntries(): Iterable<SharedProxy> {
-    for (const p of this.deps.cluster.remoteProxies().values()) if (!this.proxies.has(p.proxyId)) yield p;
+  remoteEntries(): readonly SharedProxy[] {
+    // Listed once per registry read (and per change of the local proxies), not per request:
+    // request-proxies walks every proxy of the cluster.
+    const read = this.deps.cluster.remoteProxies();
+    const cached = this.remoteList;
+    if (cached !== undefined && cached.read === read && cached.localVersion === this.proxies.version) {
+      return cached.list;
+    }
+    const list: SharedProxy[] = [];
+    for (const p of read.values()) if (!this.proxies.has(p.proxyId)) list.push(p);
+    this.remoteList = { read, localVersion: this.proxies.version, list };
+    return list;
   }
 
   remoteProxy(proxyId: string): SharedProxy | undefined {

@@ -422,8 +422,11 @@ export class RedisCluster implements Cluster {
       this.options.onError?.('refresh');
       // Without Redis the snapshot ages: entries go once they are older than a heartbeat timeout
       // (swept here, every refreshMs, not on the message path).
+      // A new map, never this one changed: readers cache what they derive per read (state.ts).
       const now = Date.now();
-      for (const [id, p] of this.snapshot) if (p.expiresAt <= now) this.snapshot.delete(id);
+      const kept = new Map<string, Shared>();
+      for (const [id, p] of this.snapshot) if (p.expiresAt > now) kept.set(id, p);
+      if (kept.size !== this.snapshot.size) this.snapshot = kept;
     } finally {
       this.refreshing = false;
     }
