@@ -14,7 +14,9 @@
  * each cold object is staged at them (a hint through origo with the mode's layout, answered:
  * fetched and its encoder prepared) `--stage-lead-ms` before its download, so `coldEfficiency` is
  * that of a staged first download. `--cold-repeats` cold downloads per cell, each of a fresh
- * object, give the median (one cold download per cell is a noisy figure).
+ * object, give the median (one cold download per cell is a noisy figure). `originBytesPerByte`:
+ * body bytes the origin sent for a cell's cold objects per byte of them (about N without
+ * shielding; `--shield` makes the fleet's first proxy the others' shield parent).
  */
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
@@ -28,7 +30,7 @@ import { CodecSet, idealMs, Scenario } from '@mutp/sim';
 import type { NetworkProfile } from '@mutp/sim/profiles';
 import { loadProfile, readLinkStats, TestbedDescription } from '@mutp/testbed';
 import { Cluster, startCluster } from './cluster';
-import { startOrigin } from './origin';
+import { Origin, OriginRequest, startOrigin } from './origin';
 import { simulateCell } from './sim-prediction';
 import { SenderLog } from './sender-log';
 import { enterTestbed, startPlacedOrigin } from './testbed-run';
@@ -78,6 +80,10 @@ const program = new Command()
     '--integrity-baseline',
     'each warm repeat of a coded mode also downloads once without integrity (no quorum, digests, signatures or polluter log), the order alternating; rows gain uncheckedEfficiency and integrityCost',
   )
+  .option(
+    '--shield',
+    "origin shielding: the fleet's first proxy is every other proxy's shield parent (cold objects then reach the origin about once; originBytesPerByte shows it)",
+  )
   .option('--modes <list>', 'modes to run, comma-separated (default http,uncoded,rlnc,fountain)')
   .option('--object-bytes <list>', 'object sizes, comma-separated (default 1 MiB and 2 MiB; --quick: 2 MiB)')
   .option(
@@ -105,6 +111,7 @@ const opts = program.opts<{
   transport: TransportPreference;
   modes?: string;
   integrityBaseline?: boolean;
+  shield?: boolean;
 }>();
 
 const ALL_MODES = ['http', 'uncoded', 'rlnc', 'fountain'] as const;
@@ -234,6 +241,7 @@ async function main(): Promise<void> {
     readyTimeoutMs: 60_000,
     placement: testbed ? { origo: testbed.origo, proxies: testbed.proxies } : undefined,
     quic: opts.transport !== 'webrtc',
+    ...(opts.shield ? { shield: { parent: FLEET[0].name } } : {}),
   });
   // The testbed's origo is plain ws:// on a private address (no TLS inside the testbed).
   const client = new MutpClient(createNodeHost(), {
@@ -359,6 +367,7 @@ async function main(): Promise<void> {
               else await checkedOnce();
             }
             const linkDrops = testbed && linksBefore ? diffDrops(sumLinkDrops(testbed), linksBefore) : undefined;
+            const originBytes = 'log' in origin ? bodyBytesOf((origin as Origin).log, coldUrls) : undefined;
             const goodput = median(results.map((x) => x.goodputBps));
             byMode.set(mode, goodput);
             // Transfers end at the proxies a little after the client completes: wait for their lines.
@@ -396,13 +405,17 @@ async function main(): Promise<void> {
               ),
               coldDownloadMs: colds.length ? round(median(colds.map((x) => x.durationMs)), 1) : null,
               coldEfficiency: colds.length ? round(median(colds.map((x) => ideal / x.durationMs))) : null,
+              // What the origin sent for the cell's cold objects, per byte of them (N without shielding).
+              originBytesPerByte:
+                originBytes === undefined ? null : round(originBytes / (objectBytes * coldUrls.length)),
+              shield: !!opts.shield,
               ...(opts.integrityBaseline && mode !== 'http'
                 ? integrityColumns(results, unchecked, uncheckedFailed, ideal)
                 : {}),
             };
             rows.push(row);
             process.stderr.write(
-              `bench:e2e ${mode} N=${n} ${kind} ${sizeLabel(objectBytes)}: eff ${row.efficiency} (sim ${row.simEfficiency}, cold ${row.coldEfficiency}), ${(goodput / 1e6).toFixed(2)} MB/s, ng ${row.normalizedGoodput}` +
+              `bench:e2e ${mode} N=${n} ${kind} ${sizeLabel(objectBytes)}: eff ${row.efficiency} (sim ${row.simEfficiency}, cold ${row.coldEfficiency}, origin ${row.originBytesPerByte} B/B), ${(goodput / 1e6).toFixed(2)} MB/s, ng ${row.normalizedGoodput}` +
                 (senders
                   ? `, senders lost ${senders.lost}/${senders.dataSent} (expired ${senders.expired}), srtt ${senders.srttMs} min ${senders.minRttMs}`
                   : '') +
@@ -443,6 +456,12 @@ function integrityColumns(checked: GetResult[], unchecked: GetResult[], failed: 
     uncheckedFailed: failed,
     integrityCost: round(1 - efficiency / uncheckedEfficiency, 4),
   };
+}
+
+/** Body bytes the origin sent for these URLs (every request: proxies' fetches, checks, fallbacks). */
+function bodyBytesOf(log: readonly OriginRequest[], urls: string[]): number {
+  const paths = new Set(urls.map((u) => new URL(u).pathname));
+  return log.reduce((sum, r) => (paths.has(r.path) ? sum + r.bytes : sum), 0);
 }
 
 const sizeLabel = (bytes: number) => (bytes >= 1 << 20 ? `${bytes / (1 << 20)} MiB` : `${bytes >> 10} KiB`);
@@ -523,7 +542,7 @@ async function proxyLoad(originUrl: string, codecs: Awaited<ReturnType<typeof lo
 
 function printTable(rows: Record<string, unknown>[]): void {
   console.log(
-    'mode      N  caps KB/s        object  median ms  goodput MB/s  eff    sim eff  norm.gp  x http  cold eff  fail',
+    'mode      N  caps KB/s        object  median ms  goodput MB/s  eff    sim eff  norm.gp  x http  cold eff  origin B/B  fail',
   );
   for (const r of rows) {
     const caps = r.capsKBps as number[];
@@ -532,7 +551,7 @@ function printTable(rows: Record<string, unknown>[]): void {
         `${sizeLabel(r.objectBytes as number).padStart(6)} ${String(r.medianDownloadMs).padStart(10)} ` +
         `${((r.goodputBps as number) / 1e6).toFixed(2).padStart(13)}  ${String(r.efficiency).padEnd(6)} ` +
         `${String(r.simEfficiency).padEnd(8)} ${String(r.normalizedGoodput).padEnd(8)} ${String(r.speedupVsHttp).padStart(6)}  ` +
-        `${String(r.coldEfficiency).padEnd(8)}  ${r.failed}`,
+        `${String(r.coldEfficiency).padEnd(8)}  ${String(r.originBytesPerByte).padEnd(10)}  ${r.failed}`,
     );
   }
 }

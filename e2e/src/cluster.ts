@@ -113,6 +113,11 @@ export interface ClusterOptions {
   origoArgs?: string[];
   /** Every proxy also runs its QUIC endpoint (clients prefer it to WebRTC). */
   quic?: boolean;
+  /**
+   * Origin shielding: the proxy of this name is the parent (it serves the others on a shield
+   * port), every other proxy its child (--shield-parent); all share a fresh fleet shield key.
+   */
+  shield?: { parent: string };
 }
 
 export interface PlacedHost {
@@ -124,6 +129,7 @@ export interface PlacedHost {
 const PLACED_ORIGO_PORT = 8700;
 const PLACED_PROXY_HTTP_PORT = 8800;
 const PLACED_PROXY_QUIC_PORT = 4433;
+const PLACED_SHIELD_PORT = 8801;
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -306,6 +312,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
         () => tail(origoLog),
       );
     }
+    const shieldArgs = await shieldArguments(o);
     for (const [i, spec] of o.proxies.entries()) {
       const log: string[] = [];
       const host = placement?.proxies[i];
@@ -326,12 +333,14 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
         logLevel,
         ...(o.allowPrivateOrigins ? ['--allow-private-origins', '--origin-ports', '*'] : []),
         ...(o.quic ? ['--quic-port', host ? String(PLACED_PROXY_QUIC_PORT) : '0'] : []),
+        ...(shieldArgs?.(spec.name) ?? []),
         ...(spec.extraArgs ?? []),
       ];
       const env = {
         MUTP_PROXY_ID: spec.name,
         MUTP_PROXY_SECRET: proxyKeys[spec.name],
         MUTP_PROXY_METRICS_TOKEN: metricsToken,
+        ...(shieldArgs ? { MUTP_PROXY_SHIELD_KEY: shieldArgs.key } : {}),
       };
       const relaunch = () => launch('proxy/src/main.ts', args, env, log, spec.name, o, host?.netns);
       proxies.push({ ...spec, process: relaunch(), log, relaunch });
@@ -351,6 +360,22 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
     throw e;
   }
   return cluster;
+}
+
+/**
+ * The shield options per proxy name (the parent's port, the children's parent URL) and the
+ * fleet's shield key; undefined without `o.shield`.
+ */
+async function shieldArguments(o: ClusterOptions) {
+  if (!o.shield) return undefined;
+  const index = o.proxies.findIndex((p) => p.name === o.shield!.parent);
+  if (index < 0) throw new Error(`shield parent ${o.shield.parent} is not one of the proxies`);
+  const host = o.placement?.proxies[index].address ?? '127.0.0.1';
+  const port = o.placement ? PLACED_SHIELD_PORT : await freePort();
+  const parent = o.shield.parent;
+  const args = (name: string) =>
+    name === parent ? ['--shield-port', String(port)] : ['--shield-parent', `http://${host}:${port}`];
+  return Object.assign(args, { key: randomBytes(32).toString('base64url') });
 }
 
 /** A client token from origo (what the proxies' /v1/http requires), through a short client session. */

@@ -45,7 +45,7 @@ export interface ShieldFetchOptions {
 }
 
 export const DEFAULT_SHIELD_SAMPLE_FRACTION = 0.02;
-export const DEFAULT_SHIELD_SAMPLES = 4;
+export const DEFAULT_SHIELD_SAMPLES = 2;
 export const DEFAULT_SHIELD_TIMEOUT_MS = 10_000;
 
 /**
@@ -84,6 +84,8 @@ export function shieldFetcher(origin: ObjectFetcher, o: ShieldFetchOptions): Obj
       );
       return origin(url, control);
     };
+    const started = performance.now();
+    const since = () => Math.round(performance.now() - started);
     try {
       const parentSignal = AbortSignal.any([scoped.signal, AbortSignal.timeout(o.timeoutMs)]);
       // Settles to the answer or the reason it failed: a parent never fails the fetch.
@@ -117,11 +119,14 @@ export function shieldFetcher(origin: ObjectFetcher, o: ShieldFetchOptions): Obj
           );
       // Awaited by the check, or dropped when the parent fails first: never an unhandled rejection.
       for (const sample of samples) sample.catch(() => undefined);
+      const probeMs = since();
       const answer = await parent;
+      const parentMs = since();
       if (answer instanceof Error) return await passOver('parent-failed', answer.message);
       const problem = await checkAnswer(answer, probe, extent, digest, samples);
       if (problem) return await passOver(problem[0], problem[1]);
       o.metrics.shieldFetches.inc({ outcome: 'verified' });
+      log.debug({ url, probeMs, parentMs, checkedMs: since() }, "shield: the parent's bytes verified");
       o.metrics.shieldBytes.inc({ source: 'parent' }, answer.bytes.byteLength);
       return {
         bytes: answer.bytes,
