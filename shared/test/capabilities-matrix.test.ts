@@ -17,6 +17,7 @@ import {
   ErrorCode,
   Feature,
   FEATURES,
+  LayoutDigests,
   Message,
   MessageType,
   MetaSigner,
@@ -41,6 +42,8 @@ const PROXIES = 3;
 interface FleetProxy {
   info: ProxyInfo;
   disabled: Feature[];
+  /** Serves other bytes under the honest identity (a polluter). */
+  polluter?: boolean;
   signer: MetaSigner;
   /** Every SourceEndpoint it ran (a new one after each reconnection: the transfer is lost). */
   endpoints: SourceEndpoint[];
@@ -67,14 +70,26 @@ function keyedProxy(i: number, disabled: Feature[]): FleetProxy {
   };
 }
 
+/** FILE with a byte changed every 7,000: what a polluter sends under FILE's identity. */
+const POLLUTED = FILE.map((b, i) => (i % 7000 === 3500 ? b ^ 0x5a : b));
+
 /** What the proxy's cache hands the endpoint: the bytes asked for, as an origin with ranges serves them. */
-function serve(admission: Admission, range: { start: number; length: number } | undefined): SourceObject | number {
+function serve(
+  admission: Admission,
+  range: { start: number; length: number } | undefined,
+  polluter = false,
+): SourceObject | number {
   if (range && range.start >= FILE.length) return ErrorCode.RangeNotSatisfiable;
-  const bytes = range ? FILE.subarray(range.start, Math.min(FILE.length, range.start + range.length)) : FILE;
+  const cut = (file: Uint8Array) =>
+    range ? file.subarray(range.start, Math.min(file.length, range.start + range.length)) : file;
+  const bytes = cut(FILE);
+  const sent = polluter ? cut(POLLUTED) : bytes;
   return {
-    bytes,
+    bytes: sent,
     digest: sha256(bytes),
-    encoders: new SharedEncoders(bytes, admission.memory),
+    // The honest unit digests: its META states the honest identity, its data is not it.
+    digests: new LayoutDigests(bytes),
+    encoders: new SharedEncoders(sent, admission.memory),
     cached: true,
     contentType: CONTENT_TYPE,
     ...(range ? { range: { start: range.start, completeLength: FILE.length } } : {}),
@@ -145,7 +160,7 @@ class EndpointTransport implements LinkTransport {
     const now = this.clock.now();
     for (let e = this.endpoint.pollEvent(); e; e = this.endpoint.pollEvent()) {
       if (e.type !== 'fetch') continue;
-      const served = serve(this.admission, e.range);
+      const served = serve(this.admission, e.range, this.proxy.polluter);
       if (typeof served === 'number') this.endpoint.objectFailed(e.transferId, served, 'range not satisfiable', now);
       else this.endpoint.objectReady(e.transferId, served, now);
     }
@@ -168,6 +183,8 @@ interface Cell {
   mode?: 'rlnc' | 'uncoded';
   /** Drop proxy 0's connection once this share of the object is decoded (it reconnects, its transfer lost). */
   dropAt?: number;
+  /** Proxies that pollute (by index). */
+  polluters?: number[];
 }
 
 interface Outcome {
@@ -178,7 +195,10 @@ interface Outcome {
 
 async function download(cell: Cell): Promise<Outcome> {
   const clock = new FakeClock();
-  const fleet = cell.proxyDisabled.map((disabled, i) => keyedProxy(i, disabled));
+  const fleet = cell.proxyDisabled.map((disabled, i) => ({
+    ...keyedProxy(i, disabled),
+    polluter: cell.polluters?.includes(i) ?? false,
+  }));
   const transports = new Map<FleetProxy, EndpointTransport>();
   const connector = (proxy: FleetProxy) => () => {
     const t = new EndpointTransport(clock, proxy);
@@ -196,7 +216,8 @@ async function download(cell: Cell): Promise<Outcome> {
     mode,
     // A small window for a reconnection: the client's wMin moves, so a resume part says something.
     window: cell.dropAt === undefined ? 240 : 48,
-    generationSize: mode === 'rlnc' ? 24 : 1,
+    // In uncoded mode too: a check unit of 24 symbols holds several sources' packets.
+    generationSize: 24,
     symbolSize: 1120,
     codec: mode === 'rlnc' ? rlncCodec : uncodedCodec,
     transferId: 77,
@@ -340,4 +361,44 @@ describe('mixed-fleet matrix: each optional feature switched off on each side', 
       });
     }
   }
+});
+
+describe('symbol digests in a mixed fleet with a polluter (uncoded)', () => {
+  const asks = (p: FleetProxy) => p.received.filter((m) => m.type === MessageType.SymbolDigestsRequest).length;
+
+  test('every proxy reads the ask: the polluter is found by its symbol digests, the object is exact', async () => {
+    const outcome = await download({ proxyDisabled: all([]), clientDisabled: [], mode: 'uncoded', polluters: [2] });
+    const result = expectByteExact({ ...outcome, fleet: outcome.fleet.slice(0, 2) }, undefined);
+    expect(result.sources[2].polluter).toBe(true);
+    expect(outcome.fleet.map(asks).some((n) => n > 0)).toBe(true);
+  });
+
+  test('only the polluter reads the ask: the others are never asked, and the download fails cleanly (no unchecked unit)', async () => {
+    const outcome = await download({
+      proxyDisabled: [['symbol-digests'], ['symbol-digests'], []],
+      clientDisabled: [],
+      mode: 'uncoded',
+      polluters: [2],
+    });
+    expect(asks(outcome.fleet[0]) + asks(outcome.fleet[1])).toBe(0);
+    for (const p of outcome.fleet) expect(p.endpoints.reduce((n, ep) => n + ep.stats().malformed, 0)).toBe(0);
+    // The failed unit waits for a source that can prove its packets; none can but the polluter, whose
+    // answer does not hash to the agreed digest: the download ends in the stall timeout, as
+    // docs/protocol.md §13 says, rather than take the unit unchecked.
+    expect(outcome.result).toBeUndefined();
+    expect(outcome.error?.message).toMatch(/stalled/);
+  });
+
+  test('a client without symbol digests asks nobody, and never delivers other bytes than the origin’s', async () => {
+    const outcome = await download({
+      proxyDisabled: all([]),
+      clientDisabled: ['symbol-digests'],
+      mode: 'uncoded',
+      polluters: [2],
+    });
+    expect(outcome.fleet.map(asks)).toEqual([0, 0, 0]);
+    // Either the polluter was found another way and the object is exact, or the download failed.
+    if (outcome.result) expect(Buffer.from(outcome.result.object).equals(Buffer.from(FILE))).toBe(true);
+    else expect(outcome.error?.code).toBe('download-failed');
+  });
 });
