@@ -6,7 +6,7 @@
  * back, real SourceEndpoints behind fake WebRTC peers.
  */
 import { Codec, Mode, ProxyInfo, rlncCodec, uncodedCodec } from '../src/internal';
-import { ClientError, ClientOptions, MutpClient } from '../src/client';
+import { ClientError, ClientOptions, MutpClient, PlaybackSession } from '../src/client';
 import { FakeHost, objectOf, proxy, settle } from './helpers/fake-host';
 
 const URLS = ['https://media.example/seg-1.m4s', 'https://media.example/seg-2.m4s', 'https://media.example/seg-3.m4s'];
@@ -99,6 +99,28 @@ describe.each([
   });
 });
 
+describe('a segment series (PlaybackSession) while origo is away', () => {
+  test('a proxy of the set lost: the next segments go on through the others at once, the handoff waits for origo', async () => {
+    const { host, client } = setup({ origoTimeoutMs: 10_000 });
+    const session = new PlaybackSession(client, host.clock, { mode: 'rlnc', proxies: 3, staging: false });
+    await settle(host.clock, session.fetch({ url: URLS[0] }));
+    const origo = killOrigo(host);
+    host.peers[0].close();
+    const started = host.clock.now();
+    for (const url of URLS.slice(1)) {
+      const { result } = await settle(host.clock, session.fetch({ url }));
+      expectObject(host, url, result.object);
+      expect(result.sources.filter((s) => s.state !== 'failed')).toHaveLength(2);
+    }
+    // Not held for the origo limit by a handoff asking origo for a replacement.
+    expect(host.clock.now() - started).toBeLessThan(2000);
+    expect(client.origoAway()).toBe(true);
+    origo.revive();
+    session.close();
+    client.close();
+  });
+});
+
 describe('new offers while origo is away (Node client)', () => {
   test('wait for its return within the origo limit, and are served once it is back', async () => {
     const { host, client } = setup({ origoTimeoutMs: 10_000 });
@@ -110,6 +132,21 @@ describe('new offers while origo is away (Node client)', () => {
     const r = await settle(host.clock, client.get(URLS[1], { mode: 'uncoded', proxies: 3 }));
     expectObject(host, URLS[1], r.object);
     expect(host.clock.now() - killedAt).toBeGreaterThanOrEqual(3000);
+    client.close();
+  });
+
+  test('an origo back without its proxies yet is asked again until they are, within the limit', async () => {
+    const { host, client } = setup({ origoTimeoutMs: 10_000 });
+    await settle(host.clock, client.get(URLS[0], { mode: 'rlnc', proxies: 2 }));
+    const origo = killOrigo(host);
+    // Restarted: none of its proxies has registered again yet.
+    for (const p of host.script.proxies) host.unoffered.add(p.info.proxyId);
+    host.clock.setTimer(500, () => origo.revive());
+    host.clock.setTimer(2500, () => host.unoffered.clear());
+    const started = host.clock.now();
+    const set = await settle(host.clock, client.chooseProxies(3, 'rlnc'));
+    expect(set.map((p) => p.proxyId).sort()).toEqual(['a', 'b', 'c']);
+    expect(host.clock.now() - started).toBeGreaterThanOrEqual(2500);
     client.close();
   });
 

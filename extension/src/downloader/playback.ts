@@ -23,6 +23,8 @@ export interface ClientLike {
   /** Staging (MutpClient): without these, segments are never staged. */
   chooseProxies?: StagingClient['chooseProxies'];
   stage?: StagingClient['stage'];
+  /** While origo is away, handoffs wait for its return (MutpClient). */
+  origoAway?: StagingClient['origoAway'];
   /** Proxies that said they are going away (MutpClient): replaced between segments. */
   leavingProxies?: StagingClient['leavingProxies'];
   onProxyLeaving?: StagingClient['onProxyLeaving'];
@@ -50,6 +52,7 @@ export class FramePlayback {
         chooseProxies: (count, mode, o) => chooseProxies.call(client, count, mode, o),
         stage: (url, proxies, o) => stage.call(client, url, proxies, o),
         leavingProxies: () => client.leavingProxies?.() ?? [],
+        origoAway: () => client.origoAway?.() ?? false,
         // A proxy going away mid-segment: the session begins its handoff at the next segment at once.
         ...(onProxyLeaving ? { onProxyLeaving: (listener) => onProxyLeaving.call(client, listener) } : {}),
       };

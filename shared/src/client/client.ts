@@ -94,6 +94,11 @@ export class MutpClient {
     return mode !== 'http' && this.links.openLinks(1, mode, []).length > 0;
   }
 
+  /** True while origo is away: no session is open, and one was (StagingClient.origoAway). */
+  origoAway(): boolean {
+    return !this.origo.isOpen && this.origo.lastSession() !== undefined;
+  }
+
   /** Undefined unless origo is in its back-off period (it is then not tried until it ends). */
   origoDown(): OrigoDown | undefined {
     return this.origo.down();
@@ -123,7 +128,8 @@ export class MutpClient {
         proxies:
           o.use !== undefined && o.use.length > 0
             ? o.use.slice(0, o.proxies)
-            : await session.requestProxies(
+            : await this.origo.offers(
+                session,
                 o.proxies,
                 'uncoded',
                 [...this.exclusions.avoided(), ...(o.exclude ?? [])],
@@ -209,7 +215,8 @@ export class MutpClient {
   ): Promise<ProxyInfo[]> {
     const limits = limitsFor(this.config, o);
     const proxies = await this.origo.withSession(o.signal, limits.origoMs, (session) =>
-      session.requestProxies(
+      this.origo.offers(
+        session,
         count,
         mode === 'http' ? 'uncoded' : mode,
         [...this.exclusions.avoided(), ...(o.exclude ?? [])],

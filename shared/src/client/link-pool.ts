@@ -115,7 +115,11 @@ export class LinkPool {
     limits: Limits,
     into: { chosen: ProxyLink[]; failed: string[]; note: (r: PromiseRejectedResult) => void },
   ): Promise<boolean> {
-    const offered = await session.requestProxies(count, mode, exclude, limits.origoMs);
+    // With no link yet, an empty offer would fail the download: right after origo's return it is asked again.
+    const offered =
+      into.chosen.length === 0
+        ? await this.origo.offers(session, count, mode, exclude, limits.origoMs)
+        : await session.requestProxies(count, mode, exclude, limits.origoMs);
     if (offered.length === 0) return false;
     const opened = await Promise.allSettled(offered.map((proxy) => this.linkTo(session, proxy, limits.connectMs)));
     // Their signalling went with origo: no proxy is to blame, the caller tries another instance.

@@ -19,7 +19,7 @@
  * request that started it: it runs to its own timeout even when every caller gave up, so a hung
  * origo is marked down however impatient the callers are.
  */
-import { WithdrawReason } from '..';
+import { Mode, ProxyInfo, WithdrawReason } from '..';
 import type { ClientConfig } from './client-config';
 import { ClientError } from './errors';
 import { ClientHost } from './host';
@@ -35,6 +35,11 @@ const ORIGO_PROBE_MS = 1500;
 /** While waiting for origo's return: the first pause between two attempts, doubling up to the maximum. */
 const ORIGO_RETURN_FIRST_PAUSE_MS = 250;
 const ORIGO_RETURN_MAX_PAUSE_MS = 2000;
+/**
+ * For this long after origo came back (a session welcomed after one was lost), an offer of no
+ * proxy is asked again (offers()): a restarted origo's proxies are still re-registering.
+ */
+const RETURN_WINDOW_MS = 60_000;
 
 export class OrigoFailover {
   private session?: OrigoSession;
@@ -53,6 +58,8 @@ export class OrigoFailover {
    * outage reports on (its messages go to the session that replaced it, if any: liveSession()).
    */
   private lastWelcomed?: OrigoSession;
+  /** When a session was last welcomed after an earlier one (origo came back, or the network changed). */
+  private returnedAt = -Infinity;
 
   constructor(
     private readonly host: ClientHost,
@@ -164,6 +171,7 @@ export class OrigoFailover {
         this.nextOrigo = (index + 1) % this.urls.length;
       };
       this.session = session;
+      if (this.lastWelcomed !== undefined) this.returnedAt = this.host.clock.now();
       this.lastWelcomed = session;
       return session;
     }
@@ -219,6 +227,31 @@ export class OrigoFailover {
         await unlessAborted(new Promise<void>((resolve) => clock.setTimer(pause, resolve)), signal);
         left = Math.max(1, Math.round(deadline - clock.now()));
       }
+    }
+  }
+
+  /**
+   * `session.requestProxies(...)`, asked again at growing pauses while origo offers none within
+   * `timeoutMs` of the first ask, when origo came back moments ago: a restarted origo knows only
+   * the proxies that re-registered since, and a proxy's reconnection backs off while origo is down
+   * (for seconds after its return). Otherwise the first answer.
+   */
+  async offers(
+    session: OrigoSession,
+    count: number,
+    mode: Mode,
+    exclude: string[],
+    timeoutMs: number,
+  ): Promise<ProxyInfo[]> {
+    const clock = this.host.clock;
+    const deadline = clock.now() + timeoutMs;
+    for (let pause = ORIGO_RETURN_FIRST_PAUSE_MS; ; pause = Math.min(2 * pause, ORIGO_RETURN_MAX_PAUSE_MS)) {
+      const left = Math.max(1, Math.round(deadline - clock.now()));
+      const offered = await session.requestProxies(count, mode, exclude, Math.min(timeoutMs, left));
+      const justBack = clock.now() - this.returnedAt < RETURN_WINDOW_MS;
+      if (offered.length > 0 || !justBack || !session.isOpen || deadline - clock.now() <= pause) return offered;
+      this.config.trace?.(`origo is back but offers no proxy yet: asking again in ${pause} ms`);
+      await new Promise<void>((resolve) => clock.setTimer(pause, resolve));
     }
   }
 

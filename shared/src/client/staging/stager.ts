@@ -44,6 +44,12 @@ export interface StagingClient {
   leavingProxies?(): readonly string[];
   /** Calls `listener` when a proxy says it is going away or origo withdraws one; returns the unsubscribe. */
   onProxyLeaving?(listener: (proxyId: string) => void): () => void;
+  /**
+   * True while origo is away (no session, one was had): downloads go on through the open links,
+   * and a handoff, which needs origo's offers, waits for its return instead of for the request's
+   * origo limit (which would hold the next segment back that long).
+   */
+  origoAway?(): boolean;
 }
 
 export interface StagerOptions {
@@ -289,7 +295,7 @@ export class SegmentStager {
   ): Promise<void> {
     const { goingAway, degrading } = why;
     const leaving = [...goingAway, ...why.failing, ...degrading];
-    if (leaving.length === 0 || this.clock.now() < this.replaceAfter) return;
+    if (leaving.length === 0 || this.clock.now() < this.replaceAfter || this.client.origoAway?.()) return;
     let fresh: ProxyInfo[] = [];
     try {
       fresh = await this.client.chooseProxies(leaving.length, this.o.mode, {
