@@ -17,6 +17,9 @@
  * With the extension switched off, and with origo stopped, the same pages play from the network
  * and the counters say why (`disabled`, `origo-unreachable`).
  *
+ * Plays run side by side, two or three at a time (each in a window of its own), and what the
+ * proxies and origo counted is checked over the plays that ran together (by mode).
+ *
  * Waits are bounded and say what they waited for; a failing play reports the player's state.
  */
 import { existsSync } from 'node:fs';
@@ -65,6 +68,7 @@ let origin: Origin;
 let pages: PlayerPages;
 let cluster: Cluster;
 let chromium: ChromiumSession;
+let firefox: FirefoxSession;
 let files: ReturnType<typeof hashTree>;
 
 beforeAll(async () => {
@@ -76,10 +80,14 @@ beforeAll(async () => {
   origin = await startOrigin();
   pages = await startPlayerPages();
   cluster = await startCluster({ proxies: PROXIES, allowPrivateOrigins: true });
-  chromium = await launchChromium();
+  [chromium, firefox] = await Promise.all([
+    launchChromium(),
+    launchFirefox({ origoUrl: cluster.clientUrl, mode: 'rlnc', proxies: 4, exposeCounters: true }),
+  ]);
 }, 300_000);
 
 afterAll(async () => {
+  await firefox?.close();
   await chromium?.close();
   await cluster?.stop();
   await pages?.close();
@@ -193,7 +201,8 @@ async function proxyDelta(before: ProxyCounts[], mode: string, expected: number)
   return delta;
 }
 
-async function expectServedByMutp(played: Played, mode: string, before: ProxyCounts[], recordsBefore: number) {
+/** One play's own checks: it played without rebuffering, and every media request was served by MUTP. */
+function expectPlayedByMutp(played: Played): void {
   const { state, counters: c } = played;
   // Playback: reached the mark, no rebuffering once it started.
   expect(state.currentTime).toBeGreaterThanOrEqual(PLAY_SECONDS);
@@ -211,69 +220,136 @@ async function expectServedByMutp(played: Played, mode: string, before: ProxyCou
   expect(state.loaded.length).toBe(c.served);
   expect(state.loaded.reduce((a, l) => a + l.bytes, 0)).toBe(c.servedBytes);
   expect(browserMediaRequests(played.originLog)).toEqual([]);
-  // The proxies: each of the four finished one transfer per segment in this mode, and sent bytes.
-  const delta = await proxyDelta(before, mode, c.served);
-  expect(delta.map((p) => ({ name: p.name, transfers: transfersIn(p, mode) }))).toEqual(
-    delta.map((p) => ({ name: p.name, transfers: c.served })),
-  );
-  for (const p of delta) expect(p.transfers[`${mode}/done`]).toBe(c.served);
-  const sent = delta.reduce((a, p) => a + (p.bytesSent.mutp ?? 0), 0);
-  expect(sent).toBeGreaterThanOrEqual(c.servedBytes);
-  // origo stored a record of each download.
-  const records = await waitFor(
-    `${c.served} new ${mode} records at origo`,
-    async () => {
-      const r = await origoRecords(cluster, mode);
-      return r.length - recordsBefore >= c.served ? r : undefined;
-    },
-    10_000,
-  );
-  const fresh = records.slice(0, records.length - recordsBefore);
-  expect(fresh.length).toBe(c.served);
-  for (const r of fresh) expect({ status: r.status, sources: r.sources }).toEqual({ status: 'complete', sources: 4 });
-  expect(new Set(fresh.map((r) => r.url))).toEqual(new Set(state.loaded.map((l) => l.url)));
 }
 
-describe('Chromium with the extension, rlnc/fountain from four proxies', () => {
-  const cases: [string, 'rlnc' | 'fountain', Stream][] = [
-    [STREAMS[0].name, 'rlnc', STREAMS[0]],
-    [STREAMS[1].name, 'fountain', STREAMS[1]],
-    [STREAMS[2].name, 'rlnc', STREAMS[2]],
-  ];
-  test.each(cases)('%s plays 20 s with every segment served by MUTP (%s)', async (_name, mode, stream) => {
-    await chromium.setSettings({ origoUrl: cluster.clientUrl, mode, proxies: 4, exposeCounters: true });
+/** The plays of one mode among plays that ran side by side. */
+interface ModePlays {
+  mode: string;
+  plays: Played[];
+  /** origo's records in this mode before the plays. */
+  recordsBefore: number;
+}
+
+/**
+ * What the proxies and origo counted for plays that ran side by side: in each mode, each of the
+ * four proxies finished one transfer per segment of those plays, and origo stored a complete
+ * 4-source record of each; together the proxies sent at least the bytes the pages got.
+ */
+async function expectProxiesServed(before: ProxyCounts[], byMode: ModePlays[]): Promise<void> {
+  const served = (plays: Played[]) => plays.reduce((a, p) => a + p.counters.served, 0);
+  let delta: ProxyCounts[] = [];
+  for (const { mode, plays, recordsBefore } of byMode) {
+    const n = served(plays);
+    delta = await proxyDelta(before, mode, n);
+    expect(delta.map((p) => ({ name: p.name, transfers: transfersIn(p, mode) }))).toEqual(
+      delta.map((p) => ({ name: p.name, transfers: n })),
+    );
+    for (const p of delta) expect(p.transfers[`${mode}/done`]).toBe(n);
+    // origo stored a record of each download.
+    const records = await waitFor(
+      `${n} new ${mode} records at origo`,
+      async () => {
+        const r = await origoRecords(cluster, mode);
+        return r.length - recordsBefore >= n ? r : undefined;
+      },
+      10_000,
+    );
+    const fresh = records.slice(0, records.length - recordsBefore);
+    expect(fresh.length).toBe(n);
+    for (const r of fresh) expect({ status: r.status, sources: r.sources }).toEqual({ status: 'complete', sources: 4 });
+    const loaded = plays.flatMap((p) => p.state.loaded.map((l) => l.url));
+    expect(new Set(fresh.map((r) => r.url))).toEqual(new Set(loaded));
+  }
+  const all = byMode.flatMap((m) => m.plays);
+  const sent = delta.reduce((a, p) => a + (p.bytesSent.mutp ?? 0), 0);
+  expect(sent).toBeGreaterThanOrEqual(all.reduce((a, p) => a + p.counters.servedBytes, 0));
+}
+
+/** Chromium's per-tab statistics of a play: one successful 4-proxy download per segment, and staging at work. */
+async function expectTabStats(played: Played, mode: string): Promise<void> {
+  // The background's per-tab statistics: one successful 4-proxy download per segment.
+  const tab = await waitFor(
+    'per-tab statistics in storage.session',
+    async () => {
+      const t = await chromium.tabStats(played.url);
+      return t && t.segments.length >= played.counters.served ? t : undefined;
+    },
+    5_000,
+  );
+  expect(tab.segments.length).toBe(played.counters.served);
+  for (const s of tab.segments) {
+    expect({ ok: s.ok, mode: s.mode, proxies: s.proxies.length }).toEqual({ ok: true, mode, proxies: 4 });
+    expect(s.goodputBps).toBeGreaterThan(0);
+    expect(s.normalizedGoodput).toBeGreaterThan(0);
+  }
+  expect(Object.keys(tab.proxies).sort()).toEqual(PROXIES.map((p) => p.name).sort());
+  // Staging (on by default): segments were hinted ahead of the player and found staged, and a
+  // play without seeks or switches left nothing staged that the player never asked for.
+  // Every media segment is followed (init segments are not in a playlist's play order).
+  const media = tab.segments.filter((s) => !/\/init[^/]*$/.test(s.url));
+  expect(media.filter((s) => s.staging === undefined).map((s) => s.url)).toEqual([]);
+  const staging = media.map((s) => s.staging!);
+  expect(Math.max(...staging.map((x) => x.hintsStaged))).toBeGreaterThan(0);
+  expect(tab.segments.filter((s) => s.staged).length).toBeGreaterThan(0);
+  expect(staging.map((x) => x.wasted)).toEqual(staging.map(() => 0));
+}
+
+/** Closes the pages of plays that started, whether or not all of them did. */
+async function closeAll(plays: PromiseSettledResult<Played>[]): Promise<void> {
+  await Promise.all(plays.map((p) => (p.status === 'fulfilled' ? p.value.page.close() : undefined)));
+}
+
+/** Every play's result, or the first failure once all have ended (their pages closed). */
+async function allPlayed(plays: Promise<Played>[]): Promise<Played[]> {
+  const settled = await Promise.allSettled(plays);
+  const failed = settled.find((p): p is PromiseRejectedResult => p.status === 'rejected');
+  if (failed) {
+    await closeAll(settled);
+    throw failed.reason;
+  }
+  return settled.map((p) => (p as PromiseFulfilledResult<Played>).value);
+}
+
+// Each play takes its 20 s of real time: plays run side by side, two at a time (two Chromium
+// windows in one mode; then Chromium in fountain beside Firefox in rlnc, whose counts the
+// proxies keep by mode), and the proxies' and origo's counts are checked over the plays together.
+describe('with the extension, rlnc/fountain from four proxies', () => {
+  test('Chromium: HLS fMP4 and DASH play 20 s side by side with every segment served by MUTP (rlnc)', async () => {
+    await chromium.setSettings({ origoUrl: cluster.clientUrl, mode: 'rlnc', proxies: 4, exposeCounters: true });
     const before = await proxyCounts(cluster);
-    const recordsBefore = (await origoRecords(cluster, mode)).length;
-    const played = await play(chromium, stream, PLAY_SECONDS);
+    const recordsBefore = (await origoRecords(cluster, 'rlnc')).length;
+    const played = await allPlayed(
+      [STREAMS[0], STREAMS[2]].map((s) => play(chromium, s, PLAY_SECONDS, { window: true })),
+    );
     try {
-      await expectServedByMutp(played, mode, before, recordsBefore);
-      // The background's per-tab statistics: one successful 4-proxy download per segment.
-      const tab = await waitFor(
-        'per-tab statistics in storage.session',
-        async () => {
-          const t = await chromium.tabStats(played.url);
-          return t && t.segments.length >= played.counters.served ? t : undefined;
-        },
-        5_000,
-      );
-      expect(tab.segments.length).toBe(played.counters.served);
-      for (const s of tab.segments) {
-        expect({ ok: s.ok, mode: s.mode, proxies: s.proxies.length }).toEqual({ ok: true, mode, proxies: 4 });
-        expect(s.goodputBps).toBeGreaterThan(0);
-        expect(s.normalizedGoodput).toBeGreaterThan(0);
-      }
-      expect(Object.keys(tab.proxies).sort()).toEqual(PROXIES.map((p) => p.name).sort());
-      // Staging (on by default): segments were hinted ahead of the player and found staged, and a
-      // play without seeks or switches left nothing staged that the player never asked for.
-      // Every media segment is followed (init segments are not in a playlist's play order).
-      const media = tab.segments.filter((s) => !/\/init[^/]*$/.test(s.url));
-      expect(media.filter((s) => s.staging === undefined).map((s) => s.url)).toEqual([]);
-      const staging = media.map((s) => s.staging!);
-      expect(Math.max(...staging.map((x) => x.hintsStaged))).toBeGreaterThan(0);
-      expect(tab.segments.filter((s) => s.staged).length).toBeGreaterThan(0);
-      expect(staging.map((x) => x.wasted)).toEqual(staging.map(() => 0));
+      for (const p of played) expectPlayedByMutp(p);
+      await expectProxiesServed(before, [{ mode: 'rlnc', plays: played, recordsBefore }]);
+      for (const p of played) await expectTabStats(p, 'rlnc');
     } finally {
-      await played.page.close();
+      await Promise.all(played.map((p) => p.page.close()));
+    }
+  });
+
+  test('Chromium HLS TS (fountain) beside Firefox ESR HLS fMP4 (hls.js, rlnc): both play 20 s with every segment served by MUTP', async () => {
+    await chromium.setSettings({ origoUrl: cluster.clientUrl, mode: 'fountain', proxies: 4, exposeCounters: true });
+    const before = await proxyCounts(cluster);
+    const fountainBefore = (await origoRecords(cluster, 'fountain')).length;
+    const rlncBefore = (await origoRecords(cluster, 'rlnc')).length;
+    const [inChromium, inFirefox] = await allPlayed([
+      play(chromium, STREAMS[1], PLAY_SECONDS, { window: true }),
+      play(firefox, STREAMS[0], PLAY_SECONDS),
+    ]);
+    try {
+      expect(inFirefox.originLog.some((r) => r.userAgent.includes('Firefox'))).toBe(true);
+      expectPlayedByMutp(inChromium);
+      expectPlayedByMutp(inFirefox);
+      await expectProxiesServed(before, [
+        { mode: 'fountain', plays: [inChromium], recordsBefore: fountainBefore },
+        { mode: 'rlnc', plays: [inFirefox], recordsBefore: rlncBefore },
+      ]);
+      await expectTabStats(inChromium, 'fountain');
+    } finally {
+      await Promise.all([inChromium.page.close(), inFirefox.page.close()]);
     }
   });
 });
@@ -306,30 +382,6 @@ describe('Chromium with the extension switched off', () => {
       expect(delta.every((d) => Object.keys(d.transfers).length === 0)).toBe(true);
     } finally {
       await Promise.all(played.map((p) => p.page.close()));
-    }
-  });
-});
-
-describe('Firefox ESR with the extension', () => {
-  let firefox: FirefoxSession;
-
-  beforeAll(async () => {
-    firefox = await launchFirefox({ origoUrl: cluster.clientUrl, mode: 'rlnc', proxies: 4, exposeCounters: true });
-  }, 60_000);
-
-  afterAll(async () => {
-    await firefox?.close();
-  });
-
-  test('HLS fMP4 (hls.js) plays 20 s with every segment served by MUTP (rlnc)', async () => {
-    const before = await proxyCounts(cluster);
-    const recordsBefore = (await origoRecords(cluster, 'rlnc')).length;
-    const played = await play(firefox, STREAMS[0], PLAY_SECONDS);
-    try {
-      expect(played.originLog.some((r) => r.userAgent.includes('Firefox'))).toBe(true);
-      await expectServedByMutp(played, 'rlnc', before, recordsBefore);
-    } finally {
-      await played.page.close();
     }
   });
 });
