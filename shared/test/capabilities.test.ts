@@ -6,6 +6,8 @@
  * fewer, does.
  */
 import { generateKeyPairSync, sign } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { sha256 } from '@noble/hashes/sha256';
 import {
   Admission,
@@ -14,6 +16,7 @@ import {
   capabilitiesOf,
   capabilityExtension,
   decode,
+  encode,
   encodeMeta,
   encodeRequest,
   extensionCapabilities,
@@ -251,5 +254,22 @@ describe('a SourceEndpoint and what it declares', () => {
       for (const key of ['resume', 'range', 'weights', 'extensions'] as const) delete plain[key];
       expect(metaFor(encodeRequest(request(plain)))).toBeDefined();
     }
+  });
+});
+
+describe('vectors/capabilities-v1.json (docs/protocol.md §4.8)', () => {
+  type Vector = { name: string; description: string; hex: string; capabilities?: number; error?: string };
+  const vectors: Vector[] = JSON.parse(readFileSync(join(__dirname, 'vectors', 'capabilities-v1.json'), 'utf8'));
+
+  test.each(vectors.map((v) => [v.name, v] as const))('%s', (_name, v) => {
+    const bytes = new Uint8Array(Buffer.from(v.hex, 'hex'));
+    if (v.error) {
+      expect(errorOf(bytes)).toBe(v.error);
+      return;
+    }
+    const m = decoded(bytes) as RequestMessage | MetaMessage;
+    expect(m.extensions).toBeDefined();
+    expect(extensionCapabilities(m.extensions!)).toBe(v.capabilities);
+    expect(Buffer.from(encode(m)).toString('hex')).toBe(v.hex);
   });
 });
