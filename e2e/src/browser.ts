@@ -57,13 +57,18 @@ export function ensureExtensionBuilt(): void {
   // A stamp written after each build here: the copied manifest.json keeps its source's mtime, so
   // it never looked newer than the sources and every run rebuilt.
   const stamp = join(EXTENSION_DIR, 'dist', '.e2e-built');
+  // The build's last step writes the two packages (extension/webpack.config.mjs): one newer than
+  // every input is a finished build too, e.g. scripts/setup.sh's (else CI's first browser suite
+  // built the extension a second time).
+  const packages = ['chrome', 'firefox'].map((b) => join(EXTENSION_DIR, 'dist', `mutp-${b}.zip`));
   const manifests = ['chrome', 'firefox'].map((b) => join(EXTENSION_DIR, 'dist', b, 'manifest.json'));
   const inputs = [
     ...['src', 'static', 'webpack.config.mjs', 'package.json'].map((p) => join(EXTENSION_DIR, p)),
     ...['shared/src', 'wasm/src', 'wasm/dist'].map((p) => join(ROOT, p)),
   ];
   const newestInput = Math.max(...inputs.map(newestMtime));
-  if (manifests.every((m) => existsSync(m)) && existsSync(stamp) && statSync(stamp).mtimeMs >= newestInput) return;
+  const builtAfterInputs = (files: string[]) => files.every((f) => existsSync(f) && statSync(f).mtimeMs >= newestInput);
+  if (manifests.every((m) => existsSync(m)) && (builtAfterInputs([stamp]) || builtAfterInputs(packages))) return;
   execFileSync('npm', ['run', 'build', '-w', 'extension'], { cwd: ROOT, stdio: 'pipe', timeout: 300_000 });
   writeFileSync(stamp, `${new Date().toISOString()}\n`);
 }
