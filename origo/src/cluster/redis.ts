@@ -302,6 +302,11 @@ export class RedisCluster implements Cluster {
     this.writeBans(subjects.flatMap((s) => [until, s]));
   }
 
+  /** Whether any ban is known here: none, and nothing needs looking up per proxy (request-proxies). */
+  hasProvenFalseBans(): boolean {
+    return this.bans.size > 0;
+  }
+
   provenFalseUntil(subject: string, now: number): number | undefined {
     return this.bans.get(subject, now);
   }
