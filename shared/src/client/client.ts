@@ -177,6 +177,7 @@ export class MutpClient {
         onProgress: o.onProgress,
         onPolluters: (polluters) => this.onPolluters(session, polluters),
         onConflict: (statements) => this.records.conflict(session, url, o.range, statements),
+        ...(this.config.disabledFeatures ? { disabledFeatures: this.config.disabledFeatures } : {}),
       });
       this.records.complete(session, url, mode, result, scheduler, links.length);
       return result;
@@ -206,23 +207,23 @@ export class MutpClient {
   /**
    * Up to `count` proxies for `mode` chosen by origo, none of `exclude` nor recently failed: a
    * set to stage objects at (stage()) and then download them from (GetOptions.use), so staged
-   * objects are fetched from the proxies that hold them.
+   * objects are fetched from the proxies that hold them. Right after origo's return an empty
+   * offer is asked again within the origo limit (OrigoFailover.offers), unless `awaitProxies` is
+   * false (a handoff: without newcomers the set simply stays).
    */
   async chooseProxies(
     count: number,
     mode: DownloadMode,
-    o: Pick<GetOptions, 'exclude' | 'signal' | 'origoTimeoutMs'> = {},
+    o: Pick<GetOptions, 'exclude' | 'signal' | 'origoTimeoutMs'> & { awaitProxies?: boolean } = {},
   ): Promise<ProxyInfo[]> {
     const limits = limitsFor(this.config, o);
-    const proxies = await this.origo.withSession(o.signal, limits.origoMs, (session) =>
-      this.origo.offers(
-        session,
-        count,
-        mode === 'http' ? 'uncoded' : mode,
-        [...this.exclusions.avoided(), ...(o.exclude ?? [])],
-        limits.origoMs,
-      ),
-    );
+    const proxies = await this.origo.withSession(o.signal, limits.origoMs, (session) => {
+      const exclude = [...this.exclusions.avoided(), ...(o.exclude ?? [])];
+      const offerMode = mode === 'http' ? 'uncoded' : mode;
+      return o.awaitProxies === false
+        ? session.requestProxies(count, offerMode, exclude, limits.origoMs)
+        : this.origo.offers(session, count, offerMode, exclude, limits.origoMs);
+    });
     if (proxies.length === 0) throw new ClientError('no-proxies', 'origo has no proxy to offer');
     return proxies;
   }

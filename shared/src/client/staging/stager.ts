@@ -33,7 +33,8 @@ export interface StagingClient {
   chooseProxies(
     count: number,
     mode: DownloadMode,
-    o?: Pick<GetOptions, 'signal' | 'exclude' | 'origoTimeoutMs'>,
+    /** `awaitProxies` false: an empty offer right after origo's return is the answer (MutpClient.chooseProxies). */
+    o?: Pick<GetOptions, 'signal' | 'exclude' | 'origoTimeoutMs'> & { awaitProxies?: boolean },
   ): Promise<ProxyInfo[]>;
   stage(
     url: string,
@@ -301,6 +302,8 @@ export class SegmentStager {
       fresh = await this.client.chooseProxies(leaving.length, this.o.mode, {
         ...(signal ? { signal } : {}),
         exclude: set.map((p) => p.proxyId),
+        // None to be had yet (origo just back): the set stays, the next segment is not held.
+        awaitProxies: false,
       });
     } catch {
       // Origo out of reach: go on with the proxies left (MutpClient replaces dead ones itself).
