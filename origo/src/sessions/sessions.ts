@@ -12,6 +12,7 @@ import { Broker } from '../broker/router';
 import { OrigoConfig } from '../config';
 import { InvalidKind, Metrics } from '../metrics';
 import { SocketBudgets } from './budgets';
+import { PingWheel } from './ping-wheel';
 import { clientProtocol, Protocol, proxyProtocol } from './protocols';
 import { Session } from './session';
 
@@ -21,7 +22,7 @@ export class Sessions {
   private readonly budgets: SocketBudgets<Session>;
   private readonly proxy: Protocol<ProxyToOrigo>;
   private readonly client: Protocol<ClientToOrigo>;
-  private readonly pingTimer: NodeJS.Timeout;
+  private readonly pings: PingWheel<Session>;
   private stopped = false;
   private allClosed?: () => void;
 
@@ -35,8 +36,7 @@ export class Sessions {
     this.proxy = proxyProtocol(broker, config);
     this.client = clientProtocol(broker, config);
     // Liveness of client sockets (proxies also heartbeat): a socket that missed a ping is cut.
-    this.pingTimer = setInterval(() => this.ping(), config.pingIntervalMs);
-    this.pingTimer.unref();
+    this.pings = new PingWheel(config.pingIntervalMs, (session) => this.ping(session));
   }
 
   /** origo is shutting down: new sockets are refused. */
@@ -85,6 +85,7 @@ export class Sessions {
     }
     this.budgets.admit(session);
     this.all.add(session);
+    this.pings.add(session);
     session.greetingTimer = setTimeout(
       () =>
         this.drop(
@@ -102,6 +103,7 @@ export class Sessions {
       clearTimeout(session.greetingTimer);
       this.budgets.released(session);
       this.all.delete(session);
+      this.pings.delete(session);
       if (session.id !== undefined) p.gone(session.id, session);
       this.log.debug({ peer: session.label, code, reason: reason.toString() }, 'socket closed');
       if (this.all.size === 0) this.allClosed?.();
@@ -125,7 +127,7 @@ export class Sessions {
   /** Refuses new sockets and stops the pings (the first step of shutting down). */
   stop(): void {
     this.stopped = true;
-    clearInterval(this.pingTimer);
+    this.pings.stop();
   }
 
   /** Closes every socket with 1001, waits up to the grace period, then cuts what is left. */
@@ -217,19 +219,18 @@ export class Sessions {
     );
   }
 
-  private ping(): void {
-    for (const session of this.all) {
-      if (session.closed) continue;
-      if (!session.alive) {
-        this.metrics.socketsDropped.inc({ reason: 'ping-timeout' });
-        this.log.info({ peer: session.label }, 'socket did not answer ping: terminated');
-        session.closed = true;
-        session.socket.terminate();
-        continue;
-      }
-      session.alive = false;
-      session.socket.ping();
+  /** Once per ping interval per socket (ping-wheel.ts): one that missed the last ping is cut. */
+  private ping(session: Session): void {
+    if (session.closed) return;
+    if (!session.alive) {
+      this.metrics.socketsDropped.inc({ reason: 'ping-timeout' });
+      this.log.info({ peer: session.label }, 'socket did not answer ping: terminated');
+      session.closed = true;
+      session.socket.terminate();
+      return;
     }
+    session.alive = false;
+    session.socket.ping();
   }
 
   private drop(session: Session, reason: string, closeCode: number, message: string): void {
