@@ -36,11 +36,18 @@ import { syntheticObject } from './origin';
 import { startPlacedOrigin } from './testbed-run';
 
 const INNER = 'MUTP_LOCALITY_TESTBED';
+/** Between two segments before a timed move. */
+const PACED_MS = 1000;
+/**
+ * When the paths swap (bench), from the links' start: the cluster must be up by then (4-15 s
+ * here, once 40 s with the machine busy; the run then fails saying so).
+ */
+const DEFAULT_SWAP_AT_MS = 45_000;
 
 const opts = new Command()
   .name('bench-locality')
   .option('--run', 'one series on one testbed (what the e2e test runs), not the comparison')
-  .option('--segments <n>', 'segments in the series', '10')
+  .option('--segments <n>', 'segments in the series (with --swap-at-ms: after the one the client moved during)', '10')
   .option('--segment-bytes <n>', 'bytes per segment', '524288')
   .option('--sources <n>', 'proxies per segment', '2')
   .option('--mode <mode>', 'rlnc, fountain or uncoded', 'rlnc')
@@ -148,6 +155,9 @@ async function series(tb: TestbedDescription): Promise<SeriesResult> {
     placement: { origo: tb.origo, proxies: tb.proxies },
   });
   phase('cluster up');
+  const move = new Move(tb, opts.moveDuring === undefined ? undefined : Number(opts.moveDuring), opts.swapAtMs);
+  // Before the client exists: it starts on its new address, with no network change to notice.
+  if (opts.startInB) await move.now();
   const traces: string[] = [];
   const client = new MutpClient(createNodeHost(), {
     origoUrl: cluster.clientUrl,
@@ -156,12 +166,13 @@ async function series(tb: TestbedDescription): Promise<SeriesResult> {
     trace: (line) => traces.push(line),
   });
   const regionOf = (proxyId: string) => proxyId.replace(/\d+$/, '');
-  const move = new Move(tb, opts.moveDuring === undefined ? undefined : Number(opts.moveDuring), opts.swapAtMs);
-  if (opts.startInB) await move.now();
   const rows: SegmentRow[] = [];
   const bytes = Number(opts.segmentBytes);
   try {
-    for (let index = 0; index < Number(opts.segments); index++) {
+    // With a timed move, segments go on until it came, then --segments more.
+    const timed = opts.swapAtMs !== undefined;
+    const last = () => Number(opts.segments) + (timed ? (move.during === undefined ? Infinity : move.during + 1) : 0);
+    for (let index = 0; index < last(); index++) {
       const seed = Number(opts.seed) + index;
       const region = move.region;
       move.segmentStarts(index);
@@ -187,6 +198,8 @@ async function series(tb: TestbedDescription): Promise<SeriesResult> {
         rows.push({ index, region, sources: [], sourceRegions: [], durationMs, verified: false, error: String(e) });
       }
       await move.settled();
+      // Before a timed move, a segment a second (as a player with a full buffer), not a busy loop.
+      if (timed && move.during === undefined) await new Promise((r) => setTimeout(r, PACED_MS));
     }
     phase('series done');
   } finally {
@@ -270,11 +283,12 @@ async function compare(): Promise<void> {
   const common = ['--run', '--segments', opts.segments, '--segment-bytes', opts.segmentBytes, '--mode', opts.mode];
   common.push('--sources', opts.sources, '--seed', opts.seed);
   for (let i = 0; i < runs; i++) {
-    const moved = await onTestbedProcess([...common, '--swap-at-ms', opts.swapAtMs ?? '20000']);
+    const moved = await onTestbedProcess([...common, '--swap-at-ms', opts.swapAtMs ?? String(DEFAULT_SWAP_AT_MS)]);
     const inB = await onTestbedProcess([...common, '--start-in-b']);
     const after = (r: SeriesResult) => {
-      // The segments after the one the client moved during, and after the next (its links' warm-up).
-      const from = r.movedDuring === null ? 0 : r.movedDuring + 2;
+      // From the segment after the next after the move (the next opens links to b's proxies); the
+      // baseline from its third (its first opened its links).
+      const from = r.movedDuring === null ? 2 : r.movedDuring + 2;
       return r.segments.filter((s) => s.index >= from && s.error === undefined).map((s) => s.durationMs);
     };
     const movedMs = after(moved);
