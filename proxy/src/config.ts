@@ -52,7 +52,7 @@ export interface ProxyConfig {
    * tests of a mixed fleet and rolling upgrades. Not declared to origo, never sent, and a
    * datagram using one is dropped as that release would.
    */
-  disabledFeatures?: ReturnType<typeof SourceEndpoint.parseFeatures>;
+  disabledFeatures?: Readonly<ReturnType<typeof SourceEndpoint.parseFeatures>>;
   httpPort: number;
   httpHost: string;
   /** URL clients use for the HTTP endpoint; derived from host and port when absent. */
