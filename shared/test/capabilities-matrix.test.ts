@@ -180,7 +180,7 @@ interface Cell {
   proxyDisabled: Feature[][];
   clientDisabled: Feature[];
   range?: { start: number; length: number };
-  mode?: 'rlnc' | 'uncoded';
+  mode?: 'rlnc' | 'uncoded' | 'fountain';
   /** Drop proxy 0's connection once this share of the object is decoded (it reconnects, its transfer lost). */
   dropAt?: number;
   /** Proxies that pollute (by index). */
@@ -401,4 +401,12 @@ describe('symbol digests in a mixed fleet with a polluter (uncoded)', () => {
     if (outcome.result) expect(Buffer.from(outcome.result.object).equals(Buffer.from(FILE))).toBe(true);
     else expect(outcome.error?.code).toBe('download-failed');
   });
+});
+
+test('fountain needs the partitioned scheduler: proxies without it are left out, none left is a clear refusal', async () => {
+  // Refused before any codec runs or REQUEST goes out (the rlnc codec here is never used).
+  const outcome = await download({ proxyDisabled: all(['partitioned']), clientDisabled: [], mode: 'fountain' });
+  expect(outcome.error?.code).toBe('no-proxies');
+  expect(outcome.error?.message).toMatch(/edge-0 does not declare the partitioned scheduler fountain needs/);
+  expect(outcome.fleet.flatMap(requests)).toEqual([]);
 });
