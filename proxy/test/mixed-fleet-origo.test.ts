@@ -80,3 +80,15 @@ test('--disable-features makes a proxy one feature behind: parsed by name, decla
     parseConfig(['node', 'proxy', '--secret', 's', '--disable-features', 'resume,teleport'], command),
   ).toThrow(/unknown feature "teleport"/);
 });
+
+test("a client's hello may declare its capabilities; origo accepts the field and still welcomes an older client without it", async () => {
+  const { port } = await startOrigo();
+  for (const capabilities of [['extensions', 'ranges', 'a-newer-one'], undefined]) {
+    const peer = await TestPeer.open(port, '/v1/client', 'client');
+    peer.send({ type: 'hello', version: SIGNALLING_VERSION, ...(capabilities ? { capabilities } : {}) });
+    expect((await peer.next('welcome')).clientId).toEqual(expect.any(String));
+  }
+  const bad = await TestPeer.open(port, '/v1/client', 'client');
+  bad.send({ type: 'hello', version: SIGNALLING_VERSION, capabilities: ['Not A Name'] });
+  expect(String((await bad.next('error')).message)).toMatch(/capabilities/);
+});

@@ -349,6 +349,12 @@ export const clientToOrigo = z.discriminatedUnion('type', [
     version: z.literal(SIGNALLING_VERSION),
     /** The token of a previous session: origo keeps that client id when the token is still good. */
     token: token.optional(),
+    /**
+     * The optional MUTP features the client understands (docs/protocol.md §13; absent: the legacy
+     * set). Informative for origo (a fleet's upgrade progress); the proxies learn it from the
+     * client's REQUESTs, never from origo.
+     */
+    capabilities: capabilityNames.optional(),
   }),
   z.object({
     type: z.literal('request-proxies'),
