@@ -12,6 +12,12 @@ export interface Row {
   targetsReached: boolean;
   /** Why the targets were not reached (empty when they were). */
   problems: string[];
+  /**
+   * Issue 34's scale targets this row missed (SCALE_TARGETS; empty: all met). Reported apart from
+   * `problems`: they are latency and resource figures, which a loaded machine alone can miss, so
+   * they do not fail a run (the smoke test's) by themselves.
+   */
+  scaleTargetsMissed: string[];
   offers: number;
   offersPerSecond: number;
   /** Offers due while every active client was busy (the rate could not be held): not started. */
@@ -74,7 +80,7 @@ export const round1 = (x: number) => Math.round(x * 10) / 10;
 
 /**
  * What issue 34 asks of origo at any size: relay p99 under 50 ms on one instance (80 ms across
- * instances), under one core and 2 GiB per instance. Checked in every row, the smoke test's too.
+ * instances), under one core and 2 GiB per instance. Checked in every row.
  */
 export const SCALE_TARGETS = { relayP99Ms: 50, relayCrossP99Ms: 80, cpuCores: 1, rssBytes: 2 * 2 ** 30 } as const;
 
@@ -163,14 +169,12 @@ export function summarise(s: LoadSettings, instances: number, book: RunBook, m: 
   const rssTotal = m.steadyMemory.reduce((sum, x) => sum + x.rssBytes, 0);
   const rssBaseline = m.baseline.reduce((sum, x) => sum + x, 0);
   const cpuCores = m.cpuPercentPerInstance.map((p) => Math.round(p * 10) / 1000);
-  problems.push(
-    ...scaleProblems({
-      relayP99Ms: oneWay.p99Ms,
-      relayCrossP99Ms: oneWayCross.p99Ms,
-      cpuCores,
-      rssBytesPerInstance: m.steadyMemory.map((x) => x.rssBytes),
-    }),
-  );
+  const scaleTargetsMissed = scaleProblems({
+    relayP99Ms: oneWay.p99Ms,
+    relayCrossP99Ms: oneWayCross.p99Ms,
+    cpuCores,
+    rssBytesPerInstance: m.steadyMemory.map((x) => x.rssBytes),
+  });
   return {
     instances,
     clientSessions: m.clientSessions,
@@ -179,6 +183,7 @@ export function summarise(s: LoadSettings, instances: number, book: RunBook, m: 
     proxiesTarget: s.proxies,
     targetsReached: problems.length === 0,
     problems,
+    scaleTargetsMissed,
     offers: book.offers.measured,
     offersPerSecond: round1(m.offersPerSecond),
     offersSkipped: book.offers.skipped,

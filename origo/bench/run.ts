@@ -248,6 +248,10 @@ async function measureRow(
       (row.failures.total > 0 ? ` ${JSON.stringify(row.failures)}` : '') +
       (row.targetsReached ? '' : `; TARGETS NOT REACHED: ${row.problems.join('; ')}`),
   );
+  say(
+    `  issue 34 scale targets (relay p99 < 50 ms, cross < 80 ms, < 1 core, < 2 GiB per instance): ` +
+      (row.scaleTargetsMissed.length === 0 ? 'met' : `MISSED: ${row.scaleTargetsMissed.join('; ')}`),
+  );
   return row;
 }
 
