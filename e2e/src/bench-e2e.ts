@@ -30,7 +30,7 @@ import { CodecSet, idealMs, Scenario } from '@mutp/sim';
 import type { NetworkProfile } from '@mutp/sim/profiles';
 import { loadProfile, readLinkStats, TestbedDescription } from '@mutp/testbed';
 import { Cluster, startCluster } from './cluster';
-import { Origin, OriginRequest, startOrigin } from './origin';
+import { startOrigin } from './origin';
 import { simulateCell } from './sim-prediction';
 import { SenderLog } from './sender-log';
 import { enterTestbed, startPlacedOrigin } from './testbed-run';
@@ -84,6 +84,10 @@ const program = new Command()
     '--shield',
     "origin shielding: the fleet's first proxy is every other proxy's shield parent (cold objects then reach the origin about once; originBytesPerByte shows it)",
   )
+  .option(
+    '--origin-process',
+    "run the origin in a process of its own (as on the testbed) instead of the client's: its answers then do not wait for the client's event loop (a proxy's origin fetch made while the client is busy, e.g. a shield child's check)",
+  )
   .option('--modes <list>', 'modes to run, comma-separated (default http,uncoded,rlnc,fountain)')
   .option('--object-bytes <list>', 'object sizes, comma-separated (default 1 MiB and 2 MiB; --quick: 2 MiB)')
   .option(
@@ -112,6 +116,7 @@ const opts = program.opts<{
   modes?: string;
   integrityBaseline?: boolean;
   shield?: boolean;
+  originProcess?: boolean;
 }>();
 
 const ALL_MODES = ['http', 'uncoded', 'rlnc', 'fountain'] as const;
@@ -230,7 +235,12 @@ async function main(): Promise<void> {
   // The outer process of a testbed run: the inner one (in the client's namespace) did the work.
   if (profile && !testbed) return;
   const codecs = await loadNodeCodecs();
-  const origin = testbed ? await startPlacedOrigin(testbed.origin) : await startOrigin();
+  // --origin-process: the testbed's way of running it, in this namespace (no netns) on loopback.
+  const origin = testbed
+    ? await startPlacedOrigin(testbed.origin)
+    : opts.originProcess
+      ? await startPlacedOrigin({ netns: '', address: '127.0.0.1' })
+      : await startOrigin();
   const senderLog = opts.senderStats ? new SenderLog() : undefined;
   const cluster: Cluster = await startCluster({
     proxies: FLEET,
@@ -367,7 +377,7 @@ async function main(): Promise<void> {
               else await checkedOnce();
             }
             const linkDrops = testbed && linksBefore ? diffDrops(sumLinkDrops(testbed), linksBefore) : undefined;
-            const originBytes = 'log' in origin ? bodyBytesOf((origin as Origin).log, coldUrls) : undefined;
+            const originBytes = await originBytesFor(origin.url, coldUrls);
             const goodput = median(results.map((x) => x.goodputBps));
             byMode.set(mode, goodput);
             // Transfers end at the proxies a little after the client completes: wait for their lines.
@@ -458,10 +468,18 @@ function integrityColumns(checked: GetResult[], unchecked: GetResult[], failed: 
   };
 }
 
-/** Body bytes the origin sent for these URLs (every request: proxies' fetches, checks, fallbacks). */
-function bodyBytesOf(log: readonly OriginRequest[], urls: string[]): number {
-  const paths = new Set(urls.map((u) => new URL(u).pathname));
-  return log.reduce((sum, r) => (paths.has(r.path) ? sum + r.bytes : sum), 0);
+/**
+ * Body bytes the origin sent for these URLs (every request: proxies' fetches, checks, fallbacks),
+ * as it counts them (origin.ts `/_bytes`, wherever it runs); undefined if it cannot say.
+ */
+async function originBytesFor(originUrl: string, urls: string[]): Promise<number | undefined> {
+  const query = new URLSearchParams(urls.map((u): [string, string] => ['path', new URL(u).pathname]));
+  try {
+    const res = await fetch(`${originUrl}/_bytes?${query}`, { signal: AbortSignal.timeout(5000) });
+    return ((await res.json()) as { bytes: number }).bytes;
+  } catch {
+    return undefined;
+  }
 }
 
 const sizeLabel = (bytes: number) => (bytes >= 1 << 20 ? `${bytes / (1 << 20)} MiB` : `${bytes >> 10} KiB`);

@@ -5,7 +5,10 @@
  * what the page got). Fault paths for tests: /status/<code>, /hang, /big/<bytes>; any file also
  * under /fresh/<tag>/<path>, a URL no cache has seen. /large/<bytes>/<seed> is a synthetic object
  * of up to 4 GiB made block by block on demand (ranges of a file larger than memory).
+ * /object/ answers carry a Repr-Digest (RFC 9530). `/_bytes?path=<p>&path=...` answers what it
+ * sent for those paths (a bench whose origin runs in another process reads it there).
  */
+import { createHash } from 'node:crypto';
 import { createReadStream, existsSync, statSync } from 'node:fs';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
@@ -75,6 +78,32 @@ export function syntheticObject(bytes: number, seed: number): Uint8Array {
 
 const MAX_SYNTHETIC_BYTES = 256 * 1024 * 1024;
 
+/**
+ * /object/ bodies made lately, with their Repr-Digest (RFC 9530): a ranged request (a shield
+ * child's check, a player's range) does not make the whole object again on the event loop the
+ * bench's client shares. Bounded by SYNTHETIC_CACHE_BYTES, oldest out first.
+ */
+const synthetic = new Map<string, { bytes: Buffer; reprDigest: string }>();
+let syntheticBytes = 0;
+const SYNTHETIC_CACHE_BYTES = 64 * 1024 * 1024;
+
+function madeObject(size: number, seed: number): { bytes: Buffer; reprDigest: string } {
+  const key = `${size}/${seed}`;
+  const kept = synthetic.get(key);
+  if (kept) return kept;
+  const bytes = Buffer.from(syntheticObject(size, seed));
+  const made = { bytes, reprDigest: `sha-256=:${createHash('sha256').update(bytes).digest('base64')}:` };
+  if (size > SYNTHETIC_CACHE_BYTES) return made;
+  for (const [k, v] of synthetic) {
+    if (syntheticBytes + size <= SYNTHETIC_CACHE_BYTES) break;
+    synthetic.delete(k);
+    syntheticBytes -= v.bytes.length;
+  }
+  synthetic.set(key, made);
+  syntheticBytes += size;
+  return made;
+}
+
 /** /large/ objects are made of these blocks, each from its own seed, so any range costs its own bytes only. */
 export const LARGE_BLOCK_BYTES = 64 * 1024;
 const MAX_LARGE_BYTES = 4 * 1024 ** 3;
@@ -104,6 +133,8 @@ export function startOrigin(options: { port?: number; host?: string; root?: stri
   const versions = new Map<string, number>();
   const server: Server = createServer((req, res) => {
     const path = decodeURIComponent((req.url ?? '/').split('?')[0]);
+    // What the origin sent for some paths, for a bench whose origin is another process.
+    if (path === '/_bytes') return void sendJsonOf(res, bytesSentFor(log, req.url ?? ''));
     requests.set(path, (requests.get(path) ?? 0) + 1);
     if (log.length >= 100_000) log.shift();
     const entry: OriginRequest = {
@@ -147,6 +178,19 @@ export function startOrigin(options: { port?: number; host?: string; root?: stri
   });
 }
 
+/** `/_bytes?path=a&path=b`: the body bytes sent and the requests answered for those paths. */
+function bytesSentFor(log: readonly OriginRequest[], url: string): { bytes: number; requests: number } {
+  const paths = new Set(new URL(url, 'http://origin.invalid').searchParams.getAll('path'));
+  let [bytes, requests] = [0, 0];
+  for (const r of log) if (paths.has(r.path)) [bytes, requests] = [bytes + r.bytes, requests + 1];
+  return { bytes, requests };
+}
+
+function sendJsonOf(res: ServerResponse, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+}
+
 /** Adds every body chunk written to `res` to `entry.bytes`. */
 function countBodyBytes(res: ServerResponse, entry: OriginRequest): void {
   const size = (chunk: unknown) =>
@@ -185,7 +229,8 @@ function route(
     }
     // A strong ETag as static servers send one: proxies sign it into META, origo judges by it.
     const etag = `"${bytes}-${Number(object[2])}"`;
-    sendBytes(req, res, Buffer.from(syntheticObject(bytes, Number(object[2]))), 'application/octet-stream', etag);
+    const made = madeObject(bytes, Number(object[2]));
+    sendBytes(req, res, made.bytes, 'application/octet-stream', etag, made.reprDigest);
     return;
   }
   const changing = /^\/changing\/(\d+)\/(\d+)$/.exec(path);
@@ -260,7 +305,14 @@ function sendFile(req: IncomingMessage, res: ServerResponse, file: string, size:
   createReadStream(file, { start, end }).pipe(res);
 }
 
-function sendBytes(req: IncomingMessage, res: ServerResponse, bytes: Buffer, type: string, etag?: string): void {
+function sendBytes(
+  req: IncomingMessage,
+  res: ServerResponse,
+  bytes: Buffer,
+  type: string,
+  etag?: string,
+  reprDigest?: string,
+): void {
   const range = parseRange(req.headers.range, bytes.length);
   if (range === 'invalid') {
     res.writeHead(416, { 'content-range': `bytes */${bytes.length}` }).end();
@@ -272,6 +324,7 @@ function sendBytes(req: IncomingMessage, res: ServerResponse, bytes: Buffer, typ
     'content-length': String(end - start + 1),
     'accept-ranges': 'bytes',
     ...(etag ? { etag } : {}),
+    ...(reprDigest ? { 'repr-digest': reprDigest } : {}),
   };
   if (range) res.writeHead(206, { ...headers, 'content-range': `bytes ${start}-${end}/${bytes.length}` });
   else res.writeHead(200, headers);

@@ -11,6 +11,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBelow, seededRandom, type ByteRange } from '@mutp/shared';
 import { fetchOrigin, type OriginPolicy } from '@mutp/origin-fetch';
+import { buildCommand, parseConfig } from '../src/config';
 import { ProxyMetrics } from '../src/metrics';
 import { ObjectCache } from '../src/object-cache';
 import type { FetchControl, ObjectFetcher } from '../src/origin-fetches';
@@ -383,4 +384,32 @@ test('samples: inside the extent, about the fraction asked, at least a byte each
       expect(r.start + r.length).toBeLessThanOrEqual(start + length);
     }
   }
+});
+
+describe('configuration', () => {
+  const parse = (...args: string[]) =>
+    parseConfig(
+      ['node', 'main', '--secret', 'x', ...args],
+      buildCommand()
+        .exitOverride()
+        .configureOutput({ writeErr: () => undefined }),
+    );
+
+  test('off unless a parent or a port is given; either needs a long enough key', () => {
+    expect(parse().shield).toBeUndefined();
+    expect(() => parse('--shield-parent', 'http://10.0.0.5:8801')).toThrow(/--shield-key/);
+    expect(() => parse('--shield-port', '8801', '--shield-key', 'short')).toThrow(/at least 32/);
+    expect(() => parse('--shield-parent', 'ftp://10.0.0.5', '--shield-key', KEY)).toThrow();
+    expect(parse('--shield-parent', 'http://10.0.0.5:8801/', '--shield-key', KEY).shield).toEqual({
+      key: KEY,
+      parentUrl: 'http://10.0.0.5:8801',
+      timeoutMs: 10_000,
+      sampleFraction: 0.02,
+      samples: 2,
+      maxPerChild: 32,
+      maxConcurrent: 128,
+      childBytesPerMinute: 8 * 1024 ** 3,
+    });
+    expect(parse('--shield-port', '0', '--shield-key', KEY).shield).toMatchObject({ port: 0, key: KEY });
+  });
 });
