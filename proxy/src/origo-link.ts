@@ -58,6 +58,8 @@ export interface OrigoLinkOptions {
   /** Its region and the client prefixes that region serves (locality); origo keeps prefixes only with a region. */
   region?: string;
   regionPrefixes?: readonly string[];
+  /** The optional MUTP features it declares (SourceEndpoint.declaredFeatures; docs/protocol.md §13). */
+  capabilities?: readonly string[];
   logger: Logger;
   load: () => Load;
   onSignal: (message: {
@@ -254,6 +256,7 @@ export class OrigoLink implements SignalSink {
         ...(this.options.region !== undefined && this.options.regionPrefixes?.length
           ? { prefixes: [...this.options.regionPrefixes] }
           : {}),
+        ...(this.options.capabilities ? { capabilities: [...this.options.capabilities] } : {}),
       });
     });
     ws.on('message', (data: WebSocket.RawData, isBinary: boolean) => {

@@ -7,7 +7,7 @@
 import { networkInterfaces } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { type Codec, type Mode, MODES, RtcFactory } from '@mutp/shared';
+import { type Codec, type Mode, MODES, RtcFactory, SourceEndpoint } from '@mutp/shared';
 import { createNodeRtcFactory } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import pino, { Logger } from 'pino';
@@ -339,6 +339,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
           assertionKey: assertionKey!.publicKey,
           region: config.region,
           regionPrefixes: config.regionPrefixes,
+          capabilities: SourceEndpoint.declaredFeatures(config.disabledFeatures),
           ...(quicService && quicUrl
             ? { quic: () => ({ url: quicUrl!, certificateHashes: quicService.certificateHashes() }) }
             : {}),

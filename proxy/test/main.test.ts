@@ -47,12 +47,20 @@ test('a wrong secret stops the process with a clear message and a non-zero exit'
 
 test('SIGTERM closes the proxy and exits 0', async () => {
   const origo = await startFakeOrigo('s3cret');
-  const p = run(['--origo', origo.url, '--secret', 's3cret', '--name', 'edge-test', '--upload-limit', '896']);
+  // prettier-ignore
+  const p = run([
+    '--origo', origo.url, '--secret', 's3cret', '--name', 'edge-test', '--upload-limit', '896',
+    '--region', 'eu-west', '--region-prefixes', '198.51.100.0/22', '--disable-features', 'resume',
+  ]);
   try {
     await until(() => origo.registrations.length === 1, 30_000, `registration (output: ${p.output.text})`);
     expect(origo.registrations[0].name).toBe('edge-test');
     const register = origo.received.find((m) => m.type === 'register');
-    expect(register).toMatchObject({ capacityBps: 896 * 1024 });
+    expect(register).toMatchObject({ capacityBps: 896 * 1024, region: 'eu-west', prefixes: ['198.51.100.0/22'] });
+    // What a proxy switched one feature behind declares: everything it serves, not the feature.
+    const capabilities = (register as { capabilities?: string[] }).capabilities;
+    expect(capabilities).toEqual(expect.arrayContaining(['extensions', 'ranges', 'attributes']));
+    expect(capabilities).not.toContain('resume');
     p.child.kill('SIGTERM');
     const code = await within(p.exited, 15_000, `exit after SIGTERM (output: ${p.output.text})`);
     expect(code).toBe(0);
