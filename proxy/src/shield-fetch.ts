@@ -15,6 +15,8 @@
  * whole object came with the first byte's request) is simply used.
  */
 import { randomInt } from 'node:crypto';
+import { Agent, IncomingMessage, request as httpRequest } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Logger } from 'pino';
 import type { ByteRange } from '@mutp/shared';
 import { ServeError } from './errors';
@@ -66,6 +68,8 @@ export function shieldFetcher(origin: ObjectFetcher, o: ShieldFetchOptions): Obj
   const random = o.random ?? ((max: number) => randomInt(max));
   const log = o.logger.child({ component: 'shield', parent: o.parentUrl });
   const countOrigin = (bytes: number) => o.metrics.shieldBytes.inc({ source: 'origin-check' }, bytes);
+  // Connections to the parent are kept open between misses (one round trip less per object).
+  const agent = new (o.parentUrl.startsWith('https:') ? HttpsAgent : Agent)({ keepAlive: true, maxSockets: 64 });
 
   return async (url, control) => {
     // The checks' own requests (parent, probe, samples) end with this call: none of them may
@@ -89,7 +93,7 @@ export function shieldFetcher(origin: ObjectFetcher, o: ShieldFetchOptions): Obj
     try {
       const parentSignal = AbortSignal.any([scoped.signal, AbortSignal.timeout(o.timeoutMs)]);
       // Settles to the answer or the reason it failed: a parent never fails the fetch.
-      const parent = askParent(o, url, { ...scoped, range: control.range }, parentSignal).catch((e: unknown) =>
+      const parent = askParent(o, agent, url, { ...scoped, range: control.range }, parentSignal).catch((e: unknown) =>
         e instanceof Error ? e : new Error(String(e)),
       );
       let probe: FetchedBytes;
@@ -190,6 +194,7 @@ async function checkAnswer(
 /** The parent's answer for `url` (and the control's range), read under the memory budget. */
 async function askParent(
   o: ShieldFetchOptions,
+  agent: Agent,
   url: string,
   control: FetchControl,
   signal: AbortSignal,
@@ -200,30 +205,33 @@ async function askParent(
     target.searchParams.set('start', String(control.range.start));
     target.searchParams.set('length', String(control.range.length));
   }
-  const res = await fetch(target, {
-    signal,
-    headers: { authorization: signShieldRequest(o.key, o.child, { url, range: control.range }) },
+  const authorization = signShieldRequest(o.key, o.child, { url, range: control.range });
+  const res = await new Promise<IncomingMessage>((resolve, reject) => {
+    const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
+    send(target, { agent, signal, headers: { authorization } }, resolve).once('error', reject).end();
   });
-  if (res.status !== 200) {
-    await res.body?.cancel();
-    throw new ServeError('origin-error', `parent answered ${res.status}`);
-  }
-  const length = Number(res.headers.get('content-length'));
-  if (!Number.isSafeInteger(length) || length < 0 || length > o.maxBytes) {
-    await res.body?.cancel();
-    throw new ServeError('too-large', `parent answer of ${res.headers.get('content-length')} bytes`);
+  const length = Number(res.headers['content-length']);
+  if (res.statusCode !== 200 || !Number.isSafeInteger(length) || length < 0 || length > o.maxBytes) {
+    res.destroy();
+    throw new ServeError(
+      'origin-error',
+      `parent answered ${res.statusCode} with ${res.headers['content-length']} bytes`,
+    );
   }
   const bytes = new Uint8Array(length);
   let received = 0;
-  for await (const chunk of res.body ?? []) {
-    const part = chunk as Uint8Array;
+  for await (const chunk of res) {
+    const part = chunk as Buffer;
     if (received + part.byteLength > length) throw new ServeError('origin-error', 'parent sent more than it said');
     if (!control.reserve(part.byteLength)) throw new ServeError('overloaded', 'memory budget full');
     bytes.set(part, received);
     received += part.byteLength;
   }
   if (received !== length) throw new ServeError('origin-error', 'parent answer cut short');
-  const header = (name: string) => res.headers.get(name) ?? undefined;
+  const header = (name: string) => {
+    const v = res.headers[name];
+    return typeof v === 'string' ? v : undefined;
+  };
   const numeric = (name: string) => {
     const v = header(name);
     return v !== undefined && /^\d{1,16}$/.test(v) ? Number(v) : undefined;
