@@ -76,9 +76,14 @@ function clusterOptions(overrides: Partial<OrigoOptions> = {}): OrigoOptions {
   };
 }
 
-async function registerProxy(port: number, proxyId: keyof typeof KEYS, assertionKey?: Key): Promise<TestPeer> {
+async function registerProxy(
+  port: number,
+  proxyId: keyof typeof KEYS,
+  assertionKey?: Key,
+  declared: Record<string, unknown> = {},
+): Promise<TestPeer> {
   const peer = await TestPeer.open(port, '/v1/proxy', proxyId);
-  peer.send(registration(proxyId, KEYS[proxyId], assertionKey));
+  peer.send({ ...registration(proxyId, KEYS[proxyId], assertionKey), ...declared });
   await peer.next('registered');
   return peer;
 }
@@ -120,14 +125,20 @@ async function listedInstances(origo: TestOrigo): Promise<Record<string, string>
 
 test('a proxy on one instance is offered and signalled by a client on the other, both ways', async () => {
   const [a, b] = await startPair();
-  const proxy = await registerProxy(a.port, 'edge-1');
+  const capabilities = ['ranges', 'attributes', 'a-feature-of-tomorrow'];
+  const proxy = await registerProxy(a.port, 'edge-1', undefined, { region: 'eu-west', capabilities });
   const client = await connectClient(b.port);
   await offered(client, ['edge-1'], 'B to offer the proxy registered on A');
   expect(await listedInstances(b)).toEqual({ 'edge-1': 'A' });
-  // Its assertion key crosses instances with it: B's clients check its signed METAs too.
+  const { body } = await getJson(`${b.http}/v1/admin/proxies`, ADMIN);
+  expect((body as { proxies: unknown[] }).proxies).toEqual([expect.objectContaining({ region: 'eu-west' })]);
+  // Its assertion key and declared features cross instances with it: B's clients check its signed
+  // METAs too, and send it only what it understands (a proxy one release behind stays one).
   client.send({ type: 'request-proxies', requestId: 'key', count: 1 });
   const { proxies } = await client.next('proxies', (m) => m.requestId === 'key');
-  expect(proxies).toEqual([expect.objectContaining({ proxyId: 'edge-1', assertionKey: assertionKeyOf('edge-1') })]);
+  expect(proxies).toEqual([
+    expect.objectContaining({ proxyId: 'edge-1', assertionKey: assertionKeyOf('edge-1'), capabilities }),
+  ]);
 
   client.send({ type: 'signal', connectionId: 'x1', proxyId: 'edge-1', description: OFFER });
   const atProxy = await proxy.next('signal', (m) => m.connectionId === 'x1');

@@ -138,8 +138,7 @@ export class ProxyRegistry {
       previous.peer.send({ type: 'error', code: 'replaced', message: 'a newer registration took this proxyId' });
       previous.peer.close(CLOSE.replaced, 'replaced');
     }
-    // Its declared MUTP features ride on the entry to the offers (ClientDesk); not shared across instances yet.
-    const entry: ProxyEntry & { capabilities?: string[] } = {
+    const entry: ProxyEntry = {
       proxyId,
       peer,
       ...(auth.keyFingerprint !== undefined ? { keyFingerprint: auth.keyFingerprint } : {}),
@@ -299,7 +298,7 @@ export class ProxyRegistry {
       lastHeartbeatAt: p.lastHeartbeatAt === undefined ? null : new Date(p.lastHeartbeatAt).toISOString(),
       instanceId: p.instanceId,
       draining: p.draining === true,
-      region: (p as { region?: string }).region ?? null,
+      region: p.region ?? null,
     });
     return [
       ...[...this.proxies.values()].map((p) => status(this.shared(p), p.connections.size)),
@@ -329,6 +328,7 @@ export class ProxyRegistry {
       httpUrl: p.httpUrl,
       ...(p.quic !== undefined ? { quic: p.quic } : {}),
       ...(p.assertionKey !== undefined ? { assertionKey: p.assertionKey } : {}),
+      ...(p.capabilities !== undefined ? { capabilities: [...p.capabilities] } : {}),
       ...(p.keyFingerprint !== undefined ? { keyFingerprint: p.keyFingerprint } : {}),
       modes: [...p.modes],
       capacityBps: p.capacityBps,
@@ -337,7 +337,7 @@ export class ProxyRegistry {
       maxTransfers: p.maxTransfers,
       draining: p.draining,
       ...(p.region !== undefined ? { region: p.region } : {}),
-      ...(p.prefixes !== undefined ? { prefixes: p.prefixes } : {}),
+      ...(p.prefixes !== undefined ? { prefixes: [...p.prefixes] } : {}),
       registeredAt: p.registeredAt,
       lastHeartbeatAt: p.lastHeartbeatAt,
     };

@@ -47,6 +47,8 @@ export interface ProxyEntry extends ProxyLoad {
   quic?: QuicEndpoint;
   /** The key its METAs are signed with (register), published to clients. */
   assertionKey?: string;
+  /** The optional MUTP features it declared (register; docs/protocol.md §13), passed on in offers. */
+  capabilities?: readonly string[];
   registeredAt: number;
   lastHeartbeatAt?: number;
   /** When its httpUrl name was last resolved (registration, then recheckName). */

@@ -35,6 +35,8 @@ export interface SharedProxy {
   httpUrl: string;
   quic?: QuicEndpoint;
   assertionKey?: string;
+  /** The optional MUTP features it declared (docs/protocol.md §13). */
+  capabilities?: string[];
   /** The fingerprint of the per-proxy key it registered with: a proven-false ban names it too. */
   keyFingerprint?: string;
   modes: SelectableMode[];
@@ -43,6 +45,9 @@ export interface SharedProxy {
   activeTransfers: number;
   maxTransfers: number;
   draining?: boolean;
+  /** The region it declared and the client prefixes that region serves (locality, selection.ts rule 6). */
+  region?: string;
+  prefixes?: string[];
   registeredAt: number;
   lastHeartbeatAt?: number;
 }
@@ -54,6 +59,7 @@ const sharedProxy = z.object({
   httpUrl: z.string().max(2048),
   quic: quicEndpoint.optional(),
   assertionKey: assertionKey.optional(),
+  capabilities: z.array(z.string().max(32)).max(32).optional(),
   keyFingerprint: z.string().max(64).optional(),
   modes: z.array(z.enum(['uncoded', 'rlnc', 'fountain'])).max(3),
   capacityBps: z.number().nonnegative(),
@@ -61,6 +67,8 @@ const sharedProxy = z.object({
   activeTransfers: z.number().int().nonnegative(),
   maxTransfers: z.number().int().nonnegative(),
   draining: z.boolean().optional(),
+  region: z.string().max(63).optional(),
+  prefixes: z.array(z.string().max(64)).max(16).optional(),
   registeredAt: z.number(),
   lastHeartbeatAt: z.number().optional(),
 });
