@@ -80,9 +80,12 @@ beforeAll(async () => {
   origin = await startOrigin();
   pages = await startPlayerPages();
   cluster = await startCluster({ proxies: PROXIES, allowPrivateOrigins: true });
-  [chromium, firefox] = await Promise.all([
-    launchChromium(),
-    launchFirefox({ origoUrl: cluster.clientUrl, mode: 'rlnc', proxies: 4, exposeCounters: true }),
+  // Side by side; each is kept as soon as it is up, so afterAll closes it also when the other failed.
+  await Promise.all([
+    launchChromium().then((c) => (chromium = c)),
+    launchFirefox({ origoUrl: cluster.clientUrl, mode: 'rlnc', proxies: 4, exposeCounters: true }).then(
+      (f) => (firefox = f),
+    ),
   ]);
 }, 300_000);
 

@@ -35,6 +35,8 @@ let pages: PlayerPages;
 let cluster: Cluster;
 let segmentUrls: string[];
 let playerUrl: string;
+let chromium: ChromiumSession;
+let firefox: FirefoxSession;
 
 beforeAll(async () => {
   if (!existsSync(join(MEDIA_DIR, '.generated'))) {
@@ -47,10 +49,20 @@ beforeAll(async () => {
   const manifestUrl = `${origin.url}/${MANIFEST}`;
   segmentUrls = await segmentUrlsOf(manifestUrl);
   playerUrl = pages.playerUrl('hls', manifestUrl);
-  await warmProxies(cluster, segmentUrls);
+  // Both browsers start while the proxies warm up (CI time).
+  // Each is kept as soon as it is up, so afterAll closes it also when the other failed.
+  await Promise.all([
+    launchChromium().then((c) => (chromium = c)),
+    launchFirefox({ origoUrl: cluster.clientUrl, mode: 'rlnc', proxies: 4, exposeCounters: true }).then(
+      (f) => (firefox = f),
+    ),
+    warmProxies(cluster, segmentUrls),
+  ]);
 }, 300_000);
 
 afterAll(async () => {
+  await firefox?.close();
+  await chromium?.close();
   await cluster?.stop();
   await pages?.close();
   await origin?.close();
@@ -66,16 +78,6 @@ function expectAllOverQuic(segments: SegmentRecord[]): void {
 }
 
 describe('Chromium with the extension', () => {
-  let chromium: ChromiumSession;
-
-  beforeAll(async () => {
-    chromium = await launchChromium();
-  }, 60_000);
-
-  afterAll(async () => {
-    await chromium?.close();
-  });
-
   test('HLS fMP4 plays with every segment from four proxies over WebTransport', async () => {
     await chromium.setSettings({ origoUrl: cluster.clientUrl, mode: 'rlnc', proxies: 4, exposeCounters: true });
     const play = await playOnce(chromium, playerUrl, segmentUrls.length, 0, PLAY_TIMEOUT_MS);
@@ -86,16 +88,6 @@ describe('Chromium with the extension', () => {
 });
 
 describe('Firefox ESR with the extension', () => {
-  let firefox: FirefoxSession;
-
-  beforeAll(async () => {
-    firefox = await launchFirefox({ origoUrl: cluster.clientUrl, mode: 'rlnc', proxies: 4, exposeCounters: true });
-  }, 60_000);
-
-  afterAll(async () => {
-    await firefox?.close();
-  });
-
   test('HLS fMP4 plays with every segment served by MUTP, each proxy reached over WebTransport', async () => {
     // Firefox's extension storage is out of BiDi's reach: the page's counters and the proxies' metrics tell.
     const before = await proxyCounts(cluster);
