@@ -1,5 +1,6 @@
 /**
- * A misbehaving origo must not hold playback back (issue 14, "A hung origo stalls playback"):
+ * A misbehaving origo must not hold playback back (issue 14, "A hung origo stalls playback";
+ * issue 34, "Downloads outlive origo"):
  * Chromium and Firefox ESR with the built extension play the HLS fMP4 stream (hls.js, 4 s
  * segments) while origo is hung (a TCP server that accepts and never answers: no WebSocket
  * handshake) or refused (nothing listening). Against the same page in the same browser without
@@ -12,6 +13,9 @@
  *   (Firefox's background is out of WebDriver BiDi's reach);
  * - hung: the TCP connections origo got are at most one per back-off period (2 s, 4 s, 8 s ...
  *   after each 1 s attempt).
+ * And origo killed (SIGKILL) while the extension's links to four real proxies are up (Chromium):
+ * playback goes on with every media request served by MUTP through those links, none falls back
+ * to the network, no stall.
  * Chromium changes the extension's settings in one browser; Firefox gets them as the add-on's
  * preset, so each origo case launches a Firefox of its own.
  */
@@ -34,6 +38,7 @@ import {
   totalFallbacks,
   waitFor,
 } from '../src/browser';
+import { Cluster, mixedFleetOfFour, startCluster } from '../src/cluster';
 import { launchFirefoxWithoutExtension, presetSettingsApplied } from '../src/firefox-sessions';
 import { MEDIA_DIR, Origin, startOrigin } from '../src/origin';
 import { PlayerPages, startPlayerPages } from '../src/player-pages';
@@ -53,12 +58,20 @@ let origin: Origin;
 let pages: PlayerPages;
 let hung: SilentServer;
 let hungUrl: string;
+/**
+ * Origo and four proxies for the outage case (its origo is killed there), started in the
+ * background while the browsers set up.
+ */
+let clusterStarting: Promise<Cluster>;
 
 beforeAll(async () => {
   if (!existsSync(join(MEDIA_DIR, '.generated'))) {
     throw new Error(`no test streams in ${MEDIA_DIR}: run bash e2e/media/generate.sh (scripts/setup.sh does)`);
   }
   ensureExtensionBuilt();
+  clusterStarting = startCluster({ proxies: mixedFleetOfFour('outage-'), allowPrivateOrigins: true });
+  // Awaited by the outage case (and afterAll): a failure to start fails that case, not this hook.
+  clusterStarting.catch(() => undefined);
   hung = await startSilentServer();
   hungUrl = `ws://127.0.0.1:${hung.port}/v1/client`;
   origin = await startOrigin();
@@ -66,6 +79,7 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
+  await (await clusterStarting?.catch(() => undefined))?.stop();
   await pages?.close();
   await origin?.close();
   await hung?.close();
@@ -245,6 +259,51 @@ function expectNetworkFallbacks(p: Played, label: string): Counters {
   return c;
 }
 
+/** The outage case plays this far: every segment is asked for by then (hls.js buffers 30 s ahead). */
+const OUTAGE_PLAY_SECONDS = 5;
+
+/**
+ * Plays the page, kills origo once MUTP has served `killAfter` media requests (its links are up),
+ * and plays on until OUTAGE_PLAY_SECONDS and `afterKill` more requests were answered.
+ */
+async function playThroughOutage(host: PageHost, cluster: Cluster, label: string, killAfter = 2, afterKill = 3) {
+  const page = await host.browser.newPage(host.pageOptions);
+  const pageErrors: string[] = [];
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  try {
+    await page.goto(pages.playerUrl('hls', `${origin.url}/${MANIFEST}`), { waitUntil: 'load' });
+    const atKill = await waitFor(
+      `${label}: ${killAfter} media requests served by MUTP before the kill`,
+      async () => {
+        const c = await pageCounters(page);
+        return c && c.served >= killAfter ? c : undefined;
+      },
+      30_000,
+      50,
+    );
+    cluster.killOrigo(0);
+    let last: { state: PlayerState; counters?: Counters } | undefined;
+    const played = await waitFor(
+      `${label}: playback to reach ${OUTAGE_PLAY_SECONDS} s and ${afterKill} requests answered after the kill`,
+      async () => {
+        last = { state: await playerState(page), counters: await pageCounters(page) };
+        const c = last.counters;
+        if (last.state.errors.length > 0 || pageErrors.length > 0) return last;
+        const answered = c ? c.served + totalFallbacks(c) - atKill.served - totalFallbacks(atKill) : 0;
+        return last.state.currentTime >= OUTAGE_PLAY_SECONDS && answered >= afterKill ? last : undefined;
+      },
+      45_000,
+    ).catch((e: unknown) => {
+      throw new Error(
+        `${String(e)}; counters ${JSON.stringify(last?.counters)}; player ${JSON.stringify(last?.state.events.slice(-10))}`,
+      );
+    });
+    return { ...played, atKill, pageErrors };
+  } finally {
+    await page.close();
+  }
+}
+
 describe.each([chromium(), firefox()])('$name with the extension', (under) => {
   const startup = (p: Played) =>
     `start-up ${p.startMs} ms (without the extension ${under.baselineStartMs()} ms, target +${STARTUP_MARGIN_MS} ms)`;
@@ -278,6 +337,35 @@ describe.each([chromium(), firefox()])('$name with the extension', (under) => {
       await host.release();
     }
   });
+
+  // Chromium only: Firefox runs the same downloader, and each of its cases costs a browser launch.
+  (under.name === 'Chromium' ? test : test.skip)(
+    'origo killed while the links are up: playback goes on, every media request served by MUTP, none to the network',
+    async () => {
+      const label = `${under.name}, origo killed`;
+      const cluster = await clusterStarting;
+      const host = await under.withOrigo(cluster.clientUrl);
+      try {
+        const { state, counters: c, atKill, pageErrors } = await playThroughOutage(host, cluster, label);
+        if (!c) throw new Error(`${label}: window.__mutp is missing (exposeCounters)`);
+        expect({ label, errors: state.errors, pageErrors }).toEqual({ label, errors: [], pageErrors: [] });
+        expect({ label, stalls: state.stalls }).toEqual({ label, stalls: 0 });
+        expect(c.served).toBeGreaterThan(atKill.served);
+        expect({ label, fallbacks: c.fallbacks, aborted: c.aborted, served: c.served }).toEqual({
+          label,
+          fallbacks: {},
+          aborted: 0,
+          served: c.media,
+        });
+        console.log(
+          `${label}: ${c.served - atKill.served} of ${c.served} media requests served by MUTP after origo was killed, ` +
+            `0 to the network, stalls ${state.stalls}`,
+        );
+      } finally {
+        await host.release();
+      }
+    },
+  );
 
   test('origo refused (nothing listening): no stall, the cause counted', async () => {
     const label = `${under.name}, refused origo`;
