@@ -81,8 +81,8 @@ const program = new Command()
     'each warm repeat of a coded mode also downloads once without integrity (no quorum, digests, signatures or polluter log), the order alternating; rows gain uncheckedEfficiency and integrityCost',
   )
   .option(
-    '--shield',
-    "origin shielding: the fleet's first proxy is every other proxy's shield parent (cold objects then reach the origin about once; originBytesPerByte shows it)",
+    '--shield [proxy]',
+    "origin shielding: one proxy of the fleet, by name (default its first, which every cell uses) is every other proxy's shield parent (cold objects then reach the origin about once; originBytesPerByte shows it)",
   )
   .option(
     '--origin-process',
@@ -115,7 +115,7 @@ const opts = program.opts<{
   transport: TransportPreference;
   modes?: string;
   integrityBaseline?: boolean;
-  shield?: boolean;
+  shield?: boolean | string;
   originProcess?: boolean;
 }>();
 
@@ -251,7 +251,7 @@ async function main(): Promise<void> {
     readyTimeoutMs: 60_000,
     placement: testbed ? { origo: testbed.origo, proxies: testbed.proxies } : undefined,
     quic: opts.transport !== 'webrtc',
-    ...(opts.shield ? { shield: { parent: FLEET[0].name } } : {}),
+    ...(opts.shield ? { shield: { parent: opts.shield === true ? FLEET[0].name : opts.shield } } : {}),
   });
   // The testbed's origo is plain ws:// on a private address (no TLS inside the testbed).
   const client = new MutpClient(createNodeHost(), {
@@ -418,7 +418,7 @@ async function main(): Promise<void> {
               // What the origin sent for the cell's cold objects, per byte of them (N without shielding).
               originBytesPerByte:
                 originBytes === undefined ? null : round(originBytes / (objectBytes * coldUrls.length)),
-              shield: !!opts.shield,
+              shieldParent: opts.shield === undefined ? null : opts.shield === true ? FLEET[0].name : opts.shield,
               ...(opts.integrityBaseline && mode !== 'http'
                 ? integrityColumns(results, unchecked, uncheckedFailed, ideal)
                 : {}),
