@@ -20,7 +20,7 @@ import { buildCli } from '../src/cli';
 import { MAX_ADDRESSES } from './addresses';
 import { fileLimit, planProcesses, raiseFileLimit } from './fd-limit';
 import { Row } from './row';
-import { runRow, Started, stopStarted } from './run';
+import { abortStarted, runRow, Started } from './run';
 import { LoadSettings } from './settings';
 
 function fraction(value: string): number {
@@ -193,7 +193,7 @@ async function main(): Promise<number> {
   }
   const started: Started = { instances: [] };
   // Interrupted: stop every process this run started (bounded), then exit.
-  const interrupted = () => stopStarted(started, 1000);
+  const interrupted = () => abortStarted(started);
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
       console.error(`bench:origo: ${signal}: stopping the processes it started`);

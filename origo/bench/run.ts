@@ -76,6 +76,19 @@ export async function stopStarted(
   started.tempDir = undefined;
 }
 
+/**
+ * Interrupted (Ctrl-C): every process is signalled in this same tick, since whatever runs this
+ * (tsx relays the signal, then kills) may not wait; workers also exit when their IPC channel
+ * closes. Then waits (bounded) for them to go.
+ */
+export async function abortStarted(started: Started): Promise<void> {
+  const instances = started.instances.splice(0);
+  const { generator, redis, tempDir } = started;
+  Object.assign(started, { generator: undefined, redis: undefined, tempDir: undefined });
+  await Promise.all([...instances.map((instance) => instance.stop(2000)), generator?.end(1000), redis?.stop()]);
+  if (tempDir !== undefined) rmSync(tempDir, { recursive: true, force: true });
+}
+
 /** Starts the processes (recorded in `started` as they come up, for the caller to stop). */
 async function startProcesses(s: LoadSettings, instanceCount: number, workers: number, started: Started, say: Say) {
   if (instanceCount > 1) {
