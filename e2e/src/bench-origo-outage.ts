@@ -51,6 +51,12 @@ export interface OutageOptions {
   log?: (line: string) => void;
   /** The client's connection events (MutpClient's trace). */
   trace?: (line: string) => void;
+  /**
+   * The client's origo limit (default 10 s), which bounds how long the new set asked for after
+   * the restart waits for proxies: they re-register on their own reconnection back-off (up to
+   * 30 s apart), not origo's.
+   */
+  origoTimeoutMs?: number;
 }
 
 export interface OutageResult {
@@ -97,7 +103,12 @@ export async function withDeployment<T>(
 /** The scenario (see the top) on a running deployment. */
 export async function runOutage(cluster: Cluster, origin: Origin, o: OutageOptions): Promise<OutageResult> {
   const codecs = await loadNodeCodecs();
-  const client = new MutpClient(createNodeHost(), { origoUrl: cluster.clientUrl, codecs, trace: o.trace });
+  const client = new MutpClient(createNodeHost(), {
+    origoUrl: cluster.clientUrl,
+    codecs,
+    trace: o.trace,
+    ...(o.origoTimeoutMs !== undefined ? { origoTimeoutMs: o.origoTimeoutMs } : {}),
+  });
   const session = new PlaybackSession(client, systemClock, { mode: 'rlnc', proxies: o.proxies, staging: false });
   const rows = new Map<Phase, PhaseRow & { times: number[] }>();
   let phase: Phase = 'before';

@@ -14,12 +14,15 @@ test('origo killed during a segment series whose links are up: 0 failed, 0 fallb
   const log: string[] = [];
   const result = await withDeployment(4, (cluster, origin) =>
     runOutage(cluster, origin, {
-      beforeMs: 1500,
+      beforeMs: 2500,
       outageMs: 6000,
       afterMs: 4000,
       periodMs: 400,
       segmentBytes: 128 * 1024,
       proxies: 4,
+      // A proxy's next reconnection may come up to ~16 s after the kill here (its back-off),
+      // later still when origo is slow to start on a loaded machine: the new set may wait for it.
+      origoTimeoutMs: 30_000,
       log: (line) => log.push(`${new Date().toISOString().slice(11, 23)} ${line}`),
     }),
   );
