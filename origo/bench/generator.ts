@@ -36,6 +36,14 @@ type Body =
 
 export type Request = Body & { id: number };
 
+/** Sent by a worker while it connects peers (no id: not a reply). */
+export interface Progress {
+  progress: { op: 'proxies' | 'clients'; done: number };
+}
+
+/** Handshakes a worker reports progress after, each time. */
+export const PROGRESS_STEP = 1000;
+
 export interface Reply {
   id: number;
   result?: {
@@ -58,12 +66,18 @@ class Worker {
   private readonly pending = new Map<number, Pending>();
   private nextId = 0;
   private exited = false;
+  onProgress?: (op: Progress['progress']['op'], done: number) => void;
 
   constructor(
     readonly index: number,
     readonly child: ChildProcess,
   ) {
-    child.on('message', (reply: Reply) => {
+    child.on('message', (message: Reply | Progress) => {
+      if ('progress' in message) {
+        this.onProgress?.(message.progress.op, message.progress.done);
+        return;
+      }
+      const reply = message;
       const p = this.pending.get(reply.id);
       if (p === undefined) return;
       this.pending.delete(reply.id);
@@ -130,6 +144,11 @@ export class Generator {
 
   get count(): number {
     return this.workers.length;
+  }
+
+  /** Told of each worker's handshakes done so far, every PROGRESS_STEP of them. */
+  set onProgress(report: (worker: number, op: Progress['progress']['op'], done: number) => void) {
+    for (const w of this.workers) w.onProgress = (op, done) => report(w.index, op, done);
   }
 
   get pids(): number[] {

@@ -121,6 +121,18 @@ async function startProcesses(s: LoadSettings, instanceCount: number, workers: n
   say(`  origo ${instances.map((i) => `#${i.index} pid ${i.pid} port ${i.port}`).join(', ')}`);
   started.generator = await Generator.start(workers);
   say(`  generator: ${workers} worker process(es), pids ${started.generator.pids.join(' ')}`);
+  // A large ramp takes minutes: say how far it got, about every fifth of each kind of peer.
+  const done = { proxies: new Map<number, number>(), clients: new Map<number, number>() };
+  const total = { proxies: s.proxies, clients: s.clients };
+  started.generator.onProgress = (worker, op, n) => {
+    const before = sum([...done[op].values()]);
+    done[op].set(worker, n);
+    const after = sum([...done[op].values()]);
+    const fifth = Math.max(1, Math.ceil(total[op] / 5));
+    if (Math.floor(after / fifth) > Math.floor(before / fifth) && after < total[op]) {
+      say(`  ${op}: ${after}/${total[op]} handshakes done`);
+    }
+  };
   return { instances, generator: started.generator };
 }
 

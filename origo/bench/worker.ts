@@ -8,7 +8,7 @@ import { bookToJson } from './book-wire';
 import { drive } from './offers';
 import { fakeSdp, HandshakeError, RunBook, SimClient, SimProxy } from './peers';
 import { inPool } from './pool';
-import type { Reply, Request } from './generator';
+import { PROGRESS_STEP, type Progress, type Reply, type Request } from './generator';
 
 const book = new RunBook();
 const proxies: SimProxy[] = [];
@@ -20,9 +20,18 @@ const handshakeFailure = (tally: typeof book.failures.proxyHandshake) => (err: u
   tally.add(err.kind);
 };
 
+/** Counts handshakes done (or failed) and tells the parent every PROGRESS_STEP of them. */
+function progress(op: Progress['progress']['op']): () => void {
+  let done = 0;
+  return () => {
+    if (++done % PROGRESS_STEP === 0) process.send!({ progress: { op, done } } satisfies Progress);
+  };
+}
+
 async function handle(r: Request): Promise<Reply['result']> {
   switch (r.op) {
-    case 'proxies':
+    case 'proxies': {
+      const step = progress('proxies');
       await inPool(r.peers.length, r.concurrency, async (k) => {
         const p = r.peers[k];
         await SimProxy.connect(
@@ -39,11 +48,14 @@ async function handle(r: Request): Promise<Reply['result']> {
           proxy.startHeartbeats();
           proxies.push(proxy);
         }, handshakeFailure(book.failures.proxyHandshake));
+        step();
       });
       return { peers: proxies.length };
+    }
     case 'clients': {
       const settings = { requestCount: r.requestCount, offerSdp: fakeSdp('offer', r.sdpBytes), instances: r.instances };
       const connected: (SimClient | undefined)[] = new Array(r.peers.length);
+      const step = progress('clients');
       await inPool(r.peers.length, r.concurrency, async (k) => {
         const c = r.peers[k];
         await SimClient.connect(
@@ -53,6 +65,7 @@ async function handle(r: Request): Promise<Reply['result']> {
         ).then((client) => {
           connected[k] = client;
         }, handshakeFailure(book.failures.clientHandshake));
+        step();
       });
       for (const client of connected) if (client) clients.push(client);
       return { peers: clients.length };
