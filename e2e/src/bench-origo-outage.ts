@@ -1,5 +1,5 @@
 /**
- * `npm run bench:origo-outage -- [--outage-s 60] [--period-ms 1000] [--segment-bytes 262144] [--json]`:
+ * `npm run bench:origo-outage -- [--outage-s 60] [--period-ms 1000] [--segment-bytes 262144] [--origo-timeout-ms n]`:
  * downloads outlive origo (issue 34). Real processes on loopback (origo, four proxies, the test
  * origin) and the Node client playing a segment series through one proxy set (PlaybackSession, as
  * `mutp playlist` and the extension's loader do), one segment every period:
@@ -212,6 +212,7 @@ async function main(): Promise<void> {
     .option('--period-ms <ms>', 'one segment every this many ms', (v) => Number(v), 1000)
     .option('--segment-bytes <n>', 'bytes per segment', (v) => Number(v), 256 * 1024)
     .option('--proxies <n>', 'proxies in the set', (v) => Number(v), 4)
+    .option('--origo-timeout-ms <ms>', "the client's origo limit (default the client's own, 10 s)", (v) => Number(v))
     .option('--json', 'accepted for symmetry: the last line is JSON either way')
     .parse()
     .opts<{
@@ -221,6 +222,7 @@ async function main(): Promise<void> {
       periodMs: number;
       segmentBytes: number;
       proxies: number;
+      origoTimeoutMs?: number;
     }>();
   const result = await withDeployment(opts.proxies, (cluster, origin) =>
     runOutage(cluster, origin, {
@@ -230,6 +232,7 @@ async function main(): Promise<void> {
       periodMs: opts.periodMs,
       segmentBytes: opts.segmentBytes,
       proxies: opts.proxies,
+      ...(opts.origoTimeoutMs !== undefined ? { origoTimeoutMs: opts.origoTimeoutMs } : {}),
       log: (line) => console.log(`${new Date().toISOString().slice(11, 23)} ${line}`),
       ...(process.env.MUTP_TRACE ? { trace: (line: string) => console.log(`  trace ${line}`) } : {}),
     }),
