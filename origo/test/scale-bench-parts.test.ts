@@ -3,6 +3,8 @@
  * open-file limit, the connection ids that let a proxy in another generator process time the
  * relay, the merge of the workers' books, and the issue's scale targets in each row.
  */
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
 import { mergeBook, bookToJson } from '../bench/book-wire';
 import { benchProxyId, decodeExchangeId, encodeExchangeId, monotonicMs, proxyInstanceOf } from '../bench/exchange-id';
 import { fileLimit, MAX_PEERS_PER_WORKER, OTHER_FILES, parseFileLimit, planProcesses } from '../bench/fd-limit';
@@ -22,6 +24,23 @@ describe('open-file limit', () => {
       hard: Infinity,
     });
     expect(parseFileLimit('Max processes 1 1 processes')).toBeUndefined();
+  });
+
+  test('raises its own soft limit up to the hard one, and says why when it cannot go further', () => {
+    // A child started with a low soft limit (prlimit(1)), as a shell with `ulimit -Sn 1000` would.
+    const script =
+      "const f = require('./origo/bench/fd-limit.ts');" +
+      'console.log(JSON.stringify({ raised: f.raiseFileLimit(1500), after: f.fileLimit(), over: f.raiseFileLimit(1e7) }));';
+    const out = spawnSync('prlimit', ['--nofile=1000:2000', process.execPath, '--import', 'tsx', '-e', script], {
+      cwd: join(__dirname, '..', '..'),
+      encoding: 'utf8',
+    });
+    expect({ status: out.status, stderr: out.stderr }).toEqual({ status: 0, stderr: '' });
+    const result = JSON.parse(out.stdout) as Record<string, { soft: number; hard?: number; problem?: string }>;
+    expect(result.raised).toEqual({ soft: 2000 });
+    expect(result.after).toEqual({ soft: 2000, hard: 2000 });
+    // Past the hard limit only with CAP_SYS_RESOURCE: either it rose, or the reason is given.
+    if (result.over.soft < 1e7) expect(result.over.problem).toMatch(/open-file limit 2000 < 10000000 needed/);
   });
 
   test('reads this process limit', () => {
