@@ -21,6 +21,7 @@ import { ClientError, MutpClient, PlaybackSession, systemClock } from '@mutp/sha
 import { releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import { createNodeHost } from '@mutp/client';
+import { waitFor } from '@mutp/testing/wait';
 import { Cluster, startCluster } from './cluster';
 import { Origin, startOrigin, syntheticObject } from './origin';
 
@@ -57,6 +58,8 @@ export interface OutageOptions {
    * 30 s apart), not origo's.
    */
   origoTimeoutMs?: number;
+  /** Waits (up to 60 s) for every proxy to register again after the restart, and reports when. */
+  measureReregistration?: boolean;
 }
 
 export interface OutageResult {
@@ -65,6 +68,11 @@ export interface OutageResult {
   restartOffer: { offered: number; waitedMs: number; error?: string };
   /** From origo's restart (listening) to the end of the first segment started after it (NaN: none). */
   restartMs: number;
+  /**
+   * From origo's restart (listening) until every proxy registered again (null: not measured, or
+   * not within 60 s): their own reconnection back-off, which grows while origo is down.
+   */
+  reregisteredMs: number | null;
 }
 
 const MAX_ERRORS = 5;
@@ -163,6 +171,7 @@ export async function runOutage(cluster: Cluster, origin: Origin, o: OutageOptio
   };
 
   let restartOffer: OutageResult['restartOffer'] = { offered: 0, waitedMs: 0 };
+  let reregisteredMs: number | null = null;
   try {
     await series(o.beforeMs);
     phase = 'outage';
@@ -181,6 +190,12 @@ export async function runOutage(cluster: Cluster, origin: Origin, o: OutageOptio
         restartOffer = { offered: 0, waitedMs: Date.now() - restartedAt, error: String(e) };
         if (e instanceof ClientError && e.code === 'no-proxies') rows.get('after')!.noProxies++;
       }
+      if (!o.measureReregistration) return;
+      reregisteredMs = await waitFor(
+        'every proxy registered again',
+        async () => ((await cluster.listProxies()).length >= o.proxies ? Date.now() - restartedAt : undefined),
+        60_000,
+      ).catch(() => null);
     });
     await series(o.afterMs);
     await restarted;
@@ -195,7 +210,7 @@ export async function runOutage(cluster: Cluster, origin: Origin, o: OutageOptio
     const { times, ...row } = r;
     return [{ ...row, medianSegmentMs: median(times) }];
   });
-  return { rows: out, restartOffer, restartMs };
+  return { rows: out, restartOffer, restartMs, reregisteredMs };
 }
 
 function sha(bytes: Uint8Array): string {
@@ -233,6 +248,7 @@ async function main(): Promise<void> {
       segmentBytes: opts.segmentBytes,
       proxies: opts.proxies,
       ...(opts.origoTimeoutMs !== undefined ? { origoTimeoutMs: opts.origoTimeoutMs } : {}),
+      measureReregistration: true,
       log: (line) => console.log(`${new Date().toISOString().slice(11, 23)} ${line}`),
       ...(process.env.MUTP_TRACE ? { trace: (line: string) => console.log(`  trace ${line}`) } : {}),
     }),
@@ -250,7 +266,8 @@ async function main(): Promise<void> {
   }
   console.log(
     `after the restart: a new set of ${result.restartOffer.offered} offered in ${result.restartOffer.waitedMs} ms` +
-      `${result.restartOffer.error ? ` (${result.restartOffer.error})` : ''}`,
+      `${result.restartOffer.error ? ` (${result.restartOffer.error})` : ''}; ` +
+      `every proxy registered again after ${result.reregisteredMs ?? '(not within 60 s)'} ms`,
   );
   const total = (k: 'failed' | 'fallbacks' | 'noProxies') =>
     result.rows.filter((r) => r.phase !== 'before').reduce((sum, r) => sum + r[k], 0);
@@ -260,6 +277,7 @@ async function main(): Promise<void> {
       rows: result.rows,
       restartOffer: result.restartOffer,
       restartMs: result.restartMs,
+      reregisteredMs: result.reregisteredMs,
       // Outage and restart against origo up, same run: counts (target 0) and median ratios.
       comparison: {
         failed: total('failed'),
