@@ -54,6 +54,11 @@ export interface FetchResult {
   /** Validators, to tell whether two responses are of the same version of the resource. */
   etag?: string;
   lastModified?: string;
+  /**
+   * The origin's Repr-Digest (RFC 9530), at most MAX_REPR_DIGEST_CHARS: the digest of the whole
+   * representation, also on a 206 (a shield child checks its parent's copy against it).
+   */
+  reprDigest?: string;
   /** For a ranged fetch: where `bytes` sit in the resource (completeLength undefined: unknown). */
   range?: { start: number; completeLength?: number };
   /** The origin ignored Range and sent the whole resource: `bytes` is a view into it. */
@@ -72,6 +77,8 @@ export const DEFAULT_MAX_REDIRECTS = 5;
 
 /** Longest ETag / Last-Modified kept; a longer one is dropped (cut, two could compare equal). */
 export const MAX_VALIDATOR_CHARS = 256;
+/** Longest Repr-Digest kept (a few algorithms' digests); a longer one is dropped. */
+export const MAX_REPR_DIGEST_CHARS = 1024;
 
 type Hop = { kind: 'redirect'; location: string } | { kind: 'body'; body: FetchResult };
 
@@ -326,10 +333,14 @@ function shapeBody(
   return { bytes: part, range: { start: range.start, completeLength: body.byteLength }, wholeBody: body };
 }
 
+function bounded(value: string | string[] | undefined, max: number): string | undefined {
+  return typeof value === 'string' && value.length > 0 && value.length <= max ? value : undefined;
+}
+
 /** The response headers the proxy keeps: a valid Content-Type, Cache-Control and validators. */
 function describe(
   headers: http.IncomingHttpHeaders,
-): Pick<FetchResult, 'contentType' | 'cacheControl' | 'expires' | 'date' | 'etag' | 'lastModified'> {
+): Pick<FetchResult, 'contentType' | 'cacheControl' | 'expires' | 'date' | 'etag' | 'lastModified' | 'reprDigest'> {
   const contentType = headers['content-type'];
   const validator = (value: string | undefined) =>
     value !== undefined && value.length > 0 && value.length <= MAX_VALIDATOR_CHARS ? value : undefined;
@@ -340,5 +351,6 @@ function describe(
     date: validator(headers.date),
     etag: validator(headers.etag),
     lastModified: validator(headers['last-modified']),
+    reprDigest: bounded(headers['repr-digest'], MAX_REPR_DIGEST_CHARS),
   };
 }

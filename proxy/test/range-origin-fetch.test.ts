@@ -4,13 +4,15 @@
  * a body longer than the range), a 200 that ignores Range (small, declared huge, streamed huge)
  * and 416. The proxy must take only what answers the range and never buffer past its cap.
  */
+import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { ByteRange } from '@mutp/shared';
-import { fetchOrigin, MAX_VALIDATOR_CHARS, OriginFetchOptions } from '@mutp/origin-fetch';
+import { fetchOrigin, MAX_REPR_DIGEST_CHARS, MAX_VALIDATOR_CHARS, OriginFetchOptions } from '@mutp/origin-fetch';
 import { parseContentRange, partialProblem } from '@mutp/origin-fetch';
 import { expectKind, LOOPBACK_ONLY, makeObject, startServer, TestServer } from './helpers';
 
 const FILE = makeObject(10_000, 11);
+const REPR_DIGEST = `sha-256=:${createHash('sha256').update(FILE).digest('base64')}:`;
 const MAX_BYTES = 4000;
 let origin: TestServer;
 let lastRange: string | undefined;
@@ -58,6 +60,7 @@ beforeAll(async () => {
         'content-type': 'video/mp4',
         etag: '"v1"',
         'last-modified': 'Tue, 01 Apr 2025 10:00:00 GMT',
+        'repr-digest': REPR_DIGEST,
       });
       res.end(FILE.subarray(first, end + 1));
     } else if (path === '/star') partial(res, first, last, '*');
@@ -90,6 +93,7 @@ beforeAll(async () => {
         'content-range': `bytes ${first}-${last}/${FILE.length}`,
         'content-type': `video/mp4; x=${'a'.repeat(200)}`, // longer than META carries
         etag: `"${'e'.repeat(MAX_VALIDATOR_CHARS + 1)}"`,
+        'repr-digest': `sha-256=:${'A'.repeat(MAX_REPR_DIGEST_CHARS)}=:`,
       });
       res.end(FILE.subarray(first, last + 1));
     } else res.writeHead(404).end();
@@ -122,6 +126,8 @@ describe('206 answers', () => {
     expect(got.contentType).toBe('video/mp4');
     expect(got.etag).toBe('"v1"');
     expect(got.lastModified).toBe('Tue, 01 Apr 2025 10:00:00 GMT');
+    // The whole representation's digest, also on a 206: what a shield child checks its parent's copy against.
+    expect(got.reprDigest).toBe(REPR_DIGEST);
     expect(got.wholeBody).toBeUndefined();
   });
 
@@ -170,6 +176,7 @@ describe('206 answers', () => {
     const got = await ranged('/bad-headers', { start: 0, length: 10 });
     expect(got.contentType).toBeUndefined();
     expect(got.etag).toBeUndefined();
+    expect(got.reprDigest).toBeUndefined();
   });
 
   test('a range longer than the cap is refused before any request', async () => {
