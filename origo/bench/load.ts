@@ -218,7 +218,8 @@ async function main(): Promise<number> {
     bench: 'origo',
     settings,
     machine: { cores: cpus().length, loadAverageBefore: load, node: process.version },
-    relayMeasure: 'client → proxy one way, clocked in the generator process (client and proxy share its clock)',
+    relayMeasure:
+      'client → proxy one way: sent at (client) to received at (proxy) on CLOCK_MONOTONIC, which every generator process shares',
     rows,
     ratios: ratios(rows),
     ok,
