@@ -177,7 +177,6 @@ export class MutpClient {
         onProgress: o.onProgress,
         onPolluters: (polluters) => this.onPolluters(session, polluters),
         onConflict: (statements) => this.records.conflict(session, url, o.range, statements),
-        ...(this.config.disabledFeatures ? { disabledFeatures: this.config.disabledFeatures } : {}),
       });
       this.records.complete(session, url, mode, result, scheduler, links.length);
       return result;
