@@ -77,8 +77,11 @@ export class RedisCluster implements Cluster {
   private snapshot = new Map<string, Shared>();
   /** What the last read parsed, by id, with the text it came from: the same text is not parsed again. */
   private parsed = new Map<string, { raw: string; proxy: Shared }>();
-  /** Per proxy this instance owns: its content (without the beat time) as last written, and when. */
-  private readonly written = new Map<string, { body: string; at: number }>();
+  /**
+   * Per proxy this instance owns: its content (without the beat time) as last written, when, and
+   * the whole entry as last published (written again at once if its key is found gone).
+   */
+  private readonly written = new Map<string, { body: string; at: number; json: string; ttlMs: number }>();
   /** Writes waiting for the next flush (one pipeline per turn of the event loop). */
   private readonly outbox = new Map<string, ProxyWrite>();
   private flushQueued = false;
@@ -171,9 +174,13 @@ export class RedisCluster implements Cluster {
     const now = Date.now();
     const last = this.written.get(proxy.proxyId);
     const write = this.pending(proxy.proxyId);
+    const json = JSON.stringify(proxy);
     if (write.json !== undefined || last === undefined || last.body !== body || now - last.at >= REWRITE_MS) {
-      this.written.set(proxy.proxyId, { body, at: now });
-      write.json = JSON.stringify(proxy);
+      this.written.set(proxy.proxyId, { body, at: now, json, ttlMs });
+      write.json = json;
+    } else {
+      last.json = json;
+      last.ttlMs = ttlMs;
     }
     write.ttlMs = ttlMs;
   }
@@ -231,8 +238,9 @@ export class RedisCluster implements Cluster {
 
   /**
    * Sends the coalesced writes in one pipeline (ordered on the connection like the commands they
-   * replace). An entry whose write failed, or whose key had expired when only its expiry was to
-   * be extended, is written in full at its next heartbeat.
+   * replace). An entry whose key had expired when only its expiry was to be extended is written
+   * in full at once (other instances read it again at their next refresh); one whose write failed
+   * (Redis unreachable) is written in full at its next heartbeat.
    */
   private flush(): void {
     this.flushQueued = false;
@@ -275,7 +283,13 @@ export class RedisCluster implements Cluster {
             throw new Error('pipeline failed');
           }
           // PEXPIRE answers 0 when the key is gone (expired in a stall, Redis emptied): write it again.
-          for (const [index, id] of extended) if (results[index][1] === 0) rewrite([id]);
+          for (const [index, id] of extended) {
+            const last = this.written.get(id);
+            if (results[index][1] !== 0 || last === undefined) continue;
+            const write = this.pending(id);
+            write.json ??= last.json;
+            write.ttlMs ??= last.ttlMs;
+          }
         },
         (err: unknown) => {
           rewrite([...added, ...extended.values()]);
