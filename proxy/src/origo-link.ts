@@ -299,7 +299,10 @@ export class OrigoLink implements SignalSink {
     if (this.stopped) return;
     this.currentState = 'waiting';
     const initial = this.options.reconnectInitialMs ?? 500;
-    const max = this.options.reconnectMaxMs ?? 30_000;
+    // 5 s, not more: a restarted origo offers only the proxies that registered since (issue 34), so
+    // each second of a proxy's back-off after origo's return is a second its clients go without it.
+    // A refused connection costs origo nothing; the jitter below spreads a fleet's return.
+    const max = this.options.reconnectMaxMs ?? 5_000;
     // The backoff grows once per round over every instance: the others are tried promptly when
     // one dies, and a fleet does not hammer origo while all of them are down.
     const round = Math.floor(this.attempt / this.urls.length);
