@@ -13,7 +13,7 @@ import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { byteCount, integer } from '@mutp/cli-options';
-import { ByteRange, MAX_OBJECT_BYTES, MAX_SOURCES, rangeProblem } from '@mutp/shared';
+import { ByteRange, Feature, MAX_OBJECT_BYTES, MAX_SOURCES, parseFeatureList, rangeProblem } from '@mutp/shared';
 import { downloadSeries, MutpClient, origoUrlProblem, SegmentRef, TransportPreference } from '@mutp/shared/client';
 import { releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
@@ -69,7 +69,44 @@ function downloadCommand(name: string): Command {
       )
         .choices(['auto', 'quic', 'webrtc'])
         .default('auto'),
+    )
+    .option(
+      '--region <name>',
+      "the region you are in, as origo's proxies name theirs: a hint origo follows only when your address is in none of their prefixes",
+      regionHint,
+    )
+    .option(
+      '--disable-features <list>',
+      'optional MUTP features to leave off, comma-separated (as a client one release behind: for tests and rolling upgrades)',
+      featureList,
     );
+}
+
+/** The syntax of signalling's region names: a typo is refused here, not ignored by origo. */
+function regionHint(text: string): string {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(text))
+    throw new InvalidArgumentError('a region name: letters, digits, . _ -, at most 63');
+  return text;
+}
+
+/** Known feature names only, so a typo is not a silent no-op. */
+function featureList(text: string): Feature[] {
+  try {
+    return parseFeatureList(text);
+  } catch (e) {
+    throw new InvalidArgumentError((e as Error).message);
+  }
+}
+
+/** What the common flags configure in the client. */
+function declared(flags: { region?: string; disableFeatures?: Feature[] }): {
+  region?: string;
+  disabledFeatures?: Feature[];
+} {
+  return {
+    ...(flags.region !== undefined ? { region: flags.region } : {}),
+    ...(flags.disableFeatures !== undefined ? { disabledFeatures: flags.disableFeatures } : {}),
+  };
 }
 
 downloadCommand('get')
@@ -131,7 +168,13 @@ function origoUrlsFrom(flags: { origo: string; insecure?: boolean }): string[] {
 
 async function get(
   urls: string[],
-  flags: GetFlags & { origo: string; insecure?: boolean; transport: TransportPreference },
+  flags: GetFlags & {
+    origo: string;
+    insecure?: boolean;
+    transport: TransportPreference;
+    region?: string;
+    disableFeatures?: Feature[];
+  },
 ) {
   const planned = (() => {
     try {
@@ -148,6 +191,7 @@ async function get(
     codecs,
     insecureOrigo: flags.insecure === true,
     transport: flags.transport,
+    ...declared(flags),
   });
   const interrupt = new AbortController();
   process.once('SIGINT', () => interrupt.abort());
@@ -167,6 +211,8 @@ interface PlaylistFlags {
   origo: string;
   insecure?: boolean;
   transport: TransportPreference;
+  region?: string;
+  disableFeatures?: Feature[];
   stage: boolean;
   outputDir?: string;
   timeout: number;
@@ -204,6 +250,7 @@ async function playlist(source: string, flags: PlaylistFlags): Promise<void> {
     codecs,
     insecureOrigo: flags.insecure === true,
     transport: flags.transport,
+    ...declared(flags),
   });
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), flags.timeout);

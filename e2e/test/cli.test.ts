@@ -118,6 +118,8 @@ test.each([
   [['get', 'http://example.org/x', '--proxies', '0'], /must be positive/],
   [['get', 'http://example.org/x', '--mode', 'tcp'], /Allowed choices/],
   [['fetch', 'http://example.org/x'], /unknown command/],
+  [['get', 'http://example.org/x', '--disable-features', 'resume,telepathy'], /telepathy/],
+  [['get', 'http://example.org/x', '--region', 'eu west'], /a region name/],
 ])('bad usage %j: exit 2 with a message', async (args, message) => {
   const run = await mutp(args);
   expect(run.code).toBe(2);

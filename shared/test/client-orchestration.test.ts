@@ -91,6 +91,32 @@ describe('a download through N proxies', () => {
 });
 
 describe('origo', () => {
+  test('what the client declares: hello names its features (less those switched off), each proxy request its region hint', async () => {
+    const host = new FakeHost({ proxies: [proxy('a'), proxy('b')] });
+    const object = objectOf(20_000);
+    host.objects.set(URL_, object);
+    const client = new MutpClient(host, {
+      origoUrl: 'wss://origo.example/v1/client',
+      codecs,
+      symbolSize: 512,
+      generationSize: 8,
+      window: 64,
+      connectTimeoutMs: 5000,
+      disabledFeatures: ['resume', 'weights'],
+      region: 'eu-west',
+    });
+    const result = await settle(host.clock, client.get(URL_, { mode: 'rlnc', proxies: 2 }));
+    expect(Buffer.from(result.object).equals(Buffer.from(object))).toBe(true);
+    const hello = host.origoHeard.find((m) => m.type === 'hello') as { capabilities?: string[] };
+    expect(hello.capabilities).toEqual(expect.arrayContaining(['extensions', 'ranges', 'signatures']));
+    expect(hello.capabilities).not.toContain('resume');
+    expect(hello.capabilities).not.toContain('weights');
+    const requests = host.origoHeard.filter((m) => m.type === 'request-proxies');
+    expect(requests.length).toBeGreaterThan(0);
+    for (const r of requests) expect(r).toMatchObject({ region: 'eu-west' });
+    client.close();
+  });
+
   test('unreachable: origo-unreachable at once, with the reason', async () => {
     const { host, client } = setup({ unreachable: true, proxies: [] });
     const error = await failure(host, client.get(URL_, { mode: 'rlnc', proxies: 2 }));

@@ -3,6 +3,7 @@
  * one request asks for (GetOptions) and gets (GetResult), and the limits a request runs under.
  */
 import { ByteRange, Codec, DEFAULT_GENERATION_SIZE, DEFAULT_SYMBOL_SIZE, Mode, ProxyInfo, SchedulerName } from '..';
+import type { Feature } from '../wire';
 import type { DownloadProgress, DownloadResult } from './download';
 import type { HttpDownloadResult } from './http-download';
 import type { BackoffPolicy } from './origo-backoff';
@@ -41,6 +42,17 @@ export interface ClientConfig {
   records: boolean;
   /** Leave origo alone for a growing while after a failed connection attempt (default: no back-off). */
   origoBackoff?: BackoffPolicy;
+  /**
+   * Optional MUTP features this client leaves off, as a release without them would (tests and
+   * rolling upgrades; docs/protocol.md §13): not declared in hello nor REQUEST, and not used.
+   */
+  disabledFeatures?: readonly Feature[];
+  /**
+   * The region this client believes it is in (configured or measured), sent with each proxy
+   * request: origo follows it only when the client's address is in no prefix a region declared,
+   * and only towards a region with enough proxies (docs/signalling.md, selection rule 6).
+   */
+  region?: string;
   /** How a URL appears in those records (the extension keeps origin + path: no signed tokens). Default: as it is. */
   recordUrl?: (url: string) => string;
   /**

@@ -52,6 +52,8 @@ export class MutpClient {
   private readonly records: DownloadRecords;
   /** Ends the host's network-change notices (close()). */
   private readonly stopNetworkWatch?: () => void;
+  /** Network changes seen (networkChanges()): a segment series asks origo for its set again after one. */
+  private networkChangeCount = 0;
 
   constructor(
     private readonly host: ClientHost,
@@ -79,11 +81,21 @@ export class MutpClient {
    */
   networkChanged(): void {
     this.config.trace?.('network changed: reconnecting to origo and the proxies');
+    this.networkChangeCount++;
     this.exclusions.forgetFailures();
     // Links with transfers under way reconnect on their own; idle ones close.
     this.links.networkChanged();
     // Not a lost instance: the next session goes to the same one.
     this.origo.drop('network changed');
+  }
+
+  /**
+   * How many network changes this client has seen: a segment series that chose its proxy set
+   * before the last one asks origo for it again (StagingClient.networkChanges), since origo offers
+   * proxies by the client's address (locality) and that address changed.
+   */
+  networkChanges(): number {
+    return this.networkChangeCount;
   }
 
   /**
@@ -175,6 +187,7 @@ export class MutpClient {
           ...(o.integrity ? { integrity: o.integrity } : {}),
         },
         onProgress: o.onProgress,
+        ...(this.config.disabledFeatures ? { disabledFeatures: this.config.disabledFeatures } : {}),
         onPolluters: (polluters) => this.onPolluters(session, polluters),
         onConflict: (statements) => this.records.conflict(session, url, o.range, statements),
       });

@@ -20,6 +20,7 @@
  * origo is marked down however impatient the callers are.
  */
 import { Mode, ProxyInfo, WithdrawReason } from '..';
+import { featureNames, withoutFeatures } from '../wire';
 import type { ClientConfig } from './client-config';
 import { ClientError } from './errors';
 import { ClientHost } from './host';
@@ -64,7 +65,10 @@ export class OrigoFailover {
   constructor(
     private readonly host: ClientHost,
     private readonly urls: readonly string[],
-    private readonly config: Pick<ClientConfig, 'insecureOrigo' | 'origoBackoff' | 'trace'>,
+    private readonly config: Pick<
+      ClientConfig,
+      'insecureOrigo' | 'origoBackoff' | 'trace' | 'disabledFeatures' | 'region'
+    >,
     /** Origo withdrew a proxy it offered (OrigoSession.onWithdrawn), on whichever session. */
     private readonly onWithdrawn: (proxyId: string, reason: WithdrawReason) => void,
   ) {
@@ -155,6 +159,10 @@ export class OrigoFailover {
         this.token,
         this.config.insecureOrigo,
         this.proxyTokens,
+        {
+          capabilities: featureNames(withoutFeatures(this.config.disabledFeatures)),
+          ...(this.config.region !== undefined ? { region: this.config.region } : {}),
+        },
       );
       session.onWithdrawn = (proxyId, reason) => this.onWithdrawn(proxyId, reason);
       try {

@@ -83,6 +83,8 @@ export class OrigoSession {
      * changed still has its proxy's renewed token.
      */
     private readonly proxyTokens = new Map<string, string>(),
+    /** What this client declares: its MUTP features (hello) and its region hint (each proxy request). */
+    private readonly declared: { capabilities?: readonly string[]; region?: string } = {},
   ) {
     this.token = previousToken;
   }
@@ -127,7 +129,12 @@ export class OrigoSession {
       this.socket = socket;
       socket.onopen = () => {
         opened = true;
-        this.send({ type: 'hello', version: SIGNALLING_VERSION, ...(this.token ? { token: this.token } : {}) });
+        this.send({
+          type: 'hello',
+          version: SIGNALLING_VERSION,
+          ...(this.token ? { token: this.token } : {}),
+          ...(this.declared.capabilities ? { capabilities: [...this.declared.capabilities] } : {}),
+        });
       };
       socket.onerror = () => {}; // the close event that follows carries the outcome
       socket.onclose = (event) => {
@@ -180,7 +187,15 @@ export class OrigoSession {
     if (!this.isOpen) return Promise.reject(new ClientError('origo-unreachable', 'the origo session is closed'));
     const requestId = `r${this.nextRequest++}`;
     const answer = new Promise<ProxyInfo[]>((resolve, reject) => this.pending.set(requestId, { resolve, reject }));
-    this.send({ type: 'request-proxies', requestId, count, mode, exclude });
+    const region = this.declared.region;
+    this.send({
+      type: 'request-proxies',
+      requestId,
+      count,
+      mode,
+      exclude,
+      ...(region !== undefined ? { region } : {}),
+    });
     return withTimeout(this.clock, answer, timeoutMs, () => {
       this.pending.delete(requestId);
       const reason = `origo did not answer a proxy request within ${timeoutMs} ms`;
