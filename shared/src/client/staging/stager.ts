@@ -51,6 +51,12 @@ export interface StagingClient {
    * origo limit (which would hold the next segment back that long).
    */
   origoAway?(): boolean;
+  /**
+   * How many network changes the client has seen (MutpClient.networkChanges): after one, origo
+   * is asked for the set again at the next segment boundary, since it offers proxies by the
+   * client's address (locality) and the client may have moved to another region.
+   */
+  networkChanges?(): number;
 }
 
 export interface StagerOptions {
@@ -80,6 +86,8 @@ export type StagerStats = StagingStats & {
   slowReplaced: number;
   /** Proxies replaced because they said they are going away (draining). */
   goingAwayReplaced: number;
+  /** Proxies replaced because origo no longer offered them after a network change (locality). */
+  relocatedReplaced: number;
 };
 
 /** How long a handoff waits for the newcomers to stage the next segment before switching to them. */
@@ -101,6 +109,9 @@ export class SegmentStager {
   private handoffs = 0;
   private slowReplaced = 0;
   private goingAwayReplaced = 0;
+  private relocatedReplaced = 0;
+  /** The client's network-change count the set was chosen (or last asked for again) under. */
+  private networkSeen = 0;
   private readonly slow = new SlowProxies();
   private hintsAnswered = 0;
   private hintsStaged = 0;
@@ -142,6 +153,8 @@ export class SegmentStager {
   proxies(signal?: AbortSignal, origoTimeoutMs?: number): Promise<ProxyInfo[]> {
     if (this.set) return Promise.resolve(this.set);
     if (!this.choosing) {
+      // Read before the choice: a change while origo answers is followed at the next boundary.
+      const seen = this.client.networkChanges?.() ?? 0;
       const choosing = this.client.chooseProxies(this.o.proxies, this.o.mode, {
         ...(signal ? { signal } : {}),
         ...(origoTimeoutMs !== undefined ? { origoTimeoutMs } : {}),
@@ -151,6 +164,7 @@ export class SegmentStager {
         (set) => {
           if (this.choosing !== choosing) return;
           this.set = set;
+          this.networkSeen = seen;
           this.spreadRule ??= new SpreadRule(set.length, this.o.spreadConfig);
         },
         () => {
@@ -236,7 +250,9 @@ export class SegmentStager {
    * several segments: slow-proxies.ts) are replaced by others origo offers, and `next` is staged
    * at the newcomers before the switch (a segment is never moved in the middle; while it runs,
    * the Receiver shifts the work to its live sources). Without replacements the set stays as it
-   * is. Resolves once the set for `next` is settled.
+   * is. After a network change, origo is first asked for the whole set again (relocate()): the
+   * proxies it no longer offers (the old region's) are replaced by its newcomers the same way.
+   * Resolves once the set for `next` is settled.
    */
   async afterSegment(
     result: GetResult,
@@ -255,7 +271,52 @@ export class SegmentStager {
     const goingAway = set.filter((p) => goneIds.has(p.proxyId));
     const failing = failedIn(result, asked).filter((p) => !goneIds.has(p.proxyId));
     const degrading = this.slow.judge(result, asked).filter((p) => !failing.includes(p) && !goneIds.has(p.proxyId));
-    await this.handOff(set, { goingAway, failing, degrading }, next, track, signal);
+    const why = { goingAway, failing, degrading };
+    const moved = await this.relocate(set, signal);
+    if (this.closed || this.set !== set) return;
+    if (moved !== undefined && moved.fresh.length > 0) {
+      // Origo's new choice already leaves out proxies going away and recently failed: those it
+      // offered again stay (a failing one is replaced at a later boundary, as without a move).
+      const { relocated } = moved;
+      const leavers = { goingAway: goingAway.filter((p) => relocated.includes(p)), failing: [], degrading: [] };
+      await this.switchTo(set, { ...leavers, relocated }, moved.fresh, next, track);
+    } else {
+      await this.handOff(set, why, next, track, signal);
+    }
+  }
+
+  /**
+   * After a network change: origo's choice of a whole set from the client's new address, as the
+   * proxies of `set` it no longer offers (`relocated`: another region's, or ones it would not
+   * choose now) and those it offers instead (`fresh`). Undefined without a change since the set
+   * was chosen, or while origo is away or does not answer: asked again at the next boundary (one
+   * request per boundary at most, none while origo is known to be away). An empty offer counts as
+   * an answer (the set stays), so a change costs origo one request.
+   */
+  private async relocate(
+    set: readonly ProxyInfo[],
+    signal: AbortSignal | undefined,
+  ): Promise<{ relocated: ProxyInfo[]; fresh: ProxyInfo[] } | undefined> {
+    const changes = this.client.networkChanges?.() ?? 0;
+    if (changes === this.networkSeen || this.client.origoAway?.()) return undefined;
+    let offered: ProxyInfo[];
+    try {
+      offered = await this.client.chooseProxies(set.length, this.o.mode, {
+        ...(signal ? { signal } : {}),
+        // Origo just back without its proxies: the set stays, the next segment is not held.
+        awaitProxies: false,
+      });
+    } catch (e) {
+      if ((e as { code?: unknown }).code === 'no-proxies') this.networkSeen = changes;
+      return undefined;
+    }
+    this.networkSeen = changes;
+    const offeredIds = new Set(offered.map((p) => p.proxyId));
+    const held = new Set(set.map((p) => p.proxyId));
+    return {
+      relocated: set.filter((p) => !offeredIds.has(p.proxyId)),
+      fresh: offered.filter((p) => !held.has(p.proxyId)),
+    };
   }
 
   /**
@@ -322,13 +383,33 @@ export class SegmentStager {
     // Without replacements the set stays whole: a proxy that failed once may serve the next
     // segment, and MutpClient replaces one it cannot reach for that download. (Shrinking the set
     // here left a player with fewer and fewer sources after transient failures.)
-    if (this.set !== set || fresh.length === 0) return;
+    await this.switchTo(set, { ...why, relocated: [] }, fresh, next, track);
+  }
+
+  /**
+   * Switches from `set` to `fresh` in place of its leavers, staging `next` at the newcomers first.
+   * Fewer newcomers than leavers: those going away go first (they take no new transfers), then
+   * the failed ones, then those origo no longer offers after a move; degrading ones stay while
+   * none replaces them.
+   */
+  private async switchTo(
+    set: ProxyInfo[],
+    why: { goingAway: ProxyInfo[]; failing: ProxyInfo[]; relocated: ProxyInfo[]; degrading: ProxyInfo[] },
+    fresh: ProxyInfo[],
+    next: SegmentRef | undefined,
+    track: string,
+  ): Promise<void> {
+    const { goingAway, relocated, degrading } = why;
+    const before = [...goingAway, ...why.failing];
+    const moved = relocated.filter((p) => !before.includes(p));
+    const leaving = [...before, ...moved, ...degrading.filter((p) => !relocated.includes(p))];
+    if (this.set !== set || fresh.length === 0 || leaving.length === 0) return;
     this.handoffs++;
-    // Fewer newcomers than leavers: those going away go first (they take no new transfers), then
-    // the failed ones; degrading ones stay while none replaces them.
     const replaced = leaving.slice(0, fresh.length);
-    this.slowReplaced += replaced.filter((p) => degrading.includes(p)).length;
+    fresh = fresh.slice(0, replaced.length);
+    this.slowReplaced += replaced.filter((p) => degrading.includes(p) && !relocated.includes(p)).length;
     this.goingAwayReplaced += replaced.filter((p) => goingAway.includes(p)).length;
+    this.relocatedReplaced += replaced.filter((p) => relocated.includes(p)).length;
     replaced.forEach((p) => this.slow.forget(p.proxyId));
     // Segments given to a leaver go to its newcomer instead.
     const successor = new Map(replaced.map((p, i) => [p.proxyId, fresh[i].proxyId]));
@@ -373,6 +454,7 @@ export class SegmentStager {
       handoffs: this.handoffs,
       slowReplaced: this.slowReplaced,
       goingAwayReplaced: this.goingAwayReplaced,
+      relocatedReplaced: this.relocatedReplaced,
     };
   }
 
