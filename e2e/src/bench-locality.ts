@@ -6,17 +6,21 @@
  *
  * One run (the e2e test, e2e/test/locality.test.ts): `tsx e2e/src/bench-locality.ts --run
  * --move-during 3` prints one JSON document: per segment the proxies it came from and the
- * client's region when it was asked for, and how many of them were in that region.
+ * client's region when it was asked for, and how many of them were in that region. With
+ * `--playback` the segments go through a PlaybackSession (what `mutp playlist` and the extension's
+ * loader use: one proxy set, staging hints, handoffs between segments) instead of one
+ * `MutpClient.get()` each: the set it chose in region a must move to b after the move too.
  *
  * `npm run bench:locality` (no --run): the download time of the segments after the move, where
  * the paths swap with the move (the client is now near b), against a client that started near
  * b, in the same run: `ratio` = moved / started in b (target <= 1.1); `--runs` pairs, each on a
- * testbed of its own. The last stdout line is the JSON document.
+ * testbed of its own (`--playback`: both through a PlaybackSession). The last stdout line is the
+ * JSON document.
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { Command } from 'commander';
-import { MutpClient } from '@mutp/shared/client';
+import { MutpClient, PlaybackSession } from '@mutp/shared/client';
 import { releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
 import { createNodeHost } from '@mutp/client';
@@ -58,6 +62,7 @@ const opts = new Command()
   .option('--seed <n>', 'first segment object seed', '5')
   .option('--timeout-ms <n>', 'per segment', '30000')
   .option('--json', 'bench: the JSON document only (it is the last line anyway)')
+  .option('--playback', 'the segments through one PlaybackSession (a proxy set, staging), not one get() each')
   .parse()
   .opts<{
     run?: boolean;
@@ -72,6 +77,7 @@ const opts = new Command()
     seed: string;
     timeoutMs: string;
     json?: boolean;
+    playback?: boolean;
   }>();
 
 interface SegmentRow {
@@ -89,6 +95,10 @@ export interface SeriesResult {
   profile: string;
   testbed: string;
   segments: SegmentRow[];
+  /** The segments went through a PlaybackSession (--playback), not one get() each. */
+  playback: boolean;
+  /** The session's proxies replaced because origo no longer offered them after the move (--playback). */
+  relocatedReplaced: number | null;
   /** The segment during which the client moved (null: it did not). */
   movedDuring: number | null;
   /** Sources in the region the client was in when it asked for them, of all sources. */
@@ -159,7 +169,8 @@ async function series(tb: TestbedDescription): Promise<SeriesResult> {
   // Before the client exists: it starts on its new address, with no network change to notice.
   if (opts.startInB) await move.now();
   const traces: string[] = [];
-  const client = new MutpClient(createNodeHost(), {
+  const host = createNodeHost();
+  const client = new MutpClient(host, {
     origoUrl: cluster.clientUrl,
     codecs: await loadNodeCodecs(),
     insecureOrigo: true,
@@ -168,6 +179,11 @@ async function series(tb: TestbedDescription): Promise<SeriesResult> {
   const regionOf = (proxyId: string) => proxyId.replace(/\d+$/, '');
   const rows: SegmentRow[] = [];
   const bytes = Number(opts.segmentBytes);
+  const urlOf = (index: number) => `${origin.url}/object/${bytes}/${Number(opts.seed) + index}`;
+  const perSegment = Number(opts.sources);
+  const playback = opts.playback
+    ? new PlaybackSession(client, host.clock, { mode: opts.mode, proxies: perSegment, staging: true })
+    : undefined;
   try {
     // With a timed move, segments go on until it came, then --segments more.
     const timed = opts.swapAtMs !== undefined;
@@ -178,12 +194,12 @@ async function series(tb: TestbedDescription): Promise<SeriesResult> {
       move.segmentStarts(index);
       const started = performance.now();
       try {
-        const r = await client.get(`${origin.url}/object/${bytes}/${seed}`, {
-          mode: opts.mode,
-          proxies: Number(opts.sources),
-          signal: AbortSignal.timeout(Number(opts.timeoutMs)),
-          onProgress: (p) => move.progress(index, p.dof, p.totalDof),
-        });
+        const signal = AbortSignal.timeout(Number(opts.timeoutMs));
+        const onProgress = (p: { dof: number; totalDof: number }) => move.progress(index, p.dof, p.totalDof);
+        const r = playback
+          ? (await playback.fetch({ url: urlOf(index) }, { upcoming: [{ url: urlOf(index + 1) }], signal, onProgress }))
+              .result
+          : await client.get(urlOf(index), { mode: opts.mode, proxies: perSegment, signal, onProgress });
         const sources = r.sources.map((s) => s.proxyId);
         rows.push({
           index,
@@ -204,6 +220,7 @@ async function series(tb: TestbedDescription): Promise<SeriesResult> {
     phase('series done');
   } finally {
     move.cancel();
+    playback?.close();
     client.close();
     await cluster.stop();
     phase('cluster stopped');
@@ -216,6 +233,8 @@ async function series(tb: TestbedDescription): Promise<SeriesResult> {
     profile: tb.profile,
     testbed: tb.name,
     segments: rows,
+    playback: playback !== undefined,
+    relocatedReplaced: playback?.stats().relocatedReplaced ?? null,
     movedDuring: move.during ?? null,
     inRegion: all.filter(Boolean).length,
     sources: all.length,
@@ -281,7 +300,7 @@ async function compare(): Promise<void> {
   const runs = Number(opts.runs);
   const pairs: { moved: number; startedInB: number; ratio: number; inRegion: number }[] = [];
   const common = ['--run', '--segments', opts.segments, '--segment-bytes', opts.segmentBytes, '--mode', opts.mode];
-  common.push('--sources', opts.sources, '--seed', opts.seed);
+  common.push('--sources', opts.sources, '--seed', opts.seed, ...(opts.playback ? ['--playback'] : []));
   for (let i = 0; i < runs; i++) {
     const moved = await onTestbedProcess([...common, '--swap-at-ms', opts.swapAtMs ?? String(DEFAULT_SWAP_AT_MS)]);
     const inB = await onTestbedProcess([...common, '--start-in-b']);
@@ -302,6 +321,7 @@ async function compare(): Promise<void> {
   console.log(
     JSON.stringify({
       bench: 'locality',
+      path: opts.playback ? 'playback-session' : 'get',
       segmentBytes: Number(opts.segmentBytes),
       sources: Number(opts.sources),
       mode: opts.mode,
