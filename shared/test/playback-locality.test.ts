@@ -127,3 +127,23 @@ test('with staging, the next segment is staged at the new proxies before the swi
   playback.close();
   client.close();
 });
+
+test('a move between two segments, origo not reconnected yet at the boundary: no request then, the segment after the next moves', async () => {
+  const { host, client } = setup();
+  const playback = new PlaybackSession(client, host.clock, { mode: 'rlnc', proxies: 2, staging: false });
+  const sources: string[][] = [];
+  for (const [index, segment] of SEGMENTS.entries()) {
+    const { result } = await settle(host.clock, playback.fetch(segment));
+    sources.push(result.sources.map((s) => s.proxyId).sort());
+    if (index === 1) {
+      moveToB(host);
+      // The session to origo was let go with the old address: it is away until a download reopens it.
+      expect(client.origoAway()).toBe(true);
+    }
+  }
+  expect(sources.slice(0, 3)).toEqual([REGION_A, REGION_A, REGION_A]);
+  expect(sources.slice(3)).toEqual([REGION_B, REGION_B, REGION_B]);
+  expect(proxyRequests(host)).toBe(2);
+  playback.close();
+  client.close();
+});
