@@ -8,8 +8,11 @@
  * the test puts region b's first when the client moves there, as origo's region rule would.
  */
 import { Codec, Mode, rlncCodec, uncodedCodec } from '../src/internal';
-import { MutpClient, PlaybackSession, PlaybackOptions } from '../src/client';
+import { ClientError, MutpClient, PlaybackSession, PlaybackOptions } from '../src/client';
+import type { PlaybackClient } from '../src/client';
+import { REPLACEMENT_BACKOFF_MS } from '../src/client/staging/stager';
 import { FakeHost, FakeProxy, objectOf, proxy, settle } from './helpers/fake-host';
+import { downloadedFrom } from './helpers/scripted-client';
 
 const codecs = { rlnc: rlncCodec, uncoded: uncodedCodec, fountain: rlncCodec } as unknown as Record<Mode, Codec>;
 const SEGMENTS = Array.from({ length: 6 }, (_, i) => ({ url: `https://media.example/seg-${i}.m4s` }));
@@ -146,4 +149,42 @@ test('a move between two segments, origo not reconnected yet at the boundary: no
   expect(proxyRequests(host)).toBe(2);
   playback.close();
   client.close();
+});
+
+test('origo does not answer after a move: asked again only after the back-off, never once per segment', async () => {
+  // A scripted client (as in playback-session.test.ts): origo's session is open but every request fails.
+  let now = 0;
+  let changes = 0;
+  let asked = 0;
+  const set = REGION_A.map((id) => proxy(id).info);
+  const client: PlaybackClient = {
+    chooseProxies() {
+      asked++;
+      return asked === 1 ? Promise.resolve(set) : Promise.reject(new ClientError('origo-unreachable', 'no answer'));
+    },
+    stage: () => Promise.resolve([]),
+    networkChanges: () => changes,
+    get: (url, o) => {
+      now += 1000; // a segment a second
+      return Promise.resolve(
+        downloadedFrom(
+          url,
+          (o.use ?? []).map((p) => ({ proxyId: p.proxyId, name: p.name })),
+        ),
+      );
+    },
+  };
+  const clock = { now: () => now, setTimer: () => () => undefined };
+  const playback = new PlaybackSession(client, clock, { mode: 'rlnc', proxies: 2, staging: false });
+  const segments = Array.from({ length: 12 }, (_, i) => ({ url: `https://media.example/s${i}` }));
+  for (const [index, segment] of segments.entries()) {
+    if (index === 1) changes++;
+    const { use } = await playback.fetch(segment);
+    expect(use.map((p) => p.proxyId)).toEqual(REGION_A);
+  }
+  // The first choice; after the change at the boundary before segment 1, 5 s later (before
+  // segment 6), and not before 10 s more (past the last): 3 requests, not one per segment.
+  expect(REPLACEMENT_BACKOFF_MS).toBe(5000);
+  expect(asked).toBe(3);
+  playback.close();
 });

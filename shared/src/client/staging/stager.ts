@@ -17,6 +17,7 @@ import type { ByteRange } from '../../range';
 import type { ProxyInfo, StagedAnswer } from '../../signalling';
 import type { DownloadMode, GetOptions, GetResult } from '../client';
 import type { Clock } from '../host';
+import { AskBackoff } from './ask-backoff';
 import { Assignments } from './assignments';
 import { SegmentRef, segmentKey } from './chunk-profile';
 import { SlowProxies } from './slow-proxies';
@@ -93,12 +94,10 @@ export type StagerStats = StagingStats & {
 /** How long a handoff waits for the newcomers to stage the next segment before switching to them. */
 export const HANDOFF_STAGE_WAIT_MS = 5000;
 /**
- * After origo had no replacement for a failing or degrading proxy, it is not asked again for this
- * long, doubling on each empty answer up to the maximum: a proxy nobody can replace would
- * otherwise cost one proxy request per segment for as long as it lasts.
+ * After origo had no replacement for a failing or degrading proxy, it is not asked again for
+ * REPLACEMENT_BACKOFF_MS, doubling on each empty answer up to the maximum (ask-backoff.ts).
  */
-export const REPLACEMENT_BACKOFF_MS = 5000;
-export const MAX_REPLACEMENT_BACKOFF_MS = 60_000;
+export { MAX_REPLACEMENT_BACKOFF_MS, REPLACEMENT_BACKOFF_MS } from './ask-backoff';
 const DEFAULT_TRACK = '';
 
 export class SegmentStager {
@@ -119,9 +118,9 @@ export class SegmentStager {
   private droppedOrders = 0;
   private droppedWasted = 0;
   private lastTrack = DEFAULT_TRACK;
-  /** No replacement is asked for before this (origo had none); the back-off that set it. */
-  private replaceAfter = -Infinity;
-  private replaceBackoffMs = 0;
+  /** When origo may be asked for a replacement again (it had none), and for a set after a move (no answer). */
+  private readonly replacing = new AskBackoff();
+  private readonly relocating = new AskBackoff();
   /** The proxies each upcoming segment was given to. */
   private readonly assigned = new Assignments();
   private spreadRule?: SpreadRule;
@@ -289,16 +288,18 @@ export class SegmentStager {
    * After a network change: origo's choice of a whole set from the client's new address, as the
    * proxies of `set` it no longer offers (`relocated`: another region's, or ones it would not
    * choose now) and those it offers instead (`fresh`). Undefined without a change since the set
-   * was chosen, or while origo is away or does not answer: asked again at the next boundary (one
-   * request per boundary at most, none while origo is known to be away). An empty offer counts as
-   * an answer (the set stays), so a change costs origo one request.
+   * was chosen, or while origo is away or does not answer: asked again at a later boundary, after
+   * the replacement back-off (none while origo is known to be away; a hung origo does not hold
+   * every next segment for the origo limit). An empty offer counts as an answer (the set stays),
+   * so a change costs origo one request.
    */
   private async relocate(
     set: readonly ProxyInfo[],
     signal: AbortSignal | undefined,
   ): Promise<{ relocated: ProxyInfo[]; fresh: ProxyInfo[] } | undefined> {
     const changes = this.client.networkChanges?.() ?? 0;
-    if (changes === this.networkSeen || this.client.origoAway?.()) return undefined;
+    const now = this.clock.now();
+    if (changes === this.networkSeen || !this.relocating.mayAsk(now) || this.client.origoAway?.()) return undefined;
     let offered: ProxyInfo[];
     try {
       offered = await this.client.chooseProxies(set.length, this.o.mode, {
@@ -308,8 +309,10 @@ export class SegmentStager {
       });
     } catch (e) {
       if ((e as { code?: unknown }).code === 'no-proxies') this.networkSeen = changes;
+      else this.relocating.missed(this.clock.now());
       return undefined;
     }
+    this.relocating.answered();
     this.networkSeen = changes;
     const offeredIds = new Set(offered.map((p) => p.proxyId));
     const held = new Set(set.map((p) => p.proxyId));
@@ -357,7 +360,7 @@ export class SegmentStager {
   ): Promise<void> {
     const { goingAway, degrading } = why;
     const leaving = [...goingAway, ...why.failing, ...degrading];
-    if (leaving.length === 0 || this.clock.now() < this.replaceAfter || this.client.origoAway?.()) return;
+    if (leaving.length === 0 || !this.replacing.mayAsk(this.clock.now()) || this.client.origoAway?.()) return;
     let fresh: ProxyInfo[] = [];
     try {
       fresh = await this.client.chooseProxies(leaving.length, this.o.mode, {
@@ -370,16 +373,8 @@ export class SegmentStager {
       // Origo out of reach: go on with the proxies left (MutpClient replaces dead ones itself).
     }
     if (this.closed) return;
-    if (fresh.length === 0) {
-      this.replaceBackoffMs = Math.min(
-        MAX_REPLACEMENT_BACKOFF_MS,
-        Math.max(REPLACEMENT_BACKOFF_MS, 2 * this.replaceBackoffMs),
-      );
-      this.replaceAfter = this.clock.now() + this.replaceBackoffMs;
-    } else {
-      this.replaceBackoffMs = 0;
-      this.replaceAfter = -Infinity;
-    }
+    if (fresh.length === 0) this.replacing.missed(this.clock.now());
+    else this.replacing.answered();
     // Without replacements the set stays whole: a proxy that failed once may serve the next
     // segment, and MutpClient replaces one it cannot reach for that download. (Shrinking the set
     // here left a player with fewer and fewer sources after transient failures.)
