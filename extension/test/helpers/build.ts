@@ -24,7 +24,12 @@ export function ensureBuilt(): string {
     .map((p) => join(EXTENSION_ROOT, '..', p))
     .filter((p) => existsSync(p))
     .map(newest);
-  if (!existsSync(manifest) || statSync(manifest).mtimeMs < Math.max(...sources, ...deps)) {
+  const newestInput = Math.max(...sources, ...deps);
+  // webpack leaves an unchanged manifest.json with its old time; the zip packages are written on
+  // every build, so either being newer than every input means the build is current.
+  const zips = ['mutp-chrome.zip', 'mutp-firefox.zip'].map((z) => join(EXTENSION_ROOT, 'dist', z));
+  const fresh = (f: string) => existsSync(f) && statSync(f).mtimeMs >= newestInput;
+  if (!fresh(manifest) && !zips.every(fresh)) {
     const cli = require.resolve('webpack-cli/bin/cli.js');
     execFileSync(process.execPath, [cli, '--mode', 'production', '--config', 'webpack.config.mjs'], {
       cwd: EXTENSION_ROOT,
