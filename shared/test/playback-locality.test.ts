@@ -169,7 +169,7 @@ test('origo does not answer after a move: asked again only after the back-off, n
       return Promise.resolve(
         downloadedFrom(
           url,
-          (o.use ?? []).map((p) => ({ proxyId: p.proxyId, name: p.name })),
+          (o.use ?? []).map((p) => ({ proxyId: p.proxyId, name: p.name, bytes: 1, share: 0.5 })),
         ),
       );
     },
