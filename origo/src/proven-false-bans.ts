@@ -35,6 +35,8 @@ export interface Bannable {
  */
 export interface BanLookup {
   provenFalseUntil(subject: string, now: number): number | undefined;
+  /** Whether any ban is known (none: nothing to look up per proxy, as request-proxies does for each). */
+  hasProvenFalseBans(): boolean;
 }
 
 /** What a ban of `p` records: `id:<proxyId>` and, with a per-proxy key, `key:<fingerprint>`. */
@@ -44,6 +46,7 @@ export function banSubjects(p: Bannable): string[] {
 
 /** Until when (ms since the epoch) `p` is banned by its id or its key on any instance, or undefined. */
 export function bannedUntil(cluster: BanLookup, p: Bannable, now: number): number | undefined {
+  if (!cluster.hasProvenFalseBans()) return undefined;
   let until: number | undefined;
   for (const subject of banSubjects(p)) {
     const u = cluster.provenFalseUntil(subject, now);

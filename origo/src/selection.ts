@@ -108,16 +108,36 @@ function rank<P extends ProxyLoad>(eligible: P[], count: number, random: Random)
   const unknownFree = known.length > 0 ? median(known) : 1;
   const measured = eligible.flatMap((p) => (p.measuredBps !== undefined ? [p.measuredBps] : []));
   const priorCap = measured.length > 0 ? median(measured) : Infinity;
-  const scored = eligible.map((proxy) => {
+  const scores = new Float64Array(eligible.length);
+  let best = -Infinity;
+  eligible.forEach((proxy, i) => {
     const claimed = Math.min(priorCap, proxy.capacityBps > 0 ? freeCapacity(proxy) : unknownFree);
     const capacity = proxy.measuredBps ?? claimed;
-    return { proxy, score: capacity / (1 + proxy.activeTransfers + (proxy.recentPicks ?? 0)) };
+    scores[i] = capacity / (1 + proxy.activeTransfers + (proxy.recentPicks ?? 0));
+    if (scores[i] > best) best = scores[i];
   });
-  scored.sort((a, b) => b.score - a.score);
-
   // With several places asked for and more eligible, the last one is drawn below (rule 5).
-  const drawn = count >= 2 && scored.length > count;
+  const drawn = count >= 2 && eligible.length > count;
   const ranked = drawn ? count - 1 : count;
+  // The first group (rule 4) alone fills the ranked places: a random ordered sample of it is what
+  // shuffling it and taking the first would give, without sorting every eligible proxy.
+  const floor = best * (1 - NEAR_EQUAL_FRACTION);
+  const first: number[] = [];
+  for (let i = 0; i < scores.length; i++) if (scores[i] >= floor) first.push(i);
+  if (first.length >= ranked) {
+    for (let i = 0; i < ranked; i++) {
+      const j = i + randomBelow(random, first.length - i);
+      [first[i], first[j]] = [first[j], first[i]];
+    }
+    const top = first.slice(0, ranked).map((i) => eligible[i]);
+    if (!drawn) return top;
+    for (;;) {
+      const pick = eligible[randomBelow(random, eligible.length)];
+      if (!top.includes(pick)) return [...top, pick];
+    }
+  }
+  const scored = eligible.map((proxy, i) => ({ proxy, score: scores[i] }));
+  scored.sort((a, b) => b.score - a.score);
   const ordered: P[] = [];
   let start = 0;
   while (start < scored.length && ordered.length < ranked) {
@@ -202,7 +222,7 @@ function freeCapacity(p: ProxyLoad): number {
 }
 
 function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
+  const sorted = Float64Array.from(values).sort();
   const mid = sorted.length >> 1;
   return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }

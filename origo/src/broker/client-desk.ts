@@ -11,7 +11,7 @@ import { bannedUntil } from '../proven-false-bans';
 import { clientRegion, ProxyLoad, selectProxies } from '../selection';
 import { CLOSE, type ClientPeer } from './peers';
 import type { SignalRelay } from './signal-relay';
-import { type BrokerDeps, type BrokerState, type ClientEntry, newId, type ProxyEntry } from './state';
+import { type BrokerDeps, type BrokerState, type ClientEntry, newId } from './state';
 
 type Hello = Extract<ClientToOrigo, { type: 'hello' }>;
 type RequestProxies = Extract<ClientToOrigo, { type: 'request-proxies' }>;
@@ -53,7 +53,9 @@ export class ClientDesk {
    */
   private readonly pickedBy: LRUCache<string, true>;
   /** Selection's view of each remote proxy, per registry read (candidate()). */
-  private readonly remoteCandidates = new WeakMap<SharedProxy, Candidate>();
+  private readonly remoteCandidateOf = new WeakMap<SharedProxy, Candidate>();
+  /** remoteCandidates() as last listed, and the remote entries it was listed from. */
+  private remoteList?: { from: readonly SharedProxy[]; candidates: Candidate[] };
   private closed = false;
   /** When this instance started: the start-up grace (startupGrace()) counts from here. */
   private readonly startedAt = Date.now();
@@ -267,10 +269,9 @@ export class ClientDesk {
     const now = Date.now();
     const cluster = this.deps.cluster;
     const offerable: Candidate[] = [];
-    for (const p of [this.state.proxies.values(), offerableRemote(cluster, this.state.remoteEntries())]) {
-      for (const proxy of p) {
-        if (bannedUntil(cluster, proxy, now) !== undefined) continue;
-        const c = this.candidate(proxy);
+    for (const p of [this.state.proxies.values(), offerableRemote(cluster, this.remoteCandidates())]) {
+      for (const c of p) {
+        if (bannedUntil(cluster, c, now) !== undefined) continue;
         // Offers since the last heartbeat count as transfers: clients spread over proxies between beats.
         c.recentPicks = cluster.picks(c.proxyId);
         c.measuredBps = this.state.throughput.measured(c.proxyId);
@@ -330,18 +331,25 @@ export class ClientDesk {
   }
 
   /**
-   * Selection's view of a proxy. A local entry is one itself (its load is live); a remote one is
-   * made once per registry read, whose entries are new objects each time: no allocation per
-   * proxy per request (request-proxies reads every proxy of the cluster).
+   * Selection's view of another instance's proxy, made once per entry object: the registry read
+   * keeps an unchanged entry's object and makes a new one when the entry changed, so a candidate is
+   * never stale and there is no allocation per proxy per request (request-proxies reads every
+   * proxy of the cluster). A local entry is its own candidate (its load is live).
    */
-  private candidate(p: SharedProxy | ProxyEntry): Candidate {
-    if ('peer' in p) return p;
-    let c = this.remoteCandidates.get(p);
+  private candidate(p: SharedProxy): Candidate {
+    let c = this.remoteCandidateOf.get(p);
     if (c === undefined) {
       c = { ...p, modes: new Set(p.modes) };
-      this.remoteCandidates.set(p, c);
+      this.remoteCandidateOf.set(p, c);
     }
     return c;
+  }
+
+  /** The other instances' proxies as candidates, listed again only when state.remoteEntries() is. */
+  private remoteCandidates(): readonly Candidate[] {
+    const from = this.state.remoteEntries();
+    if (this.remoteList?.from !== from) this.remoteList = { from, candidates: from.map((p) => this.candidate(p)) };
+    return this.remoteList.candidates;
   }
 
   /**

@@ -214,6 +214,7 @@ export interface Cluster {
   banProvenFalse(subjects: readonly string[], until: number): void;
   /** Until when `subject` is banned on any instance, or undefined. */
   provenFalseUntil(subject: string, now: number): number | undefined;
+  hasProvenFalseBans(): boolean;
   /** Sends to one instance; false when it cannot be sent now (no shared bus). */
   send(instanceId: string, message: InstanceMessage): boolean;
   /** Sends to every other instance. */
@@ -275,6 +276,10 @@ export class SoloCluster implements Cluster {
   banProvenFalse(subjects: readonly string[], until: number): void {
     for (const s of subjects) this.bans.add(s, until);
   }
+  hasProvenFalseBans(): boolean {
+    return this.bans.size > 0;
+  }
+
   provenFalseUntil(subject: string, now: number): number | undefined {
     return this.bans.get(subject, now);
   }
