@@ -28,6 +28,8 @@ export interface ClientLike {
   /** Proxies that said they are going away (MutpClient): replaced between segments. */
   leavingProxies?: StagingClient['leavingProxies'];
   onProxyLeaving?: StagingClient['onProxyLeaving'];
+  /** Network changes the client has seen (MutpClient): the set is asked for again after one (locality). */
+  networkChanges?: StagingClient['networkChanges'];
 }
 
 export class FramePlayback {
@@ -53,6 +55,7 @@ export class FramePlayback {
         stage: (url, proxies, o) => stage.call(client, url, proxies, o),
         leavingProxies: () => client.leavingProxies?.() ?? [],
         origoAway: () => client.origoAway?.() ?? false,
+        networkChanges: () => client.networkChanges?.() ?? 0,
         // A proxy going away mid-segment: the session begins its handoff at the next segment at once.
         ...(onProxyLeaving ? { onProxyLeaving: (listener) => onProxyLeaving.call(client, listener) } : {}),
       };
