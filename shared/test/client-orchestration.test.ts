@@ -6,13 +6,18 @@
  * clear ClientError within its timeout, and leaves nothing behind.
  */
 import { Codec, DEFAULT_WINDOW, MAX_PATH_WINDOW, Mode, rlncCodec, uncodedCodec } from '../src/internal';
-import { ClientError, MutpClient } from '../src/client';
+import { ClientError, ClientOptions, MutpClient } from '../src/client';
 import { FakeHost, objectOf, OrigoScript, proxy, settle } from './helpers/fake-host';
 
 const URL_ = 'https://media.example/seg-1.m4s';
 const codecs = { rlnc: rlncCodec, uncoded: uncodedCodec, fountain: rlncCodec } as unknown as Record<Mode, Codec>;
 
-function setup(script: OrigoScript, object = objectOf(20_000), window: number | 'path' = 64) {
+function setup(
+  script: OrigoScript,
+  object = objectOf(20_000),
+  window: number | 'path' = 64,
+  declared: Pick<ClientOptions, 'disabledFeatures' | 'region'> = {},
+) {
   const host = new FakeHost(script);
   host.objects.set(URL_, object);
   const client = new MutpClient(host, {
@@ -22,6 +27,7 @@ function setup(script: OrigoScript, object = objectOf(20_000), window: number | 
     generationSize: 8,
     window,
     connectTimeoutMs: 5000,
+    ...declared,
   });
   return { host, client, object };
 }
@@ -92,16 +98,7 @@ describe('a download through N proxies', () => {
 
 describe('origo', () => {
   test('what the client declares: hello names its features (less those switched off), each proxy request its region hint', async () => {
-    const host = new FakeHost({ proxies: [proxy('a'), proxy('b')] });
-    const object = objectOf(20_000);
-    host.objects.set(URL_, object);
-    const client = new MutpClient(host, {
-      origoUrl: 'wss://origo.example/v1/client',
-      codecs,
-      symbolSize: 512,
-      generationSize: 8,
-      window: 64,
-      connectTimeoutMs: 5000,
+    const { host, client, object } = setup({ proxies: [proxy('a'), proxy('b')] }, undefined, undefined, {
       disabledFeatures: ['resume', 'weights'],
       region: 'eu-west',
     });
