@@ -1,6 +1,6 @@
 /**
- * Tokens are signed off the event loop by origo's own compact JWS (tokens.ts): they must stay
- * what proxies verify with jose, claim for claim.
+ * Tokens (tokens.ts, signed with jose) are what proxies verify, claim for claim: header, issuer,
+ * audience per proxy, subject, network and lifetime; a changed signature or payload is refused.
  */
 import { importJWK, jwtVerify } from 'jose';
 import { NETWORK_CLAIM, proxyTokenAudience } from '@mutp/shared';
