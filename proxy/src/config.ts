@@ -4,19 +4,26 @@
  */
 import { hostname } from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import ipaddr from 'ipaddr.js';
 import { MAX_DATAGRAM_BYTES, MAX_OBJECT_BYTES, MAX_SYMBOL_SIZE, MIN_SYMBOL_SIZE, SourceEndpoint } from '@mutp/shared';
-import { normalizeOrigins } from '@mutp/origin-fetch';
 import { DEFAULT_DRAIN_TIMEOUT_MS } from './drain';
 import { addShieldOptions, ShieldConfig, shieldConfig } from './shield-config';
 import {
-  applyConfigFile,
-  byteCount,
-  exitTwoOnUsageErrors,
-  integer,
-  isLoopbackHost,
-  localDevRefusal,
-} from '@mutp/cli-options';
+  featureList,
+  flag,
+  httpUrl,
+  MAX_REGION_PREFIXES,
+  origins,
+  origoUrlProblem,
+  pageOrigins,
+  parseBytes,
+  portRange,
+  ports,
+  quicUrl,
+  regionName,
+  regionPrefixes,
+  wsUrls,
+} from './config-values';
+import { applyConfigFile, byteCount, exitTwoOnUsageErrors, integer, localDevRefusal } from '@mutp/cli-options';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
@@ -157,156 +164,6 @@ export const DEFAULT_CONFIG: Omit<ProxyConfig, 'secret'> = {
   logLevel: 'info',
   drainTimeoutMs: DEFAULT_DRAIN_TIMEOUT_MS,
 };
-
-/** Bytes: an integer with an optional unit (K, M, G, KiB, MiB, GiB; powers of 1024). */
-export const parseBytes = byteCount();
-
-function portRange(text: string): [number, number] {
-  const m = /^(\d+)-(\d+)$/.exec(text.trim());
-  if (!m) throw new InvalidArgumentError('expected a-b, e.g. 50000-50100');
-  const a = Number(m[1]);
-  const b = Number(m[2]);
-  if (a < 1 || b > 65535 || a > b) throw new InvalidArgumentError('ports must satisfy 1 <= a <= b <= 65535');
-  return [a, b];
-}
-
-function origins(text: string): '*' | string[] {
-  const list = text
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s !== '');
-  if (list.length === 1 && list[0] === '*') return '*';
-  if (list.length === 0) throw new InvalidArgumentError('empty list (use * for any public origin)');
-  try {
-    return normalizeOrigins(list);
-  } catch (e) {
-    throw new InvalidArgumentError((e as Error).message);
-  }
-}
-
-function wsUrl(text: string): string {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    throw new InvalidArgumentError('not a URL');
-  }
-  if (url.protocol !== 'ws:' && url.protocol !== 'wss:') throw new InvalidArgumentError('must be ws:// or wss://');
-  return url.href;
-}
-
-/** One origo URL, or several comma-separated (instances sharing state): one stays a string. */
-function wsUrls(text: string): string | string[] {
-  const list: string[] = [];
-  for (const item of text.split(',')) {
-    if (item.trim() === '') continue;
-    let url: string;
-    try {
-      url = wsUrl(item.trim());
-    } catch (e) {
-      throw new InvalidArgumentError(`${JSON.stringify(item.trim())}: ${(e as Error).message}`);
-    }
-    if (!list.includes(url)) list.push(url);
-  }
-  if (list.length === 0) throw new InvalidArgumentError('no URL given');
-  return list.length === 1 ? list[0] : list;
-}
-
-function ports(text: string): '*' | number[] {
-  if (text.trim() === '*') return '*';
-  const list = text.split(',').map((p) => Number(p.trim()));
-  if (list.length === 0 || list.some((p) => !Number.isInteger(p) || p < 1 || p > 65535))
-    throw new InvalidArgumentError('expected * or a comma-separated list of ports, e.g. 80,443');
-  return list;
-}
-
-function pageOrigins(text: string): string[] {
-  return text
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s !== '')
-    .map((s) => {
-      let url: URL;
-      try {
-        url = new URL(s);
-      } catch {
-        throw new InvalidArgumentError(`${JSON.stringify(s)} is not an origin`);
-      }
-      if (url.origin === 'null' || url.origin !== s.replace(/\/$/, ''))
-        throw new InvalidArgumentError(`${JSON.stringify(s)} must be scheme://host[:port] only`);
-      return url.origin;
-    });
-}
-
-/** Plain ws:// only to this machine, unless --insecure: elsewhere a man in the middle could inject clients. */
-export function origoUrlProblem(text: string, insecure: boolean): string | undefined {
-  const url = new URL(text);
-  if (url.protocol !== 'ws:' || insecure) return undefined;
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (isLoopbackHost(host)) return undefined;
-  return `plain ws:// to ${host} is refused (use wss://, or --insecure)`;
-}
-
-function quicUrl(text: string): string {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    throw new InvalidArgumentError(`${JSON.stringify(text)} is not a URL`);
-  }
-  if (url.protocol !== 'https:') throw new InvalidArgumentError('a QUIC endpoint URL is https:');
-  return url.toString();
-}
-
-function httpUrl(text: string): string {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    throw new InvalidArgumentError('not a URL');
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError('must be http(s)://');
-  return url.href.replace(/\/$/, '');
-}
-
-/** As signalling's regionName (register.region). */
-function regionName(text: string): string {
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(text))
-    throw new InvalidArgumentError('a region name: letters, digits, . _ -, at most 63');
-  return text;
-}
-
-/** `--disable-features`: known feature names only, so a typo is not a silent no-op. */
-function featureList(text: string): ReturnType<typeof SourceEndpoint.parseFeatures> {
-  try {
-    return SourceEndpoint.parseFeatures(text);
-  } catch (e) {
-    throw new InvalidArgumentError((e as Error).message);
-  }
-}
-
-/** Signalling's MAX_REGION_PREFIXES (register.prefixes). */
-const MAX_REGION_PREFIXES = 16;
-
-function regionPrefixes(text: string): string[] {
-  const list = text
-    .split(',')
-    .map((p) => p.trim())
-    .filter((p) => p !== '');
-  if (list.length > MAX_REGION_PREFIXES) throw new InvalidArgumentError(`at most ${MAX_REGION_PREFIXES} prefixes`);
-  for (const prefix of list) {
-    try {
-      ipaddr.parseCIDR(prefix);
-    } catch {
-      throw new InvalidArgumentError(`${JSON.stringify(prefix)} is not a CIDR prefix (e.g. 203.0.113.0/24)`);
-    }
-  }
-  return list;
-}
-
-function flag(text: string | undefined): boolean {
-  return text === undefined || !/^(0|false|no|off)$/i.test(text);
-}
 
 /** The commander program (used by main.ts and by `--help`); usage errors exit 2. */
 export function buildCommand(): Command {
