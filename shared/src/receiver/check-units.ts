@@ -32,6 +32,7 @@ import { AddResult, Codec, UnitDecoder } from '../codec/types';
 import { CheckLayout, checkUnitDigest, Sha256, unitDigest } from '../integrity';
 import { Layout } from '../layout';
 import { UNIT_DIGEST_BYTES } from '../limits';
+import { hashStreamOf, ObjectDigest } from './object-digest';
 
 interface LoggedPacket {
   source: number;
@@ -126,6 +127,11 @@ export class CheckedDecoder {
    * fountain download hashed its whole object twice at completion, on its critical path).
    */
   wholeObjectDigest?: Uint8Array;
+  /**
+   * The object's SHA-256 taken as units verify, in order (object-digest.ts), when there are
+   * several check units and `sha256` can hash incrementally.
+   */
+  private readonly streamed?: ObjectDigest;
 
   constructor(
     readonly layout: Layout,
@@ -142,6 +148,16 @@ export class CheckedDecoder {
       throw new RangeError('digest list does not match the layout');
     this.object = new Uint8Array(layout.objectLength);
     this.verified = new Uint8Array(this.checks.checkCount);
+    const stream = hashStreamOf(sha256);
+    if (checked && stream && !this.unitIsWholeObject()) this.streamed = new ObjectDigest(this.checks, stream);
+  }
+
+  /**
+   * SHA-256 of the whole object if it was taken on the way (its one check unit's check, or the
+   * units hashed in order as they verified); undefined: the caller hashes the object.
+   */
+  objectDigest(): Uint8Array | undefined {
+    return this.wholeObjectDigest ?? (this.allVerified ? this.streamed?.digest() : undefined);
   }
 
   /** Whether the check unit holding layout unit u is verified (its bytes are in the object). */
@@ -347,7 +363,7 @@ export class CheckedDecoder {
   private digestOk(k: number, bytes: Uint8Array): boolean {
     if (!this.checked) return true;
     const want = this.digests.subarray(k * UNIT_DIGEST_BYTES, (k + 1) * UNIT_DIGEST_BYTES);
-    if (this.layout.mode !== 'uncoded' && this.checks.checkCount === 1 && bytes.length === this.layout.objectLength) {
+    if (this.unitIsWholeObject() && bytes.length === this.layout.objectLength) {
       // A coded unit's digest is its bytes' SHA-256, truncated (integrity.ts): keep it whole.
       const full = this.sha256(bytes).slice();
       const ok = bytesEqual(full.subarray(0, UNIT_DIGEST_BYTES), want);
@@ -355,6 +371,11 @@ export class CheckedDecoder {
       return ok;
     }
     return bytesEqual(checkUnitDigest(this.layout, bytes, this.sha256), want);
+  }
+
+  /** One coded check unit is the whole object: its check hashes exactly the object's bytes. */
+  private unitIsWholeObject(): boolean {
+    return this.layout.mode !== 'uncoded' && this.checks.checkCount === 1;
   }
 
   private symbolOk(c: CheckUnit, local: number, payload: Uint8Array): boolean {
@@ -396,6 +417,7 @@ export class CheckedDecoder {
     this.object.set(bytes, this.checks.byteOffset(k));
     this.verified[k] = 1;
     this.verifiedSymbols += c.layout.symbolCount;
+    this.streamed?.advance(this.object, (check) => this.verified[check] === 1);
     this.recycle(this.drop(c));
     this.units.delete(k);
   }

@@ -131,7 +131,7 @@ export class Completion {
         message: `reassembled ${object.length} bytes, expected ${identity.objectLength}`,
       };
     }
-    const digest = this.opts.checked === false ? undefined : (decoder.wholeObjectDigest ?? this.opts.sha256(object));
+    const digest = this.opts.checked === false ? undefined : (decoder.objectDigest() ?? this.opts.sha256(object));
     if (digest && !bytesEqual(digest, identity.digest)) {
       return {
         code: 'digest-mismatch',
