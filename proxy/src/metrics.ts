@@ -30,6 +30,7 @@ export class ProxyMetrics {
   readonly firstByteSeconds: Histogram<'mode'>;
   readonly originFetchSeconds: Histogram<'outcome'>;
   readonly originBytes: Counter;
+  readonly parentBytes: Counter;
   readonly shieldServed: Counter<'outcome'>;
   readonly shieldFetches: Counter<'outcome'>;
   readonly shieldBytes: Counter<'source'>;
@@ -134,15 +135,20 @@ export class ProxyMetrics {
       help: 'Body bytes of completed origin fetches (what the origin sent for the cache)',
       registers,
     });
+    this.parentBytes = new Counter({
+      name: 'mutp_proxy_parent_bytes_total',
+      help: "Shield child: body bytes of completed fetches a shield parent served in the origin's place (checked against the origin; not in mutp_proxy_origin_bytes_total)",
+      registers,
+    });
     this.shieldServed = new Counter({
       name: 'mutp_proxy_shield_requests_total',
-      help: 'Shield parent: child requests by outcome (served, busy, over-budget, unauthorized-<why>, or the error kind)',
+      help: 'Shield parent: child requests by outcome (served, busy, over-budget, loop, unauthorized-<why>, stream-gone, stream-failed, or the error kind)',
       labelNames: ['outcome'],
       registers,
     });
     this.shieldFetches = new Counter({
       name: 'mutp_proxy_shield_fetches_total',
-      help: "Shield child: misses by outcome (verified: the parent's bytes matched the origin's evidence; parent-failed, parent-stale, parent-lied, unchecked (no evidence from the origin): fetched from the origin instead; origin-direct: the origin's probe brought the whole object)",
+      help: "Shield child: misses by outcome (verified: the parent's bytes matched the origin's evidence; parent-failed, parent-loop (refused by a parent set up in a loop), parent-stale, parent-lied, unchecked (no evidence from the origin): fetched from the origin instead; origin-direct: the origin's probe brought the whole object)",
       labelNames: ['outcome'],
       registers,
     });

@@ -6,7 +6,9 @@
 import { ByteRange, rangeProblem } from '@mutp/shared';
 import { checkUrl, OriginPolicy } from '@mutp/origin-fetch';
 import { asServeError, ServeError } from './errors';
+import { FetchStreams, type BodyStream } from './fetch-streams';
 import { CachedObject, ObjectCache } from './object-cache';
+import type { ObjectFetcher } from './origin-fetches';
 
 export interface ObjectProvider {
   /**
@@ -15,9 +17,19 @@ export interface ObjectProvider {
    * asking client's network: an origin fetch it starts counts against its share.
    */
   get(url: string, signal?: AbortSignal, range?: ByteRange, network?: string): Promise<CachedObject>;
+  /**
+   * The body of the fetch under way for exactly `url` (and `range`) as it arrives, if there is
+   * one and the provider streams fetches (streamFetches).
+   */
+  streaming?(url: string, range?: ByteRange): BodyStream | undefined;
 }
 
+type FetcherWrap = (origin: ObjectFetcher) => ObjectFetcher;
+
 export class ObjectSource implements ObjectProvider {
+  private shield: FetcherWrap | undefined;
+  private streams: FetchStreams | undefined;
+
   constructor(
     private readonly policy: OriginPolicy,
     private readonly cache: ObjectCache,
@@ -25,8 +37,33 @@ export class ObjectSource implements ObjectProvider {
   ) {}
 
   /** Misses go through `wrap(origin fetch)` from now on (origin shielding: ObjectCache.shieldWith). */
-  shieldWith(wrap: Parameters<ObjectCache['shieldWith']>[0]): void {
-    this.cache.shieldWith(wrap);
+  shieldWith(wrap: FetcherWrap): void {
+    this.shield = wrap;
+    this.rewrap();
+  }
+
+  /** From now on the bodies of fetches under way can be read as they arrive (streaming). */
+  streamFetches(): void {
+    this.streams ??= new FetchStreams();
+    this.rewrap();
+  }
+
+  streaming(url: string, range?: ByteRange): BodyStream | undefined {
+    if (!this.streams) return undefined;
+    try {
+      return this.streams.of(checkUrl(url, this.policy).href, range);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The cache's fetcher: the origin's, in the shield (a child), its body streamed (a parent). */
+  private rewrap(): void {
+    const { shield, streams } = this;
+    this.cache.shieldWith((origin) => {
+      const fetcher = shield ? shield(origin) : origin;
+      return streams ? streams.tap(fetcher) : fetcher;
+    });
   }
 
   /** How many lookups returned `object` so far (staging: whether anyone asked for it since). */

@@ -16,6 +16,12 @@ export interface FetchControl {
   reserve(bytes: number): boolean;
   /** The bytes to fetch; absent: the whole resource. */
   range?: ByteRange;
+  /**
+   * Called with each body chunk as it arrives, after `reserve` accepted it (the raw body: all of
+   * the resource when an origin ignores a Range). A shield parent passes it on to its children
+   * while the fetch runs (fetch-streams.ts); the fetch's result stays what counts.
+   */
+  onBody?: (chunk: Uint8Array) => void;
 }
 
 /** An origin's answer, or one a shield parent served in its place (shield-fetch.ts). */

@@ -5,7 +5,10 @@
  * `GET /v1/shield?url=<encoded>[&start=&length=]` with a MAC under the fleet's shield key
  * (shield-auth.ts). The parent serves through its own cache, so its URL policy (allow-list, SSRF
  * guard, ports) holds for every child request, concurrent requests of one object share one origin
- * fetch, and later ones are cache hits: the origin sends each object about once per parent.
+ * fetch, and later ones are cache hits: the origin sends each object about once per parent. A
+ * child joining a fetch under way gets its bytes as the origin sends them (shield-stream.ts), not
+ * once the parent holds them all. A request that came through this proxy already (parents set up
+ * in a loop) or through too many is refused (shield-chain.ts).
  *
  * Bounded: requests under way in all and per child, bytes served per child per minute, a cap on
  * the children tracked; every refusal is a plain status the child answers by fetching from the
@@ -20,10 +23,14 @@ import type { ProxyMetrics } from './metrics';
 import type { ObjectProvider } from './object-source';
 import { parseRangeQuery } from './range-query';
 import { verifyShieldRequest } from './shield-auth';
+import { chainProblem, withShieldChain } from './shield-chain';
+import { acceptsStream, hasBytes, objectFields, streamToChild } from './shield-stream';
 
 export interface ShieldEndpointOptions {
   /** The fleet's shield key (children sign with it). */
   key: string;
+  /** This proxy's name as a child (shield-auth.ts childLabel): a request that came through it is a loop. */
+  self: string;
   objects: ObjectProvider;
   logger: Logger;
   metrics: ProxyMetrics;
@@ -39,15 +46,6 @@ export interface ShieldEndpointOptions {
 /** Children whose budgets are tracked at once (names are only as many as fleet members make up). */
 export const MAX_TRACKED_CHILDREN = 4096;
 const WINDOW_MS = 60_000;
-/** Headers sent on the parent's answer with the range and digest of the bytes. */
-export const SHIELD_HEADERS = {
-  rangeStart: 'x-mutp-range-start',
-  completeLength: 'x-mutp-complete-length',
-  sha256: 'x-mutp-sha256',
-  /** The validator the parent's copy was fetched under: `etag <value>` or `last-modified <value>`. */
-  validator: 'x-mutp-validator',
-} as const;
-
 interface ChildBudget {
   inFlight: number;
   windowStart: number;
@@ -98,6 +96,14 @@ export class ShieldEndpoint {
       metrics.shieldServed.inc({ outcome: `unauthorized-${auth.reason}` });
       return void answer(res, 401, 'unauthorized');
     }
+    // The children the request came through, the asking one last: none may be this proxy.
+    const through = [...auth.via, auth.child];
+    const loop = chainProblem(this.options.self, through);
+    if (loop) {
+      metrics.shieldServed.inc({ outcome: 'loop' });
+      this.options.logger.warn({ through, problem: loop }, 'shield request refused: parents set up in a loop');
+      return void answer(res, 508, 'loop');
+    }
     const budget = this.budgetOf(auth.child);
     if (!budget || this.active >= this.options.maxConcurrent || budget.inFlight >= this.options.maxPerChild) {
       metrics.shieldServed.inc({ outcome: 'busy' });
@@ -109,14 +115,29 @@ export class ShieldEndpoint {
     }
     this.active++;
     budget.inFlight++;
+    // The child leaving withdraws its lookup (the fetch goes on while anyone else waits for it).
+    const withdraw = new AbortController();
+    const onGone = () => withdraw.abort();
+    res.once('close', onGone);
     try {
-      const withdraw = new AbortController();
-      const onGone = () => withdraw.abort();
-      res.once('close', onGone);
+      // One share of the parent's origin fetches per child (its clients' requests are its own);
+      // a fetch this lookup starts asks this proxy's own parent, if any, as part of the chain.
+      const got = withShieldChain(through, () =>
+        this.options.objects.get(target, withdraw.signal, ranged.range, `shield:${auth.child}`),
+      );
+      got.catch(() => undefined); // awaited on every path below
+      const stream = acceptsStream(req) ? this.options.objects.streaming?.(target, ranged.range) : undefined;
+      if (stream && (await hasBytes(stream))) {
+        const outcome = await streamToChild(res, stream, got, (bytes) => {
+          budget.bytes += bytes;
+          metrics.shieldBytes.inc({ source: 'served-to-children' }, bytes);
+        });
+        metrics.shieldServed.inc({ outcome: outcome === 'streamed' ? 'served' : `stream-${outcome}` });
+        return;
+      }
       let object;
       try {
-        // One share of the parent's origin fetches per child (its clients' requests are its own).
-        object = await this.options.objects.get(target, withdraw.signal, ranged.range, `shield:${auth.child}`);
+        object = await got;
       } catch (e) {
         const kind = asServeError(e).kind;
         metrics.shieldServed.inc({ outcome: kind });
@@ -125,33 +146,22 @@ export class ShieldEndpoint {
           kind === 'timeout' ? 502 : httpStatus(kind),
           kind === 'timeout' ? 'origin-error' : kind,
         );
-      } finally {
-        res.off('close', onGone);
       }
       budget.bytes += object.bytes.byteLength;
       // The bytes stay the cache's to account for until the child has them, evicted or not.
       const release = object.hold();
       res.once('close', release);
-      const { validator } = object.provenance;
       res.writeHead(200, {
         'content-type': 'application/octet-stream',
         'content-length': object.bytes.byteLength,
         'cache-control': 'no-store',
-        [SHIELD_HEADERS.sha256]: Buffer.from(object.digest).toString('hex'),
-        ...(validator ? { [SHIELD_HEADERS.validator]: `${validator.kind} ${validator.value}` } : {}),
-        ...(object.range
-          ? {
-              [SHIELD_HEADERS.rangeStart]: String(object.range.start),
-              ...(object.range.completeLength !== undefined
-                ? { [SHIELD_HEADERS.completeLength]: String(object.range.completeLength) }
-                : {}),
-            }
-          : {}),
+        ...objectFields(object),
       });
       res.end(object.bytes);
       metrics.shieldServed.inc({ outcome: 'served' });
       metrics.shieldBytes.inc({ source: 'served-to-children' }, object.bytes.byteLength);
     } finally {
+      res.off('close', onGone);
       this.active--;
       budget.inFlight--;
     }

@@ -13,6 +13,11 @@
  * parent, and the metrics and log name the parent (`parent-lied` for bytes that differ). So a
  * parent can cost a child time, never a transfer. An origin that does not answer ranges (its
  * whole object came with the first byte's request) is simply used.
+ *
+ * The parent's answer may stream (its own fetch still under way, shield-stream.ts): the bytes
+ * arrive sooner, and are still used only once all of them are here and checked. A parent that
+ * refuses the request as part of a loop of parents (shield-chain.ts) is passed over as
+ * `parent-loop`.
  */
 import { randomInt } from 'node:crypto';
 import { Agent, IncomingMessage, request as httpRequest } from 'node:http';
@@ -23,7 +28,8 @@ import { ServeError } from './errors';
 import type { ProxyMetrics } from './metrics';
 import type { FetchControl, FetchedBytes, ObjectFetcher } from './origin-fetches';
 import { signShieldRequest } from './shield-auth';
-import { SHIELD_HEADERS } from './shield-endpoint';
+import { currentShieldChain } from './shield-chain';
+import { SHIELD_HEADERS } from './shield-stream';
 import { RandomInt, reprDigestSha256, sampleMismatch, sampleRanges, sha256Equals, validatorOf } from './shield-verify';
 
 export interface ShieldFetchOptions {
@@ -54,7 +60,10 @@ export const DEFAULT_SHIELD_TIMEOUT_MS = 10_000;
  * Why the parent's bytes were not used: it failed, had another version, sent bytes the origin's
  * evidence contradicts, or the origin gave nothing to check them against.
  */
-type Passed = 'parent-failed' | 'parent-stale' | 'parent-lied' | 'unchecked';
+type Passed = 'parent-failed' | 'parent-loop' | 'parent-stale' | 'parent-lied' | 'unchecked';
+
+/** The parent refused the request as part of a loop of parents (or too long a chain): shield-chain.ts. */
+class LoopRefused extends Error {}
 
 interface ParentAnswer {
   bytes: Uint8Array;
@@ -126,12 +135,14 @@ export function shieldFetcher(origin: ObjectFetcher, o: ShieldFetchOptions): Obj
       const probeMs = since();
       const answer = await parent;
       const parentMs = since();
-      if (answer instanceof Error) return await passOver('parent-failed', answer.message);
+      if (answer instanceof Error)
+        return await passOver(answer instanceof LoopRefused ? 'parent-loop' : 'parent-failed', answer.message);
       const problem = await checkAnswer(answer, probe, extent, digest, samples);
       if (problem) return await passOver(problem[0], problem[1]);
       o.metrics.shieldFetches.inc({ outcome: 'verified' });
       log.debug({ url, probeMs, parentMs, checkedMs: since() }, "shield: the parent's bytes verified");
-      o.metrics.shieldBytes.inc({ source: 'parent' }, answer.bytes.byteLength);
+      // Passed on only now, checked (a parent above this one streams what it has, unchecked or not).
+      control.onBody?.(answer.bytes);
       return {
         bytes: answer.bytes,
         contentType: probe.contentType,
@@ -191,7 +202,11 @@ async function checkAnswer(
   return undefined;
 }
 
-/** The parent's answer for `url` (and the control's range), read under the memory budget. */
+/**
+ * The parent's answer for `url` (and the control's range), read under the memory budget: whole
+ * (Content-Length, the fields as headers) or streamed while the parent's own fetch runs (chunked,
+ * the fields as trailers: shield-stream.ts). Every byte received counts as the parent's.
+ */
 async function askParent(
   o: ShieldFetchOptions,
   agent: Agent,
@@ -205,31 +220,53 @@ async function askParent(
     target.searchParams.set('start', String(control.range.start));
     target.searchParams.set('length', String(control.range.length));
   }
-  const authorization = signShieldRequest(o.key, o.child, { url, range: control.range });
+  // The children this miss came through (this proxy as a parent), carried on: loops are refused.
+  const via = currentShieldChain();
+  const authorization = signShieldRequest(o.key, o.child, { url, range: control.range, via });
   const res = await new Promise<IncomingMessage>((resolve, reject) => {
     const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
-    send(target, { agent, signal, headers: { authorization } }, resolve).once('error', reject).end();
+    send(target, { agent, signal, headers: { authorization, te: 'trailers' } }, resolve)
+      .once('error', reject)
+      .end();
   });
-  const length = Number(res.headers['content-length']);
-  if (res.statusCode !== 200 || !Number.isSafeInteger(length) || length < 0 || length > o.maxBytes) {
+  const lengthHeader = res.headers['content-length'];
+  const length = lengthHeader === undefined ? undefined : Number(lengthHeader);
+  if (res.statusCode === 508) {
     res.destroy();
-    throw new ServeError(
-      'origin-error',
-      `parent answered ${res.statusCode} with ${res.headers['content-length']} bytes`,
-    );
+    throw new LoopRefused('the parent refused a loop of parents');
   }
-  const bytes = new Uint8Array(length);
+  if (
+    res.statusCode !== 200 ||
+    (length !== undefined && (!Number.isSafeInteger(length) || length < 0 || length > o.maxBytes))
+  ) {
+    res.destroy();
+    throw new ServeError('origin-error', `parent answered ${res.statusCode} with ${lengthHeader} bytes`);
+  }
+  // A stated length is read into one buffer; a streamed body is gathered and joined (a second
+  // copy while the chunks await collection: charged too).
+  const whole = length === undefined ? undefined : new Uint8Array(length);
+  const chunks: Buffer[] = [];
   let received = 0;
   for await (const chunk of res) {
     const part = chunk as Buffer;
-    if (received + part.byteLength > length) throw new ServeError('origin-error', 'parent sent more than it said');
+    if (received + part.byteLength > (length ?? o.maxBytes))
+      throw new ServeError('origin-error', 'parent sent more than it said or than an object may have');
     if (!control.reserve(part.byteLength)) throw new ServeError('overloaded', 'memory budget full');
-    bytes.set(part, received);
+    o.metrics.shieldBytes.inc({ source: 'parent' }, part.byteLength);
+    if (whole) whole.set(part, received);
+    else chunks.push(part);
     received += part.byteLength;
   }
-  if (received !== length) throw new ServeError('origin-error', 'parent answer cut short');
+  if (length !== undefined && received !== length) throw new ServeError('origin-error', 'parent answer cut short');
+  // A streamed answer ends with its trailers; without them it was cut off (the parent's fetch failed).
+  const fields = length === undefined ? res.trailers : res.headers;
+  if (length === undefined && fields[SHIELD_HEADERS.sha256] === undefined)
+    throw new ServeError('origin-error', 'streamed parent answer without its trailers');
+  if (!whole && chunks.length > 1 && !control.reserve(received))
+    throw new ServeError('overloaded', 'memory budget full');
+  const bytes = whole ?? (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, received));
   const header = (name: string) => {
-    const v = res.headers[name];
+    const v = fields[name];
     return typeof v === 'string' ? v : undefined;
   };
   const numeric = (name: string) => {
@@ -237,7 +274,7 @@ async function askParent(
     return v !== undefined && /^\d{1,16}$/.test(v) ? Number(v) : undefined;
   };
   return {
-    bytes,
+    bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
     rangeStart: numeric(SHIELD_HEADERS.rangeStart),
     completeLength: numeric(SHIELD_HEADERS.completeLength),
     validator: header(SHIELD_HEADERS.validator),

@@ -24,13 +24,14 @@ export function setUpShield(config: ProxyConfig, proxy: Proxy): Shield | undefin
   if (!shield) return undefined;
   const { objects, metrics } = proxy.services;
   const logger = proxy.logger;
+  const self = childLabel(config.proxyId ?? config.name);
   if (shield.parentUrl !== undefined) {
     if (!(objects instanceof ObjectSource)) throw new Error('origin shielding needs the proxy cache (ObjectSource)');
     objects.shieldWith((origin) =>
       shieldFetcher(origin, {
         parentUrl: shield.parentUrl!,
         key: shield.key,
-        child: childLabel(config.proxyId ?? config.name),
+        child: self,
         maxBytes: config.maxObjectBytes,
         timeoutMs: shield.timeoutMs,
         sampleFraction: shield.sampleFraction,
@@ -41,12 +42,18 @@ export function setUpShield(config: ProxyConfig, proxy: Proxy): Shield | undefin
     );
     logger.info({ parent: shield.parentUrl }, 'origin shielding: misses go to the parent, checked against the origin');
   }
+  // A parent passes its fetches' bodies on to children as they arrive.
+  if (shield.port !== undefined) {
+    if (!(objects instanceof ObjectSource)) throw new Error('origin shielding needs the proxy cache (ObjectSource)');
+    objects.streamFetches();
+  }
   let server: Server | undefined;
   return {
     async listen() {
       if (shield.port === undefined) return undefined;
       const endpoint = new ShieldEndpoint({
         key: shield.key,
+        self,
         objects,
         logger,
         metrics,
