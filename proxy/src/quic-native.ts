@@ -8,6 +8,11 @@ import type { QuicListenOptions, QuicServerApi } from './quic-service';
 
 /** Sessions waiting for their token check at once; more are refused by the QUIC stack itself. */
 const MAX_PENDING_SESSIONS = 64;
+/**
+ * From this many pending, a connection attempt from an unvalidated address gets a stateless Retry
+ * first (quic/README.md "Address validation"): a flood from forged sources then holds no slot.
+ */
+const RETRY_ABOVE_PENDING_SESSIONS = 16;
 /** Sessions at once: the peer limits decide below this (PeerManager); this bounds the native side. */
 const MAX_SESSIONS = 4096;
 /**
@@ -24,6 +29,7 @@ export async function listenNative(o: QuicListenOptions): Promise<QuicServerApi>
     privateKeyPem: o.certificate.privateKeyPem,
     maxSessions: MAX_SESSIONS,
     maxPendingSessions: MAX_PENDING_SESSIONS,
+    retryAbovePendingSessions: RETRY_ABOVE_PENDING_SESSIONS,
     initialRttMs: INITIAL_RTT_MS,
     rate: o.maxRateBps > 0 ? { maxRateBps: o.maxRateBps, initialRateBps: o.maxRateBps } : undefined,
     onSessionRequest: (r) => o.events.onSessionRequest(r),

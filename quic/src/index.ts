@@ -102,6 +102,7 @@ interface NativeTransport {
 interface NativeServer {
   readonly port: number;
   readonly sessionCount: number;
+  readonly retriesSent: number;
   acceptSession(sessionId: number): boolean;
   rejectSession(sessionId: number, httpStatus: number): number;
   sendDatagram(sessionId: number, data: Uint8Array): boolean;
@@ -135,6 +136,7 @@ interface NativeAddon {
       privateKeyPem: string;
       maxSessions: number;
       maxPendingSessions: number;
+      retryAbovePendingSessions?: number;
       handshakeTimeoutMs?: number;
       requestTimeoutMs?: number;
       transport: NativeTransport;
@@ -145,7 +147,8 @@ interface NativeAddon {
   connect(
     options: {
       url: string;
-      serverCertificateHashes: Uint8Array[];
+      serverCertificateHashes?: Uint8Array[];
+      extraRootCertificatesPem?: string;
       connectTimeoutMs?: number;
       transport: NativeTransport;
       rate?: RateOptions;
@@ -222,6 +225,13 @@ export interface QuicServerOptions extends TransportOptions {
   maxSessions: number;
   /** Connections in handshake or awaiting `acceptSession`/`rejectSession` at once; more are refused. */
   maxPendingSessions: number;
+  /**
+   * Address validation: while at least this many connections are pending, a connection attempt
+   * from an address not yet validated is answered with a stateless Retry (one more round trip for
+   * the client; a forged source gets no state and a reply smaller than its Initial). 0: always.
+   * Default: a quarter of `maxPendingSessions`.
+   */
+  retryAbovePendingSessions?: number;
   /** QUIC handshake plus the CONNECT request (default 10 s). */
   handshakeTimeoutMs?: number;
   /** Time `onSessionRequest` has to answer before the request is rejected with 429 (default 2 s). */
@@ -283,6 +293,7 @@ export class QuicServer {
         privateKeyPem: options.privateKeyPem,
         maxSessions: options.maxSessions,
         maxPendingSessions: options.maxPendingSessions,
+        retryAbovePendingSessions: options.retryAbovePendingSessions,
         handshakeTimeoutMs: options.handshakeTimeoutMs,
         requestTimeoutMs: options.requestTimeoutMs,
         transport: nativeTransport(options),
@@ -296,6 +307,11 @@ export class QuicServer {
   /** The bound UDP port. */
   get port(): number {
     return this.inner.port;
+  }
+
+  /** Retry packets sent so far (address validation asked of a connection attempt). */
+  get retriesSent(): number {
+    return this.inner.retriesSent;
   }
 
   /** Sessions accepted and not closed. */
@@ -363,8 +379,14 @@ export class QuicServer {
 export interface QuicClientOptions extends TransportOptions {
   /** `https://host:port/path?query`. */
   url: string;
-  /** SHA-256 hashes of acceptable server certificates (as browsers' `serverCertificateHashes`). */
-  serverCertificateHashes: Uint8Array[];
+  /**
+   * SHA-256 hashes of acceptable server certificates (as browsers' `serverCertificateHashes`).
+   * Absent: the certificate is validated the WebPKI way, a chain to a trusted root (the system's,
+   * plus `extraRootCertificatesPem`) naming the URL's host.
+   */
+  serverCertificateHashes?: Uint8Array[];
+  /** Roots trusted besides the system's (PEM; WebPKI validation only): a private or test CA. */
+  extraRootCertificatesPem?: string;
   /** Handshake plus session request (default 10 s). */
   connectTimeoutMs?: number;
   /** `receivedAt`: when it arrived, on performance.now()'s clock (the batch may be read later). */
@@ -454,6 +476,7 @@ export const QuicClient = {
         {
           url: options.url,
           serverCertificateHashes: options.serverCertificateHashes,
+          extraRootCertificatesPem: options.extraRootCertificatesPem,
           connectTimeoutMs: options.connectTimeoutMs,
           transport: nativeTransport(options),
           rate: options.rate,

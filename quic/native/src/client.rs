@@ -1,18 +1,31 @@
-//! The WebTransport client (Node): one endpoint and one session per connect, the server
-//! authenticated by certificate hashes as browsers do with `serverCertificateHashes`.
+//! The WebTransport client (Node): one endpoint and one session per connect. The server is
+//! authenticated either by certificate hashes, as browsers do with `serverCertificateHashes`
+//! (a proxy's self-signed, rotated certificates), or the ordinary WebPKI way: a chain to a
+//! trusted root that names the URL's host (an operator's CA certificate).
 
+use crate::cert::parse_certificates;
 use crate::session::{EventSink, Session, TransportOptions};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use wtransport::endpoint::endpoint_side;
 use wtransport::error::{ConnectingError, ConnectionError};
-use wtransport::tls::Sha256Digest;
+use wtransport::tls::{build_native_cert_store, client::build_default_tls_config, rustls, Sha256Digest};
 use wtransport::{ClientConfig, Endpoint};
+
+/// How the server's certificate is checked.
+#[derive(Clone, Debug)]
+pub enum ServerAuth {
+    /// Its SHA-256 must be one of these (and it must be a ≤ 14-day ECDSA P-256 certificate).
+    Hashes(Vec<[u8; 32]>),
+    /// WebPKI: a chain to the system's roots or to one of `extra_roots_pem`'s, valid now, for the
+    /// URL's host name or IP address.
+    CertificateAuthority { extra_roots_pem: Option<String> },
+}
 
 #[derive(Clone, Debug)]
 pub struct ClientOptions {
     pub url: String,
-    pub hashes: Vec<[u8; 32]>,
+    pub auth: ServerAuth,
     pub connect_timeout: Duration,
     pub transport: TransportOptions,
 }
@@ -57,23 +70,54 @@ pub struct ClientSession {
     pub session: Arc<Session>,
 }
 
+/// The system's roots (rustls-native-certs: on Linux the distribution's bundle), read once: reading
+/// them parses every file of the system's certificate directory.
+fn system_roots() -> &'static rustls::RootCertStore {
+    static ROOTS: OnceLock<rustls::RootCertStore> = OnceLock::new();
+    ROOTS.get_or_init(build_native_cert_store)
+}
+
+/// The system's roots plus the extra ones (e.g. an operator's private CA, a test CA).
+fn root_store(extra_roots_pem: Option<&str>) -> Result<rustls::RootCertStore, String> {
+    let mut roots = system_roots().clone();
+    if let Some(pem_text) = extra_roots_pem {
+        for cert in parse_certificates(pem_text)? {
+            roots
+                .add(cert)
+                .map_err(|e| format!("an extra root certificate is not a usable trust anchor: {e}"))?;
+        }
+    }
+    Ok(roots)
+}
+
+fn client_config(auth: &ServerAuth, transport: quinn::TransportConfig) -> Result<ClientConfig, String> {
+    let builder = ClientConfig::builder().with_bind_default();
+    match auth {
+        ServerAuth::Hashes(hashes) => {
+            if hashes.is_empty() {
+                return Err("serverCertificateHashes must list at least one SHA-256 hash".into());
+            }
+            let mut config = builder
+                .with_server_certificate_hashes(hashes.iter().map(|h| Sha256Digest::new(*h)))
+                .build();
+            config.quic_config_mut().transport_config(Arc::new(transport));
+            Ok(config)
+        }
+        ServerAuth::CertificateAuthority { extra_roots_pem } => {
+            // wtransport's TLS defaults (TLS 1.3, ALPN h3) with rustls's WebPKI verifier.
+            let tls = build_default_tls_config(Arc::new(root_store(extra_roots_pem.as_deref())?), None);
+            Ok(builder.with_custom_tls_and_transport(tls, transport).build())
+        }
+    }
+}
+
 /// Connects and starts the session's tasks. Must run inside the tokio runtime.
 pub async fn connect(opts: ClientOptions, sink: Arc<EventSink>) -> Result<ClientSession, ConnectFailure> {
-    if opts.hashes.is_empty() {
-        return Err(ConnectFailure::new(
-            "url",
-            "serverCertificateHashes must list at least one SHA-256 hash".into(),
-        ));
-    }
     let transport = opts
         .transport
         .quinn_config()
         .map_err(|m| ConnectFailure::new("url", m))?;
-    let mut config = ClientConfig::builder()
-        .with_bind_default()
-        .with_server_certificate_hashes(opts.hashes.iter().map(|h| Sha256Digest::new(*h)))
-        .build();
-    config.quic_config_mut().transport_config(Arc::new(transport));
+    let config = client_config(&opts.auth, transport).map_err(|m| ConnectFailure::new("url", m))?;
     let endpoint = Endpoint::client(config)
         .map_err(|e| ConnectFailure::new("failed", format!("cannot bind a UDP socket: {e}")))?;
     let conn = match tokio::time::timeout(opts.connect_timeout, endpoint.connect(opts.url.as_str())).await {

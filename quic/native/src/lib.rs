@@ -159,6 +159,10 @@ pub struct ServerOptions {
     pub private_key_pem: String,
     pub max_sessions: u32,
     pub max_pending_sessions: u32,
+    /// A connection attempt from an address not yet validated is answered with a stateless Retry
+    /// while at least this many are pending (0: always; default: a quarter of
+    /// `max_pending_sessions`).
+    pub retry_above_pending_sessions: Option<u32>,
     /// QUIC handshake plus the CONNECT request (default 10 s).
     pub handshake_timeout_ms: Option<u32>,
     /// How long JavaScript has to accept or reject a session request (default 2 s).
@@ -189,6 +193,9 @@ pub fn listen(options: ServerOptions, on_event: Function<NativeEvent, ()>) -> Re
         private_key_pem: options.private_key_pem,
         max_sessions: options.max_sessions as usize,
         max_pending: options.max_pending_sessions.max(1) as usize,
+        retry_above_pending: options
+            .retry_above_pending_sessions
+            .map_or(options.max_pending_sessions.max(1) as usize / 4, |v| v as usize),
         handshake_timeout: Duration::from_millis(options.handshake_timeout_ms.unwrap_or(10_000) as u64),
         request_timeout: Duration::from_millis(options.request_timeout_ms.unwrap_or(2_000) as u64),
         transport,
@@ -268,6 +275,12 @@ impl NativeServer {
         within_runtime_if_available(|| self.inner.reload_certificate(&certificate_pem, &private_key_pem)).map_err(err)
     }
 
+    /// Retry packets sent so far (connection attempts asked to validate their address).
+    #[napi(getter)]
+    pub fn retries_sent(&self) -> f64 {
+        self.inner.retries_sent() as f64
+    }
+
     /// Sessions accepted and not yet closed.
     #[napi(getter)]
     pub fn session_count(&self) -> u32 {
@@ -287,7 +300,11 @@ impl NativeServer {
 #[napi(object)]
 pub struct ClientOptions {
     pub url: String,
-    pub server_certificate_hashes: Vec<Uint8Array>,
+    /// Accept only certificates with these SHA-256 hashes; absent: WebPKI (a chain to a trusted
+    /// root that names the URL's host).
+    pub server_certificate_hashes: Option<Vec<Uint8Array>>,
+    /// WebPKI only: roots trusted besides the system's (PEM).
+    pub extra_root_certificates_pem: Option<String>,
     /// Handshake plus session request (default 10 s).
     pub connect_timeout_ms: Option<u32>,
     pub transport: TransportTuning,
@@ -308,19 +325,32 @@ pub fn connect<'env>(
     options: ClientOptions,
     on_event: Function<NativeEvent, ()>,
 ) -> Result<PromiseRaw<'env, NativeClient>> {
-    let mut hashes = Vec::new();
-    for h in &options.server_certificate_hashes {
-        let bytes: [u8; 32] = h.as_ref().try_into().map_err(|_| {
-            err(format!(
-                "serverCertificateHashes: a SHA-256 hash has 32 bytes, got {}",
-                h.len()
-            ))
-        })?;
-        hashes.push(bytes);
-    }
+    let auth = match &options.server_certificate_hashes {
+        Some(list) => {
+            if options.extra_root_certificates_pem.is_some() {
+                return Err(err(
+                    "extraRootCertificatesPem applies to WebPKI validation, not to serverCertificateHashes",
+                ));
+            }
+            let mut hashes = Vec::new();
+            for h in list {
+                let bytes: [u8; 32] = h.as_ref().try_into().map_err(|_| {
+                    err(format!(
+                        "serverCertificateHashes: a SHA-256 hash has 32 bytes, got {}",
+                        h.len()
+                    ))
+                })?;
+                hashes.push(bytes);
+            }
+            client::ServerAuth::Hashes(hashes)
+        }
+        None => client::ServerAuth::CertificateAuthority {
+            extra_roots_pem: options.extra_root_certificates_pem,
+        },
+    };
     let opts = client::ClientOptions {
         url: options.url,
-        hashes,
+        auth,
         connect_timeout: Duration::from_millis(options.connect_timeout_ms.unwrap_or(10_000) as u64),
         transport: transport_options(&options.transport, &options.rate)?,
     };

@@ -6,7 +6,7 @@ use crate::cert::{parse_certificates, parse_private_key};
 use crate::session::{Event, EventSink, Session, TransportOptions};
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{oneshot, watch};
@@ -23,6 +23,8 @@ pub struct ServerOptions {
     pub private_key_pem: String,
     pub max_sessions: usize,
     pub max_pending: usize,
+    /// Unvalidated connection attempts get a Retry while at least this many are pending.
+    pub retry_above_pending: usize,
     /// QUIC handshake plus the WebTransport CONNECT request.
     pub handshake_timeout: Duration,
     /// How long JavaScript has to accept or reject a session request.
@@ -42,6 +44,8 @@ pub struct ServerInner {
     sessions: Mutex<HashMap<u32, Arc<Session>>>,
     pending: Mutex<HashMap<u32, oneshot::Sender<Decision>>>,
     pending_count: AtomicUsize,
+    /// Retry packets sent (address validation asked of a new connection attempt).
+    retries: AtomicU64,
     next_id: AtomicU32,
     closed: AtomicBool,
     shutdown: watch::Sender<bool>,
@@ -120,6 +124,7 @@ impl ServerInner {
             sessions: Mutex::new(HashMap::new()),
             pending: Mutex::new(HashMap::new()),
             pending_count: AtomicUsize::new(0),
+            retries: AtomicU64::new(0),
             next_id: AtomicU32::new(1),
             closed: AtomicBool::new(false),
             shutdown,
@@ -141,7 +146,17 @@ impl ServerInner {
                 _ = shutdown.changed() => break,
                 incoming = self.endpoint.accept() => incoming,
             };
-            if self.pending_count.load(Ordering::Acquire) >= self.opts.max_pending {
+            let pending = self.pending_count.load(Ordering::Acquire);
+            if pending >= self.opts.retry_above_pending && !incoming.remote_address_validated() {
+                // Address validation (RFC 9000 §8.1.2): a stateless Retry, no handshake state and a
+                // reply smaller than the Initial, until the client proves it receives at its
+                // address by echoing the token. A spoofed source never does, so an Initial flood
+                // from forged addresses neither fills the pending slots nor draws 3x replies.
+                self.retries.fetch_add(1, Ordering::Relaxed);
+                incoming.retry();
+                continue;
+            }
+            if pending >= self.opts.max_pending {
                 // Bounded cost: refuse at the QUIC level before any handshake work.
                 incoming.refuse();
                 continue;
@@ -220,6 +235,10 @@ impl ServerInner {
         let tx = self.pending.lock().unwrap().remove(&id)?;
         tx.send(Decision::Reject(status)).ok()?;
         Some(effective_status(status))
+    }
+
+    pub fn retries_sent(&self) -> u64 {
+        self.retries.load(Ordering::Relaxed)
     }
 
     pub fn session_count(&self) -> usize {
