@@ -19,6 +19,12 @@ export interface SplitPlan {
   chunkBytes: number;
   /** Tries per range (aria2's --max-tries); a failure that trying again can mend is retried. Default 1. */
   maxTries?: number;
+  /**
+   * Ranges announced ahead of the one fetched (SplitEvents.onUpcoming), so the proxies can fetch
+   * them from the origin meanwhile. Only ranges known to exist are announced: none past the end,
+   * none before the resource's length is known unless `end` is given. Default 0.
+   */
+  lookahead?: number;
 }
 
 /** How far a download got: every byte before `nextOffset` is written and verified. */
@@ -83,6 +89,11 @@ export interface SplitEvents {
   onBytes?: (done: number, total: number | undefined, progress: DownloadProgress) => void;
   /** Called after each range is committed. */
   onRange?: (result: GetResult, progress: SplitProgress) => void;
+  /**
+   * Called before each range is fetched with the next `plan.lookahead` ranges after it (fewer
+   * near the end), in order; the same range may be announced again before its turn.
+   */
+  onUpcoming?: (ranges: ByteRange[]) => void;
 }
 
 /** The range a 416 refused: the end of a resource whose length the origin never stated. */
@@ -127,6 +138,10 @@ export async function downloadSplit(
   while (offset <= lastByte()) {
     const length = Math.min(plan.chunkBytes, lastByte() - offset + 1);
     const done = offset - plan.start;
+    if (plan.lookahead && events.onUpcoming) {
+      const upcoming = rangesAfter(offset + length, lastByte(), plan.chunkBytes, plan.lookahead);
+      if (upcoming.length > 0) events.onUpcoming(upcoming);
+    }
     let result: GetResult | undefined;
     for (let attempt = 1; !result; attempt++) {
       try {
@@ -187,6 +202,15 @@ export async function downloadSplit(
     proxies,
     mostProxies,
   };
+}
+
+/** Up to `count` ranges of `chunkBytes` from `from` to `lastByte` (inclusive); none when the end is unknown. */
+function rangesAfter(from: number, lastByte: number, chunkBytes: number, count: number): ByteRange[] {
+  const ranges: ByteRange[] = [];
+  if (!Number.isFinite(lastByte)) return ranges;
+  for (let at = from; at <= lastByte && ranges.length < count; at += chunkBytes)
+    ranges.push({ start: at, length: Math.min(chunkBytes, lastByte - at + 1) });
+  return ranges;
 }
 
 /** Adds one range's per-proxy figures (share still weighted by bytes: divided at the end). */

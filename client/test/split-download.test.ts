@@ -191,3 +191,55 @@ test('what the origin answered, a conflict or a cancel is not retried', () => {
   expect(retryable(new Error('origo-unreachable: no origo instance answered'))).toBe(false);
   expect(retryable(new Error('download-failed: range not satisfiable (8)'))).toBe(false);
 });
+
+describe('look-ahead (onUpcoming)', () => {
+  const announced = async (
+    r: ReturnType<typeof resource>,
+    plan: Parameters<typeof downloadSplit>[1],
+    from?: SplitProgress,
+  ) => {
+    const calls: { before: number; upcoming: ByteRange[] }[] = [];
+    await downloadSplit(r.fetchRange, plan, memorySink(), from, {
+      onUpcoming: (upcoming) => calls.push({ before: r.asked.length, upcoming }),
+    });
+    return calls;
+  };
+
+  test('announces the next ranges before each fetch, none past the end, none before the length is known', async () => {
+    const calls = await announced(resource(4500), { start: 0, chunkBytes: 1000, lookahead: 2 });
+    expect(calls).toEqual([
+      // the first range's answer states the length: nothing is announced before it
+      {
+        before: 1,
+        upcoming: [
+          { start: 2000, length: 1000 },
+          { start: 3000, length: 1000 },
+        ],
+      },
+      {
+        before: 2,
+        upcoming: [
+          { start: 3000, length: 1000 },
+          { start: 4000, length: 500 },
+        ],
+      },
+      { before: 3, upcoming: [{ start: 4000, length: 500 }] },
+    ]);
+  });
+
+  test('with --range the end is known at once; a resumed download announces nothing before its resume point', async () => {
+    const calls = await announced(
+      resource(100_000),
+      { start: 1000, end: 5999, chunkBytes: 1000, lookahead: 1 },
+      { nextOffset: 3000 },
+    );
+    expect(calls.map((c) => c.upcoming)).toEqual([[{ start: 4000, length: 1000 }], [{ start: 5000, length: 1000 }]]);
+  });
+
+  test('an origin that never states the length gets no look-ahead; lookahead 0 announces nothing', async () => {
+    expect(
+      await announced(resource(2500, { statesLength: false }), { start: 0, chunkBytes: 1000, lookahead: 2 }),
+    ).toEqual([]);
+    expect(await announced(resource(2500), { start: 0, chunkBytes: 1000 })).toEqual([]);
+  });
+});
