@@ -27,6 +27,12 @@ import { parsePlaylist, PlaylistError } from './playlist';
 /** Ranges of 8 MiB: a few times that in memory whatever the object's size, and at most that fetched again after an interruption. */
 const DEFAULT_CHUNK_BYTES = 8 * 1024 * 1024;
 
+/**
+ * Look-ahead bound: a proxy stages at most 4 hints per client at once (its --max-staging-per-client
+ * default), and each staged range sits in its cache until asked for.
+ */
+const MAX_PREFETCH_RANGES = 4;
+
 /** `a-b` (inclusive, as in an HTTP Range header) to the range the proxies fetch. */
 function byteRange(v: string): ByteRange {
   const m = /^(\d{1,16})-(\d{1,16})$/.exec(v.trim());
@@ -117,7 +123,7 @@ downloadCommand('get')
     '-i, --input-file <file>',
     'download the URLs in this file (one per line; out= and checksum= lines under one)',
   )
-  .option('-o, --output <file>', "save as this file (default: the URL's base name)")
+  .option('-o, --output <file>', "save as this file (default: the URL's base name); - writes to stdout")
   .option('-d, --dir <dir>', 'save into this directory (created if missing)', undefined)
   .option('-c, --continue', 'resume an interrupted download (its .part and .mutp files)')
   .option('--allow-overwrite', 'replace an existing file (or an interrupted download of it)')
@@ -127,6 +133,12 @@ downloadCommand('get')
     "largest range fetched at once: the memory a download holds (e.g. 8MiB; at most the proxies' --max-object-bytes)",
     byteCount(64 * 1024, MAX_OBJECT_BYTES),
     DEFAULT_CHUNK_BYTES,
+  )
+  .option(
+    '--prefetch-ranges <n>',
+    'ranges staged at the proxies ahead of the one downloaded, so their origin fetches overlap it (0 = none)',
+    integer(0, MAX_PREFETCH_RANGES),
+    2,
   )
   .option(
     '--max-tries <n>',

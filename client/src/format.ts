@@ -29,6 +29,11 @@ export function formatFileResult(r: FileResult): string {
     `  ${where}${r.contentType ? `, ${r.contentType}` : ''}, in ${r.ranges} range${r.ranges === 1 ? '' : 's'}`,
   );
   lines.push(`  sha-256 ${r.sha256}`);
+  if (r.prefetch.hinted > 0)
+    lines.push(
+      `  ${r.prefetch.hinted} range${r.prefetch.hinted === 1 ? '' : 's'} staged ahead: ` +
+        `${r.prefetch.staged} proxy answers staged, ${r.prefetch.failed} failed`,
+    );
   if (r.retries > 0)
     lines.push(`  ${r.retries} range${r.retries === 1 ? ' was' : 's were'} tried again after a failure`);
   for (const p of r.proxies) {

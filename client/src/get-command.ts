@@ -6,16 +6,25 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import type { ByteRange, SchedulerName } from '@mutp/shared';
-import { ClientError, DownloadMode, MutpClient } from '@mutp/shared/client';
+import { ClientError, DownloadMode, DownloadProgress, GetResult, MutpClient } from '@mutp/shared/client';
 import type { Checksum } from './checksum';
 import { EXIT, exitCodeOf } from './exit-codes';
-import { ChecksumError, downloadToFile, FileResult } from './file-download';
+import { ChecksumError, downloadToFile, downloadToStream, FileResult, STDOUT_NAME } from './file-download';
 import { formatFileResult } from './format';
 import { DownloadItem, parseInputList, urlProblem } from './input-list';
-import { clashingTargets, displayName, OutputError, OutputPlan, planOutput } from './output-target';
+import {
+  clashingTargets,
+  displayName,
+  OutputError,
+  OutputPlan,
+  planOutput,
+  STDOUT,
+  stdoutProblem,
+} from './output-target';
 import { PartFileError, partPath } from './part-file';
 import { ProgressDisplay } from './progress-display';
 import { SplitError } from './split-download';
+import { StreamSinkError } from './stream-sink';
 
 export interface GetFlags {
   mode: DownloadMode;
@@ -28,6 +37,7 @@ export interface GetFlags {
   allowOverwrite?: boolean;
   maxConcurrentDownloads: number;
   chunkSize: number;
+  prefetchRanges: number;
   maxTries: number;
   checksum?: Checksum;
   range?: ByteRange;
@@ -63,6 +73,22 @@ export function planDownloads(urls: readonly string[], flags: GetFlags): { item:
       if (problem) throw new UsageError(problem);
     }
     items = urls.map((url) => ({ url }));
+  }
+  if (flags.output === STDOUT || items.some((item) => item.out === STDOUT)) {
+    const problem = stdoutProblem({
+      downloads: items.length,
+      continue: flags.continue === true,
+      allowOverwrite: flags.allowOverwrite === true,
+      json: flags.json === true,
+      ...(flags.dir !== undefined ? { dir: flags.dir } : {}),
+    });
+    if (problem) throw new UsageError(problem);
+    return [
+      {
+        item: { ...items[0], ...(flags.checksum !== undefined ? { checksum: flags.checksum } : {}) },
+        plan: { file: STDOUT, stdout: true, resume: false },
+      },
+    ];
   }
   if (items.length > 1 && flags.output !== undefined)
     throw new UsageError('-o names one file: with several URLs use -d, or out= lines in -i FILE');
@@ -118,8 +144,10 @@ export async function runDownloads(
   } finally {
     display.stop();
   }
+  // With -o - stdout holds the download: the summary goes to stderr.
+  const summary = planned.some((p) => p.plan.stdout) ? console.error : console.log;
   for (const o of outcomes) {
-    if (o.result) console.log(formatFileResult(o.result));
+    if (o.result) summary(formatFileResult(o.result));
     if (o.error) console.error(`mutp: ${o.error}`);
   }
   if (planned.length > 1) {
@@ -140,7 +168,7 @@ async function downloadOne(
   interrupt: AbortSignal,
   display: ProgressDisplay,
 ): Promise<Outcome> {
-  const name = displayName(plan.file);
+  const name = plan.stdout ? STDOUT_NAME : displayName(plan.file);
   if (plan.complete) {
     console.error(`mutp: ${name} is already complete (nothing to continue)`);
     return { code: EXIT.ok };
@@ -166,50 +194,56 @@ async function downloadOne(
     else timer = setTimeout(check, flags.timeout - idleMs);
   };
   timer = setTimeout(check, flags.timeout);
+  const options = {
+    mode: flags.mode,
+    proxies: flags.proxies,
+    ...(flags.scheduler ? { scheduler: flags.scheduler } : {}),
+    ...(flags.range ? { range: flags.range } : {}),
+    chunkBytes: flags.chunkSize,
+    prefetchRanges: flags.prefetchRanges,
+    maxTries: flags.maxTries,
+    ...(item.checksum ? { checksum: item.checksum } : {}),
+    signal: abort.signal,
+    onBytes: (done: number, total: number | undefined, progress: DownloadProgress | undefined) => {
+      watch(done);
+      line.update(done, total, progress);
+    },
+    onRangeDone: (result: GetResult) => line.rangeDone(result.sources),
+    onRetry: (range: ByteRange, attempt: number, error: unknown, waitMs: number) => {
+      rearm(); // the wait before a retry does not count against --timeout
+      const why = error instanceof Error ? error.message : String(error);
+      display.log(
+        `mutp: ${name}: bytes ${range.start}-${range.start + range.length - 1}: ${why}; ` +
+          `trying again in ${waitMs / 1000} s (try ${attempt} of ${flags.maxTries})`,
+      );
+    },
+  };
   try {
-    const result = await downloadToFile(client, item.url, plan.file, {
-      mode: flags.mode,
-      proxies: flags.proxies,
-      ...(flags.scheduler ? { scheduler: flags.scheduler } : {}),
-      ...(flags.range ? { range: flags.range } : {}),
-      chunkBytes: flags.chunkSize,
-      maxTries: flags.maxTries,
-      resume: plan.resume,
-      ...(item.checksum ? { checksum: item.checksum } : {}),
-      signal: abort.signal,
-      onBytes: (done, total, progress) => {
-        watch(done);
-        line.update(done, total, progress);
-      },
-      onRetry: (range, attempt, error, waitMs) => {
-        rearm(); // the wait before a retry does not count against --timeout
-        const why = error instanceof Error ? error.message : String(error);
-        display.log(
-          `mutp: ${name}: bytes ${range.start}-${range.start + range.length - 1}: ${why}; ` +
-            `trying again in ${waitMs / 1000} s (try ${attempt} of ${flags.maxTries})`,
-        );
-      },
-    });
+    const result = plan.stdout
+      ? await downloadToStream(client, item.url, process.stdout, options)
+      : await downloadToFile(client, item.url, plan.file, { ...options, resume: plan.resume });
     line.finish('saved');
     return { code: EXIT.ok, result };
   } catch (e) {
     line.finish('failed');
-    return failure(e, plan.file, abort.signal);
+    return failure(e, plan.stdout ? undefined : plan.file, abort.signal);
   } finally {
     clearTimeout(timer);
     interrupt.removeEventListener('abort', stop);
   }
 }
 
-function failure(e: unknown, file: string, signal: AbortSignal): Outcome {
-  const name = displayName(file);
-  const resumable = existsSync(partPath(file)) ? `; ${name}.part is kept: run again with -c to resume` : '';
+/** Why a download failed and its exit code; `file` undefined: it went to stdout (nothing to resume). */
+function failure(e: unknown, file: string | undefined, signal: AbortSignal): Outcome {
+  const name = file !== undefined ? displayName(file) : STDOUT_NAME;
+  const resumable =
+    file !== undefined && existsSync(partPath(file)) ? `; ${name}.part is kept: run again with -c to resume` : '';
   if (signal.aborted) {
     const why = signal.reason instanceof Error ? signal.reason.message : 'cancelled';
     return { code: EXIT.cancelled, error: `${name}: ${why}${resumable}` };
   }
   if (e instanceof ChecksumError) return { code: EXIT.failed, error: e.message };
-  if (e instanceof PartFileError || e instanceof OutputError)
+  if (e instanceof PartFileError || e instanceof OutputError || e instanceof StreamSinkError)
     return { code: EXIT.failed, error: `${name}: ${e.message}` };
   if (e instanceof SplitError) return { code: EXIT.failed, error: `${name}: ${e.message}${resumable}` };
   const { code, message } = exitCodeOf(e);
@@ -231,6 +265,7 @@ function jsonSummary(url: string, o: Outcome) {
     resumedFrom: r.resumedFrom,
     ranges: r.ranges,
     retries: r.retries,
+    prefetch: r.prefetch,
     attributes: {
       ...(r.contentType ? { contentType: r.contentType } : {}),
       ...(r.start > 0 || r.bytes !== r.completeLength

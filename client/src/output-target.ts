@@ -38,11 +38,28 @@ export interface OutputChoice {
 
 export type OutputPlan =
   /** A new download to this file. */
-  | { file: string; resume: false; complete?: undefined }
+  | { file: string; resume: false; complete?: undefined; stdout?: undefined }
   /** An interrupted download of this file goes on (its control file exists). */
-  | { file: string; resume: true; complete?: undefined }
+  | { file: string; resume: true; complete?: undefined; stdout?: undefined }
   /** `-c` and the file is there with no interrupted download: nothing to do (as wget -c). */
-  | { file: string; complete: true; resume?: undefined };
+  | { file: string; complete: true; resume?: undefined; stdout?: undefined }
+  /** `-o -`: written to stdout as it is verified (curl's `-o -`). */
+  | { file: typeof STDOUT; stdout: true; resume: false; complete?: undefined };
+
+/** The `-o` name that means stdout. */
+export const STDOUT = '-';
+
+/**
+ * Why `-o -` cannot be used with these choices, or undefined: stdout holds one download, cannot
+ * be read back to resume, and is not a directory.
+ */
+export function stdoutProblem(choice: OutputChoice & { downloads: number; json: boolean }): string | undefined {
+  if (choice.downloads > 1) return '-o - writes one download to stdout: give one URL';
+  if (choice.continue) return '-o - cannot be resumed (-c): what went to stdout cannot be read back';
+  if (choice.dir !== undefined) return '-o - writes to stdout: -d has no use with it';
+  if (choice.json) return '--json prints to stdout, which -o - fills with the download: use one or the other';
+  return undefined;
+}
 
 /**
  * The file `url` saves to, with its directory created and checked writable: every reason it

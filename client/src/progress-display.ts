@@ -1,11 +1,18 @@
 /**
  * The progress lines of `mutp get` (cli-progress, one bar per download under way): bytes done
- * and the file's size, speed over the last seconds, ETA, and how many of the proxies asked are
- * still serving. Only on a terminal; elsewhere nothing is drawn.
+ * and the file's size, speed over the last seconds, ETA, and each proxy's rate or state
+ * (proxy-rates.ts). Only on a terminal; elsewhere nothing is drawn.
  */
 import { MultiBar, SingleBar } from 'cli-progress';
 import type { DownloadProgress } from '@mutp/shared/client';
 import { formatBytes, formatRate } from './format';
+import { ProxyRates, SourceCounter } from './proxy-rates';
+
+/**
+ * Progress that may carry the receiver's per-source counters (read lazily: the line is drawn at
+ * most every UPDATE_EVERY_MS while progress comes per datagram).
+ */
+export type ProgressWithSources = DownloadProgress & { sourceCounters?: () => readonly SourceCounter[] };
 
 /** Speed is measured over this much of the recent past. */
 const SPEED_WINDOW_MS = 3000;
@@ -49,19 +56,27 @@ export class DownloadLine {
   private updatedAt = 0;
   private lastTotal?: number;
   private latestDone = 0;
+  private readonly rates: ProxyRates;
 
   constructor(
     private readonly bar: SingleBar | undefined,
     private readonly name: string,
     proxiesAsked: number,
+    private readonly clock: () => number = Date.now,
   ) {
     this.proxies = `${proxiesAsked} proxies asked`;
+    this.rates = new ProxyRates(clock());
   }
 
-  update(done: number, total: number | undefined, progress: DownloadProgress | undefined): void {
+  /** A range finished: its sources' bytes count towards each proxy's rate. */
+  rangeDone(sources: readonly SourceCounter[]): void {
+    if (this.bar) this.rates.rangeDone(sources, this.clock());
+  }
+
+  update(done: number, total: number | undefined, progress: ProgressWithSources | undefined): void {
     if (!this.bar) return;
     this.latestDone = done;
-    const now = Date.now();
+    const now = this.clock();
     if (now - this.updatedAt < UPDATE_EVERY_MS && total === this.lastTotal) return;
     this.updatedAt = now;
     this.lastTotal = total;
@@ -69,11 +84,8 @@ export class DownloadLine {
     while (this.samples.length > 2 && now - this.samples[0].at > SPEED_WINDOW_MS) this.samples.shift();
     const first = this.samples[0];
     const speed = now > first.at ? ((done - first.done) / (now - first.at)) * 1000 : 0;
-    if (progress)
-      this.proxies =
-        progress.liveSources === progress.sources
-          ? `${progress.sources} proxies`
-          : `${progress.liveSources} of ${progress.sources} proxies serving`;
+    if (progress?.sourceCounters) this.rates.live(progress.sourceCounters());
+    this.proxies = this.rates.describe(now) ?? this.proxies;
     if (total !== undefined) this.bar.setTotal(Math.max(total, 1));
     this.bar.update(done, {
       name: this.name,

@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileNameOf, planOutput } from '../src/output-target';
+import { fileNameOf, planOutput, stdoutProblem } from '../src/output-target';
 import { parseInputList, urlProblem } from '../src/input-list';
 import { parseChecksum } from '../src/checksum';
 import { formatEta } from '../src/progress-display';
@@ -73,4 +73,14 @@ test("an input file in aria2's form: URLs, comments, out= and checksum= under a 
 
 test('ETA reads as a person says it', () => {
   expect([formatEta(0.4), formatEta(45), formatEta(185), formatEta(7620)]).toEqual(['0s', '45s', '3m05s', '2h07m']);
+});
+
+test('-o - (stdout): one download, not resumable, no -d, no --json on the same stdout', () => {
+  const base = { continue: false, allowOverwrite: false, downloads: 1, json: false };
+  expect(stdoutProblem(base)).toBeUndefined();
+  expect(stdoutProblem({ ...base, allowOverwrite: true })).toBeUndefined();
+  expect(stdoutProblem({ ...base, downloads: 2 })).toMatch(/give one URL/);
+  expect(stdoutProblem({ ...base, continue: true })).toMatch(/cannot be resumed/);
+  expect(stdoutProblem({ ...base, dir: '/tmp' })).toMatch(/-d has no use/);
+  expect(stdoutProblem({ ...base, json: true })).toMatch(/--json prints to stdout/);
 });

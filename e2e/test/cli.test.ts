@@ -241,6 +241,74 @@ describe('files as aria2 and curl users expect', () => {
     );
   });
 
+  test('ranges pipelined: the next ones staged at the same proxies, each still fetched from the origin once per proxy', async () => {
+    const object = syntheticObject(400000, 79);
+    const out = join(dir, 'pipelined.bin');
+    const run = await get('/object/400000/79', '-o', out, '--chunk-size', '64KiB', '--proxies', '2', '--json');
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
+    expect(Buffer.from(readFileSync(out)).equals(Buffer.from(object))).toBe(true);
+    const summary = json<{ ranges: number; prefetch: { hinted: number; staged: number; failed: number } }>(run);
+    expect(summary.ranges).toBe(7);
+    // Ranges 2..6 are announced once the first states the length (range 1 is asked at once).
+    expect(summary.prefetch.hinted).toBe(5);
+    expect(summary.prefetch.staged).toBeGreaterThan(0);
+    expect(run.stdout).toMatch(/5 ranges staged ahead: \d+ proxy answers staged/);
+    // A staged range is served from the proxy's cache (or joins its fetch): never fetched twice.
+    const perRange = new Map<string, number>();
+    for (const r of origin.log)
+      if (r.path === '/object/400000/79' && r.userAgent.startsWith('mutp-proxy'))
+        perRange.set(r.range ?? 'whole', (perRange.get(r.range ?? 'whole') ?? 0) + 1);
+    expect(perRange.size).toBe(7);
+    for (const [range, count] of perRange) expect([range, count]).toEqual([range, 2]);
+
+    const plain = await get(
+      '/object/400000/79',
+      '-o',
+      join(dir, 'plain.bin'),
+      '--chunk-size',
+      '64KiB',
+      '--prefetch-ranges',
+      '0',
+      '--json',
+    );
+    expect(json<{ prefetch: { hinted: number } }>(plain).prefetch.hinted).toBe(0);
+  });
+
+  test('-o - writes the verified bytes to stdout and the summary to stderr; what cannot work with it is refused (2)', async () => {
+    const object = syntheticObject(200000, 80);
+    const child = spawnService(
+      'client/src/cli.ts',
+      ['get', `${origin.url}/object/200000/80`, '--origo', cluster.clientUrl, '-o', '-', '--chunk-size', '64KiB'],
+      {},
+    );
+    const chunks: Buffer[] = [];
+    let stderr = '';
+    child.stdout!.on('data', (d: Buffer) => chunks.push(d));
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    expect({ code, stderr }).toEqual({
+      code: 0,
+      stderr: expect.stringMatching(/-> \(stdout\): 200000 bytes in \d+ ms/),
+    });
+    expect(Buffer.concat(chunks).equals(Buffer.from(object))).toBe(true);
+    expect(readdirSync(dir).filter((f) => f.startsWith('80') || f.startsWith('-'))).toEqual([]);
+
+    const url = `${origin.url}/object/1000/81`;
+    const refused = async (args: string[], why: RegExp) => {
+      const run = await mutp(['get', ...args, '--origo', cluster.clientUrl, '-o', '-']);
+      expect({ code: run.code, stdout: run.stdout, why: why.test(run.stderr) ? 'named' : run.stderr }).toEqual({
+        code: 2,
+        stdout: '',
+        why: 'named',
+      });
+    };
+    await refused([url, '-c'], /-o - cannot be resumed \(-c\)/);
+    await refused([url, `${origin.url}/object/1000/82`], /-o - writes one download to stdout: give one URL/);
+    await refused([url, '--json'], /--json prints to stdout/);
+    await refused([url, '-d', dir], /-d has no use with it/);
+    expect(origin.requests.get('/object/1000/81') ?? 0).toBe(0);
+  });
+
   test('a wrong --checksum: exit 1, and neither the file nor its .part is left', async () => {
     const run = await get('/object/100000/76', '-o', 'bad.bin', '--checksum', `sha-256=${'0'.repeat(64)}`);
     expect(run.code).toBe(1);
