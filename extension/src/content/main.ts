@@ -25,6 +25,7 @@ import { redactUrl } from '../common/media';
 import { hookDeadline } from '../common/deadlines';
 import { Authorization, DownloaderRelay } from './relay';
 import { checkUrl, ConsentCache, corsConsent, HeadFetch, readableUpcoming } from './request-policy';
+import { watchPageCsp } from './csp-watch';
 
 const api = ext();
 let hookPort: MessagePort | undefined;
@@ -90,6 +91,10 @@ function pageFetch(): HeadFetch {
   return (url, init) => f(url, init);
 }
 
+// The page's CSP, watched from document_start: a URL it would not let the page fetch goes neither
+// to the proxies nor into a consent HEAD (csp-gate.ts).
+const pageCsp = watchPageCsp(document, new URL(window.location.href), window.location.origin);
+
 const consent = new ConsentCache(
   (url) => corsConsent(pageFetch(), url, window.location.origin),
   () => performance.now(),
@@ -103,6 +108,8 @@ async function authorize(request: GetRequest): Promise<Authorization> {
   if (!config.enabled) return { ok: false, reason: config.disabledReason ?? 'disabled' };
   const verdict = checkUrl(request.url, window.location.origin);
   if (!verdict.ok) return verdict;
+  const csp = pageCsp.verdict(verdict.url);
+  if (!csp.ok) return csp;
   // Cross-origin: the origin's CORS answer decides, but it need not come first. A known answer is
   // used as it is; an unknown one is asked now and the relay holds the bytes until it comes.
   const known = verdict.crossOrigin ? consent.known(verdict.url) : true;
@@ -117,7 +124,8 @@ async function authorize(request: GetRequest): Promise<Authorization> {
   // Kept with an empty list too (the playlist's last segment, or next ones whose CORS answer is
   // not known yet): the downloader still knows where the player is.
   if (s.staging && request.track !== undefined) {
-    forwarded.upcoming = readableUpcoming(request.upcoming ?? [], window.location.origin, consent);
+    const allowed = (request.upcoming ?? []).filter((segment) => pageCsp.verdict(segment.url).ok);
+    forwarded.upcoming = readableUpcoming(allowed, window.location.origin, consent);
     forwarded.track = request.track;
   }
   return known === true
