@@ -13,6 +13,13 @@ export function formatBytes(bytes: number): string {
 
 export const formatRate = (bytesPerSecond: number): string => `${formatBytes(bytesPerSecond)}/s`;
 
+/**
+ * A name from the network (a proxy's, as origo relays it: any 128 characters) made safe for a
+ * terminal: control characters (escape sequences that would move the cursor, recolour or retitle
+ * the terminal) and anything outside printable ASCII become `?`.
+ */
+export const printable = (name: string): string => name.replace(/[^\x20-\x7e]/g, '?');
+
 /** What one `mutp get` to a file did: bytes, time, goodput, where the bytes sit, each proxy's part. */
 export function formatFileResult(r: FileResult): string {
   const lines = [
@@ -43,8 +50,10 @@ export function formatFileResult(r: FileResult): string {
       p.packets !== undefined
         ? `${p.packets.useful} of ${p.packets.received} packets useful, ${formatBytes(p.bytes)} received`
         : `${formatBytes(p.bytes)} received${r.mode === 'http' ? `, ${formatBytes(wasted)} wasted` : ''}`;
-    const failed = p.failures.length > 0 ? `; stopped serving: ${p.failures.join('; ')}` : '';
-    lines.push(`  ${p.name.padEnd(16)} share ${(p.share * 100).toFixed(1).padStart(5)}%  ${detail}${failed}`);
+    const failed = p.failures.length > 0 ? `; stopped serving: ${printable(p.failures.join('; '))}` : '';
+    lines.push(
+      `  ${printable(p.name).padEnd(16)} share ${(p.share * 100).toFixed(1).padStart(5)}%  ${detail}${failed}`,
+    );
   }
   if (r.ranges > 0 && r.mostProxies < r.proxiesAsked)
     lines.push(`  asked for ${r.proxiesAsked} proxies; origo offered ${r.mostProxies}`);
@@ -59,7 +68,7 @@ export function formatSeries(r: SeriesResult, mode: string): string {
   const ms = (v: number | null) => (v === null ? '-' : `${v.toFixed(0)} ms`);
   return [
     `${r.segments.length} segments, ${bytes} bytes in ${(r.totalMs / 1000).toFixed(2)} s (${mode}, ` +
-      `${r.proxies.length} proxies: ${r.proxies.map((p) => p.name).join(', ')}), goodput ${mb((bytes / r.totalMs) * 1000)}`,
+      `${r.proxies.length} proxies: ${r.proxies.map((p) => printable(p.name)).join(', ')}), goodput ${mb((bytes / r.totalMs) * 1000)}`,
     `  staged when fetched: ${staged}/${r.segments.length}; hints ${st.ordersSent} (${st.hintsStaged} of ` +
       `${st.hintsAnswered} proxy answers staged), wasted ${st.wasted}; proxy set changed ${r.handoffs} times`,
     `  staging ahead ${st.neededAhead}: fetch ${ms(st.fetchMs)}, origin to edge ${ms(st.stagingLatencyMs)}, ` +

@@ -11,7 +11,7 @@
  * gave up on is `lost`. With range results only (http mode), the rate is that of the last range,
  * and nothing is called stalled (a long range would look like a stall between its ends).
  */
-import { formatRate } from './format';
+import { formatRate, printable } from './format';
 
 /** One source's counters as the client keeps them. */
 export interface SourceCounter {
@@ -85,7 +85,8 @@ export class ProxyRates {
     const spanMs = now - first.at;
     const parts: string[] = [];
     for (const [id, p] of this.proxies) {
-      const name = p.name.length > MAX_NAME ? `${p.name.slice(0, MAX_NAME - 1)}~` : p.name;
+      const safe = printable(p.name);
+      const name = safe.length > MAX_NAME ? `${safe.slice(0, MAX_NAME - 1)}~` : safe;
       parts.push(`${name} ${this.stateOf(id, p, totals.get(id)!, first.totals.get(id), spanMs)}`);
     }
     return parts.join(' ');

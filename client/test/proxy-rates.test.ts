@@ -54,4 +54,8 @@ test('range results only (http mode): the rate of the last range, and never "sta
   const long = new ProxyRates(0);
   long.rangeDone([counter('a-very-long-proxy-name', 1000)], 1000);
   expect(long.describe(1000)).toBe('edge-a-very~ 1.00 kB/s');
+  // A name from the network cannot drive the terminal (escape sequences, line breaks).
+  const hostile = new ProxyRates(0);
+  hostile.rangeDone([{ proxyId: 'x', name: '\u001b[2Jx\ny', bytes: 1000 }], 1000);
+  expect(hostile.describe(1000)).toBe('?[2Jx?y 1.00 kB/s');
 });
