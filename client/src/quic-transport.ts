@@ -1,19 +1,42 @@
 /**
  * The Node client's QUIC transport: a WebTransport session from @mutp/quic (the same native
- * module the proxy serves with), authenticating the proxy by the certificate hashes origo gave.
+ * module the proxy serves with), authenticating the proxy by the certificate hashes origo gave,
+ * or, for a proxy offered without hashes (an operator's CA-issued certificate), the WebPKI way:
+ * a chain to the system's roots (or the extra ones given) that names the URL's host.
  * The client's own congestion control only paces its small requests and feedback.
  */
 import { QuicClient, QuicSession } from '@mutp/quic';
-import type { LinkTransport, QuicTarget } from '@mutp/shared/client';
+import type { LinkTransport, QuicOpener, QuicTarget } from '@mutp/shared/client';
 
 /** First PTO three times this: a handshake at 27 % loss gets through in about a second. */
 const INITIAL_RTT_MS = 100;
 
-export async function openNodeQuicTransport(target: QuicTarget): Promise<LinkTransport> {
+export interface NodeQuicOptions {
+  /** Roots trusted besides the system's for proxies with a CA's certificate (PEM): a private or test CA. */
+  extraRootCertificatesPem?: string;
+}
+
+/** Opens QUIC transports with these options. */
+export function nodeQuicOpener(options: NodeQuicOptions = {}): QuicOpener {
+  return (target) => openNodeQuic(target, options);
+}
+
+/** With the system's roots only. */
+export const openNodeQuicTransport: QuicOpener = nodeQuicOpener();
+
+/** How the proxy's certificate is checked: by the offered hashes, else by its chain and host name. */
+function serverAuthentication(target: QuicTarget, options: NodeQuicOptions) {
+  const hashes: readonly string[] | undefined = target.certificateHashes;
+  if (hashes !== undefined && hashes.length > 0)
+    return { serverCertificateHashes: hashes.map((h) => new Uint8Array(Buffer.from(h, 'base64'))) };
+  return { extraRootCertificatesPem: options.extraRootCertificatesPem };
+}
+
+async function openNodeQuic(target: QuicTarget, options: NodeQuicOptions): Promise<LinkTransport> {
   const link = new NodeQuicLink();
   const session = await QuicClient.connect({
     url: target.url,
-    serverCertificateHashes: target.certificateHashes.map((h) => new Uint8Array(Buffer.from(h, 'base64'))),
+    ...serverAuthentication(target, options),
     initialRttMs: INITIAL_RTT_MS,
     connectTimeoutMs: Math.max(1, Math.ceil(target.timeoutMs)),
     onDatagram: (data, receivedAt) => link.received(data, receivedAt),

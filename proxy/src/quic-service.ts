@@ -4,13 +4,17 @@
  * WebRTC one (PeerManager: same limits, drain, TransferHost), but no signalling goes through
  * origo, so the proxy admits it itself: the CONNECT's `?token=` must be a client token origo
  * signed (ClientTokenVerifier), whose subject is the client id its limits count against.
- * Certificates are self-signed and rotated (quic-certificates.ts); their hashes go to origo.
+ * Certificates are self-signed and rotated (quic-certificates.ts), their hashes going to origo; or
+ * an operator's CA-issued pair of files (quic-ca-certificate.ts), re-read when they change, with
+ * no hashes: clients validate it by its chain and the URL's host name.
  */
 import { DATA_CHANNEL_LABEL, type DatagramChannel } from '@mutp/shared';
 import type { Logger } from 'pino';
 import type { ClientTokenVerifier } from './client-tokens';
 import type { ProxyMetrics } from './metrics';
 import type { PeerManager } from './peer-manager';
+import { CaCertificateFiles } from './quic-ca-certificate';
+import type { QuicCaConfig } from './quic-cert-config';
 import { CertificateRotation, QuicCertificate } from './quic-certificates';
 
 /** The part of @mutp/quic's QuicServer the endpoint uses (a seam for tests). */
@@ -53,6 +57,11 @@ export interface QuicServiceOptions {
   advertisedUrl?: string;
   certificateDays: number;
   generateCertificate: (validityDays: number) => QuicCertificate;
+  /**
+   * An operator's CA-issued certificate instead of self-signed ones; `host` is the QUIC URL's
+   * (quicUrlHost), which it must name.
+   */
+  caCertificate?: { files: QuicCaConfig; host: string };
   maxRateBps: number;
   peers: PeerManager;
   tokens: ClientTokenVerifier;
@@ -61,6 +70,20 @@ export interface QuicServiceOptions {
   listen: QuicListen;
   /** The certificates' hashes changed (a rotation): report them to origo. */
   onHashesChanged?: (hashes: string[]) => void;
+}
+
+/** What the endpoint's certificate comes from: a rotation of self-signed ones, or an operator's files. */
+type CertificateSource = Pick<CertificateRotation, 'certificate' | 'hashes' | 'start' | 'stop'>;
+
+/** The endpoint as origo offers it: with hashes for self-signed certificates, without for a CA's. */
+export interface OfferedQuicEndpoint {
+  url: string;
+  certificateHashes?: string[];
+}
+
+/** The host name or IP address of a QUIC URL (or of the HTTP URL it is derived from), without IPv6 brackets. */
+export function quicUrlHost(url: string): string {
+  return new URL(url).hostname.replace(/^\[(.*)\]$/, '$1');
 }
 
 /** HTTP statuses a refused CONNECT gets. */
@@ -72,7 +95,8 @@ export const QUIC_PATH = '/mutp';
 
 export class QuicService {
   private server?: QuicServerApi;
-  private rotation?: CertificateRotation;
+  private certificates?: CertificateSource;
+  private caFiles?: CaCertificateFiles;
   private readonly channels = new Map<number, QuicSessionChannel>();
   private readonly log: Logger;
   private closed = false;
@@ -82,9 +106,39 @@ export class QuicService {
     this.log = o.logger.child({ component: 'quic' });
   }
 
-  /** Binds the UDP port; resolves with the bound port. */
+  /** Binds the UDP port; resolves with the bound port. Rejects when the CA certificate files are unusable. */
   async start(): Promise<number> {
-    const rotation = new CertificateRotation({
+    const certificates = this.certificateSource();
+    this.certificates = certificates;
+    this.server = await this.o.listen({
+      host: this.o.host,
+      port: this.o.port,
+      certificate: certificates.certificate,
+      maxRateBps: this.o.maxRateBps,
+      events: {
+        onSessionRequest: (r) => this.onSessionRequest(r.sessionId, r.path, r.remoteAddress),
+        onDatagram: (id, bytes) => this.channels.get(id)?.onMessage?.(bytes),
+        onSendBufferLow: (id) => this.channels.get(id)?.drained(),
+        onSessionClosed: (id, reason) => this.onSessionClosed(id, reason),
+      },
+    });
+    certificates.start();
+    return this.server.port;
+  }
+
+  private certificateSource(): CertificateSource {
+    const ca = this.o.caCertificate;
+    if (ca !== undefined) {
+      this.caFiles = new CaCertificateFiles({
+        files: ca.files,
+        host: ca.host,
+        now: () => Date.now(),
+        onChange: (c) => this.server?.reloadCertificate(c.certificatePem, c.privateKeyPem),
+        logger: this.log,
+      });
+      return this.caFiles;
+    }
+    return new CertificateRotation({
       validityDays: this.o.certificateDays,
       generate: this.o.generateCertificate,
       now: () => Date.now(),
@@ -94,26 +148,29 @@ export class QuicService {
       },
       onHashesChanged: (hashes) => this.o.onHashesChanged?.(hashes),
     });
-    this.rotation = rotation;
-    this.server = await this.o.listen({
-      host: this.o.host,
-      port: this.o.port,
-      certificate: rotation.certificate,
-      maxRateBps: this.o.maxRateBps,
-      events: {
-        onSessionRequest: (r) => this.onSessionRequest(r.sessionId, r.path, r.remoteAddress),
-        onDatagram: (id, bytes) => this.channels.get(id)?.onMessage?.(bytes),
-        onSendBufferLow: (id) => this.channels.get(id)?.drained(),
-        onSessionClosed: (id, reason) => this.onSessionClosed(id, reason),
-      },
-    });
-    rotation.start();
-    return this.server.port;
   }
 
-  /** The current and (when announced) next certificate hashes, base64: what origo hands clients. */
+  /**
+   * The current and (when announced) next certificate hashes, base64: what origo hands clients.
+   * None with a CA's certificate.
+   */
   certificateHashes(): string[] {
-    return this.rotation?.hashes() ?? [];
+    return this.certificates?.hashes() ?? [];
+  }
+
+  /** Self-signed certificates: their hashes go to origo with every heartbeat. */
+  get reportsHashes(): boolean {
+    return this.o.caCertificate === undefined;
+  }
+
+  /** What to register with origo: the URL, and the hashes unless the certificate is a CA's. */
+  endpoint(url: string): OfferedQuicEndpoint {
+    return this.reportsHashes ? { url, certificateHashes: this.certificateHashes() } : { url };
+  }
+
+  /** The CA certificate files' reloads (undefined with self-signed certificates). */
+  caCertificateFiles(): CaCertificateFiles | undefined {
+    return this.caFiles;
   }
 
   /** https://host:port/mutp on the advertised HTTP URL's host (origo requires the same host). */
@@ -124,13 +181,17 @@ export class QuicService {
   }
 
   stats() {
-    return { sessions: this.channels.size, ...this.counters };
+    return {
+      sessions: this.channels.size,
+      ...this.counters,
+      certificate: this.caFiles ? { source: 'ca-files', ...this.caFiles.stats() } : { source: 'self-signed' },
+    };
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.rotation?.stop();
+    this.certificates?.stop();
     await this.server?.close();
     this.channels.clear();
   }

@@ -2,7 +2,8 @@
  * The browser's QUIC transport: a WebTransport session to a proxy's QUIC endpoint, MUTP messages
  * as its datagrams. The proxy's self-signed certificate is accepted only by the hashes origo gave
  * (`serverCertificateHashes`, Chrome >= 100, Firefox >= 125), as the DTLS fingerprint in the SDP
- * authenticates it on WebRTC. Datagrams are read in a loop that does nothing but hand them on,
+ * authenticates it on WebRTC; a proxy offered without hashes has a CA's certificate, which the
+ * browser validates as for any https site. Datagrams are read in a loop that does nothing but hand them on,
  * with a deep incoming queue, so a burst is not dropped before the frame gets to it.
  */
 import type { LinkTransport, QuicTarget } from '@mutp/shared/client';
@@ -26,9 +27,13 @@ export function webTransportAvailable(): boolean {
 
 export async function openWebTransport(target: QuicTarget): Promise<LinkTransport> {
   if (!webTransportAvailable()) throw new Error('this browser has no WebTransport');
-  const session = new WebTransport(target.url, {
-    serverCertificateHashes: target.certificateHashes.map((h) => ({ algorithm: 'sha-256', value: hashBytes(h) })),
-  });
+  const hashes: readonly string[] | undefined = target.certificateHashes;
+  const session = new WebTransport(
+    target.url,
+    hashes !== undefined && hashes.length > 0
+      ? { serverCertificateHashes: hashes.map((h) => ({ algorithm: 'sha-256', value: hashBytes(h) })) }
+      : {},
+  );
   try {
     await session.ready;
   } catch (e) {
