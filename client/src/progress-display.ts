@@ -22,7 +22,11 @@ const UPDATE_EVERY_MS = 100;
 export class ProgressDisplay {
   private readonly bars?: MultiBar;
 
-  constructor(stream: NodeJS.WriteStream, enabled: boolean) {
+  constructor(
+    stream: NodeJS.WriteStream,
+    enabled: boolean,
+    private readonly clock: () => number = Date.now,
+  ) {
     if (!enabled || !stream.isTTY) return;
     this.bars = new MultiBar({
       stream,
@@ -36,7 +40,7 @@ export class ProgressDisplay {
 
   /** A line for one download; `update` it per datagram, `finish` it at the end. */
   track(name: string, proxiesAsked: number): DownloadLine {
-    return new DownloadLine(this.bars?.create(1, 0, blankPayload(name, proxiesAsked)), name, proxiesAsked);
+    return new DownloadLine(this.bars?.create(1, 0, blankPayload(name, proxiesAsked)), name, proxiesAsked, this.clock);
   }
 
   /** A message above the bars (or on stderr when there are none). */
@@ -87,7 +91,8 @@ export class DownloadLine {
     if (progress?.sourceCounters) this.rates.live(progress.sourceCounters());
     this.proxies = this.rates.describe(now) ?? this.proxies;
     if (total !== undefined) this.bar.setTotal(Math.max(total, 1));
-    this.bar.update(done, {
+    // Before the size is known the bar stays empty (its total is a placeholder 1, not 100 % done).
+    this.bar.update(total !== undefined ? done : 0, {
       name: this.name,
       done: formatBytes(done),
       size: total !== undefined ? formatBytes(total) : '?',
@@ -99,7 +104,8 @@ export class DownloadLine {
 
   /** The line stays, showing the end state. */
   finish(outcome: string): void {
-    this.bar?.update(this.latestDone, { done: formatBytes(this.latestDone), eta: '-', proxies: outcome });
+    const value = this.lastTotal !== undefined ? this.latestDone : 0;
+    this.bar?.update(value, { done: formatBytes(this.latestDone), eta: '-', proxies: outcome });
     this.bar?.stop();
   }
 }
