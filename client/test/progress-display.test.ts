@@ -1,6 +1,9 @@
 import { PassThrough } from 'node:stream';
 import { ProgressDisplay } from '../src/progress-display';
 
+// eslint-disable-next-line no-control-regex -- the escape sequences cli-progress draws with
+const ESCAPES = /\u001b\[[0-9;?]*[A-Za-z]/g;
+
 /** A terminal cli-progress can draw on: what it wrote, escape sequences removed, one string per redraw. */
 function terminal() {
   const stream = Object.assign(new PassThrough(), {
@@ -14,10 +17,9 @@ function terminal() {
   stream.on('data', (d: Buffer) => (text += d.toString()));
   return {
     stream: stream as unknown as NodeJS.WriteStream,
-    // eslint-disable-next-line no-control-regex
     frames: () =>
       text
-        .replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '')
+        .replace(ESCAPES, '')
         .split(/[\r\n]+/)
         .filter((l) => l.trim() !== ''),
   };
