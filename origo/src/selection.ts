@@ -166,7 +166,7 @@ function hintedRegion(eligible: readonly ProxyLoad[], hint: string | undefined):
   return declared >= MIN_HINTED_REGION_PROXIES ? hint : undefined;
 }
 
-type Prefix = [ipaddr.IPv4 | ipaddr.IPv6, number];
+export type Prefix = [ipaddr.IPv4 | ipaddr.IPv6, number];
 /** Each declared prefix list parsed once (a remote proxy's list is a new array per registry read). */
 const parsed = new WeakMap<readonly string[], Prefix[]>();
 
@@ -192,7 +192,8 @@ export function clientRegion(proxies: Iterable<ProxyLoad>, address: string): str
   return region;
 }
 
-function prefixesOf(list: readonly string[]): Prefix[] {
+/** A declared prefix list parsed (invalid entries left out), once per list object. */
+export function prefixesOf(list: readonly string[]): Prefix[] {
   let prefixes = parsed.get(list);
   if (prefixes === undefined) {
     prefixes = list.flatMap((cidr) => {
@@ -207,7 +208,8 @@ function prefixesOf(list: readonly string[]): Prefix[] {
   return prefixes;
 }
 
-function parseAddress(address: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
+/** A client address as selection reads it (zone dropped, IPv4-mapped as IPv4), or undefined. */
+export function parseAddress(address: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
   const bare = address.split('%')[0];
   return ipaddr.isValid(bare) ? unmapped(ipaddr.parse(bare)) : undefined;
 }

@@ -15,6 +15,7 @@ import {
   removedKeys,
   resolvedHostProblem,
 } from '../proxy-auth';
+import { OfferIndex } from '../offer-index';
 import { bannedUntil, banSubjects, PROVEN_FALSE_BAN_MS } from '../proven-false-bans';
 import type { SelectableMode } from '../selection';
 import { CLOSE, type ProxyPeer } from './peers';
@@ -54,6 +55,8 @@ export interface ProxyStatus {
 
 export class ProxyRegistry {
   private readonly deps: BrokerDeps;
+  /** What request-proxies offers from (the client desk's), told of each heartbeat here. */
+  readonly offers: OfferIndex;
 
   constructor(
     private readonly state: BrokerState,
@@ -61,6 +64,7 @@ export class ProxyRegistry {
     private readonly withdrawals: Withdrawals,
   ) {
     this.deps = state.deps;
+    this.offers = new OfferIndex(state);
   }
 
   private get config() {
@@ -204,6 +208,7 @@ export class ProxyRegistry {
     // The load just reported includes the transfers recent picks became.
     this.deps.cluster.clearPicks(proxy.proxyId);
     this.share(proxy);
+    this.offers.changed(proxy.proxyId);
   }
 
   /** The proxy's socket closed. Ignored when the entry now belongs to a newer socket. */

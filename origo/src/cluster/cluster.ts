@@ -215,6 +215,8 @@ export interface Cluster {
   /** Until when `subject` is banned on any instance, or undefined. */
   provenFalseUntil(subject: string, now: number): number | undefined;
   hasProvenFalseBans(): boolean;
+  /** Changes whenever a ban is added here (what is indexed for selection is checked again then). */
+  bansVersion(): number;
   /** Sends to one instance; false when it cannot be sent now (no shared bus). */
   send(instanceId: string, message: InstanceMessage): boolean;
   /** Sends to every other instance. */
@@ -246,6 +248,7 @@ export class SoloCluster implements Cluster {
   private readonly pickCounts = new Map<string, number>();
   private readonly revoked = new Set<string>();
   private readonly bans = new BanList();
+  private bansChanged = 0;
   private static readonly none: ReadonlyMap<string, SharedProxy> = new Map();
 
   constructor(readonly instanceId: string) {}
@@ -275,9 +278,13 @@ export class SoloCluster implements Cluster {
   }
   banProvenFalse(subjects: readonly string[], until: number): void {
     for (const s of subjects) this.bans.add(s, until);
+    this.bansChanged++;
   }
   hasProvenFalseBans(): boolean {
     return this.bans.size > 0;
+  }
+  bansVersion(): number {
+    return this.bansChanged;
   }
 
   provenFalseUntil(subject: string, now: number): number | undefined {

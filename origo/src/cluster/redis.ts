@@ -88,8 +88,10 @@ export class RedisCluster implements Cluster {
   private readonly pickCounts = new Map<string, number>();
   private revoked = new Set<string>();
   private readonly bans = new BanList();
+  /** Counts additions to `bans` (bansVersion). */
+  private bansChanged = 0;
   /** `proven-false-version` at the last read of the bans (undefined: never read). */
-  private bansVersion: string | null | undefined;
+  private bansReadVersion: string | null | undefined;
   private handlers?: ClusterHandlers;
   private timer?: NodeJS.Timeout;
   private refreshing = false;
@@ -163,8 +165,10 @@ export class RedisCluster implements Cluster {
     // Refused from now on, not from the next read of the registry on.
     if (message.kind === 'keys-revoked') for (const f of message.fingerprints) this.revoked.add(f);
     // Not offered from now on; its key's ban comes with the next read.
-    if (message.kind === 'proxy-withdrawn' && message.reason === 'proven-false')
+    if (message.kind === 'proxy-withdrawn' && message.reason === 'proven-false') {
       this.bans.add(`id:${message.proxyId}`, Date.now() + PROVEN_FALSE_BAN_MS);
+      this.bansChanged++;
+    }
     this.handlers?.onMessage(message);
   }
 
@@ -313,6 +317,7 @@ export class RedisCluster implements Cluster {
   banProvenFalse(subjects: readonly string[], until: number): void {
     if (subjects.length === 0) return;
     for (const s of subjects) this.bans.add(s, until);
+    this.bansChanged++;
     this.writeBans(subjects.flatMap((s) => [until, s]));
   }
 
@@ -323,6 +328,10 @@ export class RedisCluster implements Cluster {
 
   provenFalseUntil(subject: string, now: number): number | undefined {
     return this.bans.get(subject, now);
+  }
+
+  bansVersion(): number {
+    return this.bansChanged;
   }
 
   /** Adds bans (score, subject pairs) to the shared set; `nx`: only those it lacks. Bounded, pruned. */
@@ -352,7 +361,7 @@ export class RedisCluster implements Cluster {
 
   /** Reads the bans when another instance wrote some since the last read; they add to what this one knows. */
   private async readBans(version: string | null): Promise<void> {
-    if (version === this.bansVersion) return;
+    if (version === this.bansReadVersion) return;
     const scored = await this.command.zrangebyscore(
       this.key('proven-false'),
       Date.now(),
@@ -366,7 +375,8 @@ export class RedisCluster implements Cluster {
       const until = Number(scored[i + 1]);
       if (Number.isFinite(until)) this.bans.add(scored[i], until);
     }
-    this.bansVersion = version;
+    this.bansChanged++;
+    this.bansReadVersion = version;
   }
 
   send(instanceId: string, message: InstanceMessage): boolean {
