@@ -32,7 +32,8 @@ import { AddResult, Codec, UnitDecoder } from '../codec/types';
 import { CheckLayout, checkUnitDigest, Sha256, unitDigest } from '../integrity';
 import { Layout } from '../layout';
 import { UNIT_DIGEST_BYTES } from '../limits';
-import { hashStreamOf, ObjectDigest } from './object-digest';
+import { HashStream, hashStreamOf, ObjectDigest } from './object-digest';
+import { SystematicPrefix } from './systematic-prefix';
 
 interface LoggedPacket {
   source: number;
@@ -82,6 +83,8 @@ class CheckUnit {
   symbols?: Uint8Array;
   /** Uncoded: answers being assembled (an answer may span datagrams), by source. */
   answers?: Map<number, SymbolAnswer>;
+  /** Fountain: the unit's hash taken as its systematic blocks arrive (systematic-prefix.ts). */
+  prefix?: SystematicPrefix;
 
   constructor(readonly layout: Layout) {}
 }
@@ -132,6 +135,7 @@ export class CheckedDecoder {
    * several check units and `sha256` can hash incrementally.
    */
   private readonly streamed?: ObjectDigest;
+  private readonly startHash?: () => HashStream;
 
   constructor(
     readonly layout: Layout,
@@ -148,8 +152,8 @@ export class CheckedDecoder {
       throw new RangeError('digest list does not match the layout');
     this.object = new Uint8Array(layout.objectLength);
     this.verified = new Uint8Array(this.checks.checkCount);
-    const stream = hashStreamOf(sha256);
-    if (checked && stream && !this.unitIsWholeObject()) this.streamed = new ObjectDigest(this.checks, stream);
+    this.startHash = checked ? hashStreamOf(sha256) : undefined;
+    if (this.startHash && !this.unitIsWholeObject()) this.streamed = new ObjectDigest(this.checks, this.startHash);
   }
 
   /**
@@ -212,6 +216,7 @@ export class CheckedDecoder {
       const result = c.decoder.add(local, key, payload);
       if (result === 'invalid') return { ...none, result };
       this.keep(c, source, local, key, payload);
+      if (result === 'innovative') c.prefix?.accepted(key, payload);
       if (result === 'innovative' && complete(c.decoder, c.layout)) return { ...this.onComplete(k, c), result };
       return { ...none, result };
     }
@@ -301,6 +306,11 @@ export class CheckedDecoder {
     if (!c) {
       c = new CheckUnit(this.checks.unitLayout(k));
       c.decoder = this.codec.createDecoder(c.layout);
+      if (this.startHash && this.layout.mode === 'fountain' && c.layout.symbolCount >= 2) {
+        const start = this.checks.byteOffset(k);
+        const target = this.object.subarray(start, start + this.checks.byteLength(k));
+        c.prefix = new SystematicPrefix(c.layout, target, this.startHash);
+      }
       this.units.set(k, c);
     }
     return c;
@@ -350,6 +360,8 @@ export class CheckedDecoder {
     for (const l of c.recovery ?? []) if (!l.failed) l.decoder.free();
     c.recovery = undefined;
     c.pairs = false;
+    // Its packets are fed to new decoders now: what it hashed may no longer be what decodes.
+    c.prefix = undefined;
     this.logBytes -= c.logBytes;
     c.log = [];
     c.logBytes = 0;
@@ -360,16 +372,21 @@ export class CheckedDecoder {
     return slabs;
   }
 
-  private digestOk(k: number, bytes: Uint8Array): boolean {
+  /**
+   * Whether check unit k's bytes match its agreed digest. With `full`, the SHA-256 of exactly these
+   * bytes was taken already (a fountain unit's systematic prefix).
+   */
+  private digestOk(k: number, bytes: Uint8Array, full?: Uint8Array): boolean {
     if (!this.checked) return true;
     const want = this.digests.subarray(k * UNIT_DIGEST_BYTES, (k + 1) * UNIT_DIGEST_BYTES);
     if (this.unitIsWholeObject() && bytes.length === this.layout.objectLength) {
       // A coded unit's digest is its bytes' SHA-256, truncated (integrity.ts): keep it whole.
-      const full = this.sha256(bytes).slice();
-      const ok = bytesEqual(full.subarray(0, UNIT_DIGEST_BYTES), want);
-      if (ok) this.wholeObjectDigest = full;
+      const digest = full ?? this.sha256(bytes).slice();
+      const ok = bytesEqual(digest.subarray(0, UNIT_DIGEST_BYTES), want);
+      if (ok) this.wholeObjectDigest = digest;
       return ok;
     }
+    if (full) return bytesEqual(full.subarray(0, UNIT_DIGEST_BYTES), want);
     return bytesEqual(checkUnitDigest(this.layout, bytes, this.sha256), want);
   }
 
@@ -413,8 +430,9 @@ export class CheckedDecoder {
     return { ...outcome, polluters: [...polluters] };
   }
 
-  private accept(k: number, c: CheckUnit, bytes: Uint8Array): void {
-    this.object.set(bytes, this.checks.byteOffset(k));
+  /** Check unit k verified with `bytes` (already in the object when they were hashed in place). */
+  private accept(k: number, c: CheckUnit, bytes: Uint8Array, inPlace = false): void {
+    if (!inPlace) this.object.set(bytes, this.checks.byteOffset(k));
     this.verified[k] = 1;
     this.verifiedSymbols += c.layout.symbolCount;
     this.streamed?.advance(this.object, (check) => this.verified[check] === 1);
@@ -424,9 +442,17 @@ export class CheckedDecoder {
 
   private onComplete(k: number, c: CheckUnit): CheckOutcome {
     const decoder = c.decoder as UnitDecoder;
-    const bytes = decoder.readObject();
-    if (this.digestOk(k, bytes)) {
-      this.accept(k, c, bytes);
+    let bytes = decoder.readObject();
+    let full: Uint8Array | undefined;
+    if (c.prefix) {
+      // The unit's bytes are now the object's (received systematic blocks, then decoded ones).
+      full = c.prefix.finish(bytes).slice();
+      c.prefix = undefined;
+      const start = this.checks.byteOffset(k);
+      bytes = this.object.subarray(start, start + bytes.length);
+    }
+    if (this.digestOk(k, bytes, full)) {
+      this.accept(k, c, bytes, full !== undefined);
       return { result: 'innovative', verified: true, polluters: [], symbolsKnown: c.asked ? k : undefined };
     }
     this.failedChecks++;
