@@ -45,3 +45,13 @@ test('a stream is used once: update or digest after its digest throws', () => {
   expect(() => stream.digest()).toThrow(/twice/);
   expect(() => stream.update(data)).toThrow(/after its digest/);
 });
+
+test('streams that take turns keep their own states (a stream started while another is open starts fresh)', () => {
+  const streams = [sha256.create(), sha256.create(), sha256.create()];
+  const pieces = [0, 1, 2].map((i) => data.subarray(i * 9000, i * 9000 + 9000));
+  for (let round = 0; round < 3; round++) streams.forEach((s, i) => s.update(pieces[(i + round) % 3]));
+  const expected = (i: number) => Buffer.concat([0, 1, 2].map((round) => pieces[(i + round) % 3]));
+  streams.forEach((s, i) => expect(hex(s.digest())).toBe(reference(expected(i))));
+  // After the others finished, a new stream starts from the initial state.
+  expect(hex(sha256.create().update(pieces[0]).digest())).toBe(reference(pieces[0]));
+});

@@ -5,8 +5,9 @@
  * whole object sits on every download's critical path (28-46 ms per 2 MB segment).
  *
  * `create()` starts an incremental hash (the shape of noble's `sha256.create()`), which the core
- * uses to hash an object unit by unit as the units verify instead of all at once at completion
- * (shared/src/receiver/object-digest.ts).
+ * uses to hash an object unit by unit as the units verify, and a fountain unit as its systematic
+ * blocks arrive, instead of all at once at completion (shared/src/receiver/object-digest.ts,
+ * systematic-prefix.ts).
  */
 import { createSHA256, IHasher } from 'hash-wasm';
 
@@ -19,33 +20,58 @@ export interface Sha256Stream {
 export type Sha256 = ((data: Uint8Array) => Uint8Array) & { create(): Sha256Stream };
 
 /**
- * Loads the hasher once; each one-shot call hashes its input from a fresh state, and each stream
- * keeps its own state between its calls (calls never interleave: the frame is single-threaded).
+ * Loads the hashers once: one for one-shot calls (each from a fresh state), one that incremental
+ * streams share (calls never interleave: the frame is single-threaded).
  */
 export async function loadSha256(): Promise<Sha256> {
-  const hasher = await createSHA256();
-  const oneShot = (data: Uint8Array) => hasher.init().update(data).digest('binary');
-  return Object.assign(oneShot, { create: () => streamOn(hasher) });
+  const [oneShotHasher, streamHasher] = await Promise.all([createSHA256(), createSHA256()]);
+  const oneShot = (data: Uint8Array) => oneShotHasher.init().update(data).digest('binary');
+  const streams = new SharedStreamHasher(streamHasher);
+  return Object.assign(oneShot, { create: () => streams.start() });
+}
+
+interface StreamState {
+  /** The stream's state while another stream holds the hasher (hash-wasm's save(), ~116 bytes). */
+  saved?: Uint8Array;
+  done: boolean;
 }
 
 /**
- * A stream over the shared hasher: its state (~100 bytes) is saved after every update and loaded
- * before the next, so one-shot calls and other streams can use the hasher in between.
+ * Streams take turns on one hasher: the one that used it last leaves its state in it, so a single
+ * download's updates cost no save or load; a stream whose turn comes after another's saves that
+ * one's state and loads its own.
  */
-function streamOn(hasher: IHasher): Sha256Stream {
-  let state: Uint8Array | undefined = hasher.init().save();
-  const stream: Sha256Stream = {
-    update(data) {
-      if (!state) throw new Error('SHA-256 stream updated after its digest');
-      state = hasher.load(state).update(data).save();
-      return stream;
-    },
-    digest() {
-      if (!state) throw new Error('SHA-256 stream digested twice');
-      const digest = hasher.load(state).digest('binary');
-      state = undefined;
-      return digest;
-    },
-  };
-  return stream;
+class SharedStreamHasher {
+  private holder?: StreamState;
+
+  constructor(private readonly hasher: IHasher) {}
+
+  start(): Sha256Stream {
+    const state: StreamState = { done: false };
+    const stream: Sha256Stream = {
+      update: (data) => {
+        if (state.done) throw new Error('SHA-256 stream updated after its digest');
+        this.take(state).update(data);
+        return stream;
+      },
+      digest: () => {
+        if (state.done) throw new Error('SHA-256 stream digested twice');
+        const digest = this.take(state).digest('binary');
+        state.done = true;
+        this.holder = undefined;
+        return digest;
+      },
+    };
+    return stream;
+  }
+
+  private take(state: StreamState): IHasher {
+    if (this.holder === state) return this.hasher;
+    if (this.holder) this.holder.saved = this.hasher.save();
+    if (state.saved) this.hasher.load(state.saved);
+    else this.hasher.init();
+    state.saved = undefined;
+    this.holder = state;
+    return this.hasher;
+  }
 }
