@@ -168,11 +168,6 @@ export class QuicService {
     return this.reportsHashes ? { url, certificateHashes: this.certificateHashes() } : { url };
   }
 
-  /** The CA certificate files' reloads (undefined with self-signed certificates). */
-  caCertificateFiles(): CaCertificateFiles | undefined {
-    return this.caFiles;
-  }
-
   /** https://host:port/mutp on the advertised HTTP URL's host (origo requires the same host). */
   url(advertisedHttpUrl: string): string {
     if (this.o.advertisedUrl !== undefined) return this.o.advertisedUrl;
