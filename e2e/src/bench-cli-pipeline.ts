@@ -1,12 +1,13 @@
 /**
- * `npx tsx e2e/src/bench-cli-pipeline.ts [--mib 64 --chunk-size 8MiB --proxies 4 --mode rlnc
+ * `npm run bench:cli-pipeline -- [--mib 64 --chunk-size 8MiB --proxies 4 --mode rlnc
  * --first-byte-ms 150 --origin-mbps 40 --prefetch 0,2 --repeats 3]`: what staging ranges ahead
  * (`mutp get --prefetch-ranges`) gains a split download, on this machine, in one run. `mutp get`
  * (its own process, from source) fetches a synthetic object of `--mib` MiB through origo and
  * local proxies from a distant origin (distant-origin.ts: `--first-byte-ms` before each answer,
  * each answer paced to `--origin-mbps` MB/s), once per `--prefetch` value per repeat,
- * interleaved, each under a URL no proxy has cached. Per run: wall time of the download, goodput,
- * whether the bytes are exact (SHA-256 against the origin's), what the look-ahead hinted and how
+ * interleaved, each under a URL no proxy has cached. Per run: wall time of the download, goodput
+ * and normalized goodput, the peak RSS of the mutp process (VmHWM; run from source, so the
+ * loader's own start-up peak, about 110 MiB, is a floor), whether the bytes are exact (SHA-256 against the origin's), what the look-ahead hinted and how
  * the proxies answered, and the ranges the proxies fetched from the origin more than once each.
  * The last line of stdout is one JSON document with every figure.
  */
@@ -19,6 +20,7 @@ import { quantile } from './box-plot';
 import { Cluster, spawnService, startCluster } from './cluster';
 import { DistantOrigin, startDistantOrigin } from './distant-origin';
 import { largeObjectSlice, LARGE_BLOCK_BYTES, Origin, startOrigin } from './origin';
+import { peakRssMiB } from './proc-memory';
 
 const opts = new Command()
   .name('bench-cli-pipeline')
@@ -49,22 +51,31 @@ interface Run {
   prefetch: number;
   wallMs: number;
   goodputMBps: number;
+  normalizedGoodput: number;
+  peakRssMiB: number;
   byteExact: boolean;
   hints: { hinted: number; staged: number; failed: number };
   /** Ranges a proxy asked the origin for more than once per proxy (0 expected). */
   rangesFetchedTwice: number;
 }
 
-/** Runs `mutp get`, resolving with its exit code, stdout and stderr, and its wall time. */
-function mutp(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; wallMs: number }> {
+/** Runs `mutp get`, resolving with its exit code, stdout and stderr, its wall time and peak RSS. */
+function mutp(
+  args: string[],
+): Promise<{ code: number | null; stdout: string; stderr: string; wallMs: number; peakRssMiB: number }> {
   const started = performance.now();
   const child = spawnService('client/src/cli.ts', args, {});
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  let peak = 0;
+  const sampler = setInterval(() => (peak = Math.max(peak, peakRssMiB(child.pid!))), 100);
   return new Promise((resolve) =>
-    child.on('exit', (code) => resolve({ code, stdout, stderr, wallMs: performance.now() - started })),
+    child.on('exit', (code) => {
+      clearInterval(sampler);
+      resolve({ code, stdout, stderr, wallMs: performance.now() - started, peakRssMiB: peak });
+    }),
   );
 }
 
@@ -120,6 +131,7 @@ async function main(): Promise<void> {
         const summary = JSON.parse(run.stdout.trim().split('\n').pop()!) as {
           durationMs: number;
           goodputBps: number;
+          normalizedGoodput: number;
           sha256: string;
           prefetch: Run['hints'];
         };
@@ -130,6 +142,8 @@ async function main(): Promise<void> {
           prefetch,
           wallMs: Math.round(run.wallMs),
           goodputMBps: summary.goodputBps / 1e6,
+          normalizedGoodput: summary.normalizedGoodput,
+          peakRssMiB: Math.round(run.peakRssMiB),
           byteExact: summary.sha256 === digestOf(total, seed),
           hints: summary.prefetch,
           rangesFetchedTwice: [...perRange.values()].filter((n) => n > opts.proxies).length,
@@ -156,6 +170,7 @@ async function main(): Promise<void> {
       prefetch,
       medianGoodputMBps: median(mine.map((r) => r.goodputMBps)),
       medianWallMs: median(mine.map((r) => r.wallMs)),
+      medianPeakRssMiB: median(mine.map((r) => r.peakRssMiB)),
       allByteExact: mine.every((r) => r.byteExact),
       rangesFetchedTwice: mine.reduce((sum, r) => sum + r.rangesFetchedTwice, 0),
     };
