@@ -1,5 +1,6 @@
 /**
- * `npm run bench:origo-outage -- [--outage-s 60] [--period-ms 1000] [--segment-bytes 262144] [--origo-timeout-ms n]`:
+ * `npm run bench:origo-outage -- [--runtime node|chromium|firefox] [--outage-s 60] [--period-ms 1000]
+ * [--segment-bytes 262144] [--origo-timeout-ms n]`:
  * downloads outlive origo (issue 34). Real processes on loopback (origo, four proxies, the test
  * origin) and the Node client playing a segment series through one proxy set (PlaybackSession, as
  * `mutp playlist` and the extension's loader do), one segment every period:
@@ -14,9 +15,14 @@
  * Every segment is checked byte-exact. The last stdout line is one JSON document: per phase the
  * counts and the median segment time, and the outage's and the restart's medians over the
  * baseline's. e2e/test/origo-outage.test.ts runs the same scenario, short.
+ *
+ * `--runtime chromium|firefox [--stream long/hls-ts/index.m3u8] [--buffer-s 12]`: the same phases
+ * with a real browser and the built extension playing an HLS stream (origo-outage-browser.ts);
+ * its rows count segments, fallbacks to the network, failures, stalls and `no-proxies` answers,
+ * with a page opened at origo's restart as a row of its own.
  */
 import { createHash } from 'node:crypto';
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { ClientError, MutpClient, PlaybackSession, systemClock } from '@mutp/shared/client';
 import { releaseNodeRtc } from '@mutp/node-rtc';
 import { loadNodeCodecs } from '@mutp/wasm/node';
@@ -24,6 +30,7 @@ import { createNodeHost } from '@mutp/client';
 import { waitFor } from '@mutp/testing/wait';
 import { Cluster, startCluster } from './cluster';
 import { Origin, startOrigin, syntheticObject } from './origin';
+import { BrowserOutageResult, BrowserRuntime, runBrowserOutage } from './origo-outage-browser';
 
 export type Phase = 'before' | 'outage' | 'after';
 
@@ -217,39 +224,68 @@ function sha(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');
 }
 
+const RUNTIMES = ['node', 'chromium', 'firefox'] as const;
+
+interface BenchOptions {
+  runtime: (typeof RUNTIMES)[number];
+  outageS: number;
+  beforeS: number;
+  afterS?: number;
+  periodMs: number;
+  segmentBytes: number;
+  proxies: number;
+  origoTimeoutMs?: number;
+  stream: string;
+  restartStream: string;
+  bufferS: number;
+  restartSegments: number;
+}
+
+const timestamped = (line: string) => console.log(`${new Date().toISOString().slice(11, 23)} ${line}`);
+
 async function main(): Promise<void> {
   const opts = new Command()
     .name('bench:origo-outage')
-    .description('A segment series through the Node client while origo is killed for a while and restarted.')
+    .description(
+      'A segment series (the Node client, or a browser with the extension) while origo is killed and restarted.',
+    )
+    .addOption(new Option('--runtime <r>', 'who downloads').choices(RUNTIMES).default('node'))
     .option('--outage-s <s>', 'how long origo stays down', (v) => Number(v), 60)
     .option('--before-s <s>', 'the baseline phase, origo up', (v) => Number(v), 10)
-    .option('--after-s <s>', 'after the restart', (v) => Number(v), 10)
-    .option('--period-ms <ms>', 'one segment every this many ms', (v) => Number(v), 1000)
-    .option('--segment-bytes <n>', 'bytes per segment', (v) => Number(v), 256 * 1024)
+    .option('--after-s <s>', 'after the restart (default 10; 20 in a browser)', (v) => Number(v))
+    .option('--period-ms <ms>', 'node: one segment every this many ms', (v) => Number(v), 1000)
+    .option('--segment-bytes <n>', 'node: bytes per segment', (v) => Number(v), 256 * 1024)
     .option('--proxies <n>', 'proxies in the set', (v) => Number(v), 4)
-    .option('--origo-timeout-ms <ms>', "the client's origo limit (default the client's own, 10 s)", (v) => Number(v))
+    .option('--origo-timeout-ms <ms>', "node: the client's origo limit (default the client's own, 10 s)", (v) =>
+      Number(v),
+    )
+    .option('--stream <path>', 'browser: the HLS playlist played (on the test origin)', 'long/hls-ts/index.m3u8')
+    .option(
+      '--restart-stream <path>',
+      "browser: the page opened at origo's restart plays this",
+      'low/hls-fmp4/index.m3u8',
+    )
+    .option('--buffer-s <s>', "browser: hls.js's buffer goal (maxBufferLength)", (v) => Number(v), 12)
+    .option('--restart-segments <n>', 'browser: media requests the restart page waits for', (v) => Number(v), 4)
     .option('--json', 'accepted for symmetry: the last line is JSON either way')
     .parse()
-    .opts<{
-      outageS: number;
-      beforeS: number;
-      afterS: number;
-      periodMs: number;
-      segmentBytes: number;
-      proxies: number;
-      origoTimeoutMs?: number;
-    }>();
+    .opts<BenchOptions>();
+  if (opts.runtime === 'node') await nodeBench(opts);
+  else await browserBench(opts, opts.runtime);
+}
+
+async function nodeBench(opts: BenchOptions): Promise<void> {
   const result = await withDeployment(opts.proxies, (cluster, origin) =>
     runOutage(cluster, origin, {
       beforeMs: opts.beforeS * 1000,
       outageMs: opts.outageS * 1000,
-      afterMs: opts.afterS * 1000,
+      afterMs: (opts.afterS ?? 10) * 1000,
       periodMs: opts.periodMs,
       segmentBytes: opts.segmentBytes,
       proxies: opts.proxies,
       ...(opts.origoTimeoutMs !== undefined ? { origoTimeoutMs: opts.origoTimeoutMs } : {}),
       measureReregistration: true,
-      log: (line) => console.log(`${new Date().toISOString().slice(11, 23)} ${line}`),
+      log: timestamped,
       ...(process.env.MUTP_TRACE ? { trace: (line: string) => console.log(`  trace ${line}`) } : {}),
     }),
   );
@@ -285,6 +321,56 @@ async function main(): Promise<void> {
         noProxies: total('noProxies'),
         outageMedianOverBaseline: ratio('outage'),
         afterMedianOverBaseline: ratio('after'),
+      },
+    }),
+  );
+}
+
+async function browserBench(opts: BenchOptions, runtime: BrowserRuntime): Promise<void> {
+  const result: BrowserOutageResult = await withDeployment(opts.proxies, (cluster, origin) =>
+    runBrowserOutage(cluster, origin, {
+      runtime,
+      stream: opts.stream,
+      restartStream: opts.restartStream,
+      beforeMs: opts.beforeS * 1000,
+      outageMs: opts.outageS * 1000,
+      afterMs: (opts.afterS ?? 20) * 1000,
+      bufferS: opts.bufferS,
+      proxies: opts.proxies,
+      restartSegments: opts.restartSegments,
+      log: timestamped,
+    }),
+  );
+  console.log(
+    `restart page: first segment served ${result.restartPageFirstServedMs ?? '(none)'} ms after origo listened; ` +
+      `every proxy registered again after ${result.reregisteredMs ?? '(not within 60 s)'} ms`,
+  );
+  const total = (k: 'failed' | 'fallbacks' | 'noProxies' | 'stalls' | 'corrupt') =>
+    result.rows.filter((r) => r.phase !== 'before').reduce((sum, r) => sum + r[k], 0);
+  const mean = (p: string) => result.rows.find((r) => r.phase === p)?.meanServedMs ?? null;
+  const baseline = mean('before');
+  const ratio = (p: string) => {
+    const m = mean(p);
+    return m !== null && baseline ? Math.round((m / baseline) * 1000) / 1000 : null;
+  };
+  console.log(
+    JSON.stringify({
+      runtime,
+      outageS: opts.outageS,
+      stream: opts.stream,
+      bufferS: opts.bufferS,
+      rows: result.rows,
+      restartPageFirstServedMs: result.restartPageFirstServedMs,
+      reregisteredMs: result.reregisteredMs,
+      // Outage, after and the restart page against origo up, same run: counts (target 0) and mean ratios.
+      comparison: {
+        failed: total('failed'),
+        fallbacks: total('fallbacks'),
+        noProxies: total('noProxies'),
+        stalls: total('stalls'),
+        corrupt: total('corrupt'),
+        outageMeanServedOverBaseline: ratio('outage'),
+        afterMeanServedOverBaseline: ratio('after'),
       },
     }),
   );
