@@ -17,9 +17,11 @@ import { ObjectCache } from '../src/object-cache';
 import type { FetchControl, ObjectFetcher } from '../src/origin-fetches';
 import { ObjectProvider, ObjectSource } from '../src/object-source';
 import { signShieldRequest, verifyShieldRequest } from '../src/shield-auth';
+import { chainProblem } from '../src/shield-chain';
 import { ShieldEndpoint } from '../src/shield-endpoint';
 import { shieldFetcher, ShieldFetchOptions } from '../src/shield-fetch';
 import { sampleRanges } from '../src/shield-verify';
+import { waitFor } from '@mutp/testing/wait';
 import { LOOPBACK_ONLY, makeObject, silentLogger, startServer, TestServer, until } from './helpers';
 
 const KEY = 'k'.repeat(40);
@@ -28,7 +30,8 @@ const policy: OriginPolicy = { allowedOrigins: '*', allowPrivateOrigins: false, 
 
 /**
  * A local origin with Range support (bytes=a-b only) that counts the body bytes it sends; while
- * `holding`, answers queue until release().
+ * `holding`, answers queue until release(). With `midway` it sends the first half of the next
+ * body and then holds the rest until release() ('hold'), or drops the connection ('cut').
  */
 function countingOrigin() {
   const files = new Map<string, { bytes: Uint8Array; etag: string }>();
@@ -36,6 +39,7 @@ function countingOrigin() {
   const o = {
     bodyBytes: 0,
     holding: false,
+    midway: undefined as 'hold' | 'cut' | undefined,
     server: undefined as unknown as TestServer,
     add(path: string, bytes: Uint8Array, etag: string): string {
       files.set(path, { bytes, etag });
@@ -62,6 +66,18 @@ function countingOrigin() {
       'content-length': body.length,
       ...(asked ? { 'content-range': `bytes ${first}-${last}/${size}` } : {}),
     });
+    const half = Math.floor(body.length / 2);
+    const midway = o.midway;
+    o.midway = undefined;
+    if (midway) {
+      o.bodyBytes += half;
+      res.write(body.subarray(0, half));
+      if (midway === 'cut') return void setTimeout(() => res.destroy(), 20);
+      return void queued.push(() => {
+        o.bodyBytes += body.length - half;
+        res.end(body.subarray(half));
+      });
+    }
     o.bodyBytes += body.length;
     res.end(body);
   };
@@ -90,11 +106,15 @@ const originFetch: ObjectFetcher = (url, control) =>
     totalTimeoutMs: 10_000,
     signal: control.signal,
     reserve: control.reserve,
+    onBody: control.onBody,
     range: control.range,
   });
 
-function newSource(): ObjectSource {
-  return new ObjectSource(policy, new ObjectCache({ maxBytes: 16 << 20, fetch: originFetch }));
+/** A proxy's cache; a parent's passes its fetches on as they arrive, as shield-setup.ts sets it up. */
+function newSource(streams = true): ObjectSource {
+  const source = new ObjectSource(policy, new ObjectCache({ maxBytes: 16 << 20, fetch: originFetch }));
+  if (streams) source.streamFetches();
+  return source;
 }
 
 /** A parent: `objects` (its cache, or a liar around it) behind the shield endpoint on loopback. */
@@ -105,6 +125,7 @@ async function startParent(
   const metrics = new ProxyMetrics();
   const endpoint = new ShieldEndpoint({
     key: KEY,
+    self: 'parent-1',
     objects,
     logger: silentLogger(),
     metrics,
@@ -119,12 +140,10 @@ async function startParent(
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, metrics, endpoint };
 }
 
-/** A child cache shielded by the parent at `parentUrl`; `childOrigin` is its origin fetch. */
-function newChild(parentUrl: string, over: Partial<ShieldFetchOptions> = {}, childOrigin = originFetch) {
-  const metrics = new ProxyMetrics();
-  const cache = new ObjectCache({ maxBytes: 16 << 20, fetch: childOrigin });
+/** The shield around a child's origin fetch: its parent at `parentUrl`, samples seeded. */
+function shieldedBy(parentUrl: string, metrics: ProxyMetrics, over: Partial<ShieldFetchOptions> = {}) {
   const random = seededRandom(7);
-  cache.shieldWith((fetchFromOrigin) =>
+  return (fetchFromOrigin: ObjectFetcher) =>
     shieldFetcher(fetchFromOrigin, {
       parentUrl,
       key: KEY,
@@ -137,8 +156,14 @@ function newChild(parentUrl: string, over: Partial<ShieldFetchOptions> = {}, chi
       logger: silentLogger(),
       random: (max) => randomBelow(random, max),
       ...over,
-    }),
-  );
+    });
+}
+
+/** A child cache shielded by the parent at `parentUrl`; `childOrigin` is its origin fetch. */
+function newChild(parentUrl: string, over: Partial<ShieldFetchOptions> = {}, childOrigin = originFetch) {
+  const metrics = new ProxyMetrics();
+  const cache = new ObjectCache({ maxBytes: 16 << 20, fetch: childOrigin });
+  cache.shieldWith(shieldedBy(parentUrl, metrics, over));
   return { objects: new ObjectSource(policy, cache), cache, metrics };
 }
 
@@ -214,6 +239,150 @@ describe('a cold object through a shield parent', () => {
     expect(same(object.bytes, bytes.subarray(100_000, 150_000))).toBe(true);
     expect(object.range).toEqual({ start: 100_000, completeLength: 300_000 });
     expect(await outcomes(child.metrics)).toEqual({ verified: 1 });
+  });
+});
+
+async function counted(counter: ProxyMetrics['shieldBytes'], source: string): Promise<number> {
+  return (await counter.get()).values.find((v) => v.labels.source === source)?.value ?? 0;
+}
+
+describe('a parent streams its fetch under way to children, who still check the whole copy', () => {
+  test('a child gets the first half while the origin still holds the second, then the verified object', async () => {
+    const parent = newSource();
+    const { url: parentUrl, metrics: parentMetrics } = await startParent(parent);
+    const child = newChild(parentUrl);
+    const { bytes, url } = newFile(1 << 20);
+    origin.midway = 'hold';
+    const parentOwn = parent.get(url);
+    const childGot = child.objects.get(url);
+    // The origin has sent half of the parent's fetch and holds the rest: the child has that half.
+    await waitFor(
+      "the child to receive the first half from the parent while the parent's fetch is under way",
+      async () => ((await counted(child.metrics.shieldBytes, 'parent')) >= bytes.length / 2 ? true : undefined),
+      10_000,
+      5,
+    );
+    expect(await counted(parentMetrics.shieldBytes, 'served-to-children')).toBeLessThan(bytes.length);
+    // Nothing is served as the parent's before the whole copy is checked.
+    expect(await outcomes(child.metrics)).toEqual({});
+    origin.release();
+    const [own, got] = await Promise.all([parentOwn, childGot]);
+    expect(same(own.bytes, bytes)).toBe(true);
+    expect(same(got.bytes, bytes)).toBe(true);
+    expect(await outcomes(child.metrics)).toEqual({ verified: 1 });
+    expect(await counted(parentMetrics.shieldBytes, 'served-to-children')).toBe(bytes.length);
+    expect(child.cache.stats().parentBytes).toBe(bytes.length);
+  });
+
+  test("the parent's fetch failing mid-stream cuts the child's answer off: the child asks the origin", async () => {
+    const parent = newSource();
+    const { url: parentUrl, metrics: parentMetrics } = await startParent(parent);
+    const child = newChild(parentUrl);
+    const { bytes, url } = newFile(400_000);
+    origin.midway = 'cut';
+    const parentOwn = parent.get(url).then(
+      () => 'served',
+      (e: Error) => e.message,
+    );
+    const got = await child.objects.get(url);
+    expect(same(got.bytes, bytes)).toBe(true);
+    expect(await outcomes(child.metrics)).toEqual({ 'parent-failed': 1 });
+    expect(await parentOwn).toMatch(/closed the connection|connection failed/);
+    const served = (await parentMetrics.shieldServed.get()).values;
+    expect(served.map((v) => [v.labels.outcome, v.value])).toEqual([['stream-failed', 1]]);
+  });
+
+  test('a child that does not ask for a stream gets the whole answer, as before', async () => {
+    const parent = newSource();
+    const { url: parentUrl } = await startParent(parent);
+    const { bytes, url } = newFile(100_000);
+    origin.midway = 'hold';
+    const parentOwn = parent.get(url);
+    const target = new URL('/v1/shield', parentUrl);
+    target.searchParams.set('url', url);
+    const asked = fetch(target, { headers: { authorization: signShieldRequest(KEY, 'old-child', { url }) } });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    origin.release();
+    const res = await asked;
+    expect(res.headers.get('content-length')).toBe(String(bytes.length));
+    expect(res.headers.get('x-mutp-validator')).toMatch(/^etag /);
+    expect(same(new Uint8Array(await res.arrayBuffer()), bytes)).toBe(true);
+    await parentOwn;
+  });
+
+  test('a streaming parent that changes bytes is caught like any other', async () => {
+    const { bytes, url } = newFile(300_000);
+    const etag = `etag "v${files}"`;
+    // Chunked, the fields as trailers, every 500th byte changed.
+    const lying = await startServer((_req, res) => {
+      const changed = Buffer.from(bytes);
+      for (let i = 3; i < changed.length; i += 500) changed[i] ^= 0x5a;
+      res.writeHead(200, { trailer: 'x-mutp-sha256, x-mutp-validator' });
+      res.write(changed.subarray(0, 1000));
+      res.write(changed.subarray(1000));
+      res.addTrailers({
+        'x-mutp-sha256': createHash('sha256').update(changed).digest('hex'),
+        'x-mutp-validator': etag,
+      });
+      res.end();
+    });
+    try {
+      const child = newChild(lying.url);
+      expect(same((await child.objects.get(url)).bytes, bytes)).toBe(true);
+      expect(await outcomes(child.metrics)).toEqual({ 'parent-lied': 1 });
+      expect(await counted(child.metrics.shieldBytes, 'parent')).toBe(bytes.length);
+    } finally {
+      await lying.close();
+    }
+  });
+});
+
+describe('parents set up in a loop', () => {
+  /** A proxy that is a parent (named `self`) and, once `parentOf` is called, a child. */
+  async function tier(self: string) {
+    const source = newSource();
+    const { url, metrics } = await startParent(source, { self });
+    return {
+      source,
+      url,
+      metrics,
+      childOf: (parentUrl: string) => source.shieldWith(shieldedBy(parentUrl, metrics, { child: self })),
+    };
+  }
+
+  test("A's parent B whose parent is A: B is refused by A and goes to the origin, A takes B's copy", async () => {
+    const [a, b] = [await tier('edge-a'), await tier('edge-b')];
+    a.childOf(b.url);
+    b.childOf(a.url);
+    const { bytes, url } = newFile(200_000);
+    let got: Uint8Array | undefined;
+    const cost = await originBytes(async () => void (got = (await a.source.get(url)).bytes));
+    expect(same(got!, bytes)).toBe(true);
+    expect(await outcomes(a.metrics)).toEqual({ verified: 1 });
+    expect(await outcomes(b.metrics)).toEqual({ 'parent-loop': 1 });
+    const refused = (await a.metrics.shieldServed.get()).values.find((v) => v.labels.outcome === 'loop');
+    expect(refused?.value).toBe(1);
+    expect(cost).toBeLessThanOrEqual(bytes.length * 1.1);
+  });
+
+  test('a chain longer than the bound is refused; the MAC binds the chain', () => {
+    expect(chainProblem('p', ['a', 'b'])).toBeUndefined();
+    expect(chainProblem('b', ['a', 'b'])).toMatch(/loop: a > b > b/);
+    expect(chainProblem('p', ['a', 'b', 'c', 'd'])).toBeUndefined();
+    expect(chainProblem('p', ['a', 'b', 'c', 'd', 'e'])).toMatch(/at most 4/);
+    const request = { url: 'https://media.example/a.m4s', via: ['edge-a', 'edge-b'] };
+    const header = signShieldRequest(KEY, 'edge-c', request, 1_000_000);
+    expect(verifyShieldRequest(KEY, header, request, 1_000_000)).toEqual({
+      ok: true,
+      child: 'edge-c',
+      via: ['edge-a', 'edge-b'],
+    });
+    // The chain is under the MAC: nobody without the fleet key shortens or drops it.
+    expect(verifyShieldRequest(KEY, header.replace('via=edge-a/edge-b', 'via=edge-b'), request, 1_000_000)).toEqual({
+      ok: false,
+      reason: 'bad-mac',
+    });
+    expect(verifyShieldRequest(KEY, header.replace('via=edge-a/edge-b, ', ''), request, 1_000_000).ok).toBe(false);
   });
 });
 
@@ -352,7 +521,7 @@ describe('the parent endpoint', () => {
     const request = { url: 'https://media.example/a.m4s', range: { start: 0, length: 10 } };
     const now = 1_000_000;
     const header = signShieldRequest(KEY, 'edge-1', request, now);
-    expect(verifyShieldRequest(KEY, header, request, now)).toEqual({ ok: true, child: 'edge-1' });
+    expect(verifyShieldRequest(KEY, header, request, now)).toEqual({ ok: true, child: 'edge-1', via: [] });
     expect(verifyShieldRequest(KEY, header, { ...request, url: 'https://media.example/b.m4s' }, now)).toEqual({
       ok: false,
       reason: 'bad-mac',
