@@ -33,6 +33,7 @@ import { CheckLayout, checkUnitDigest, Sha256, unitDigest } from '../integrity';
 import { Layout } from '../layout';
 import { UNIT_DIGEST_BYTES } from '../limits';
 import { HashStream, hashStreamOf, ObjectDigest } from './object-digest';
+import { SlabPool, sharedSlabPool } from './slab-pool';
 import { SystematicPrefix } from './systematic-prefix';
 
 interface LoggedPacket {
@@ -50,16 +51,6 @@ interface LeaveOut {
   failed: boolean;
 }
 
-/**
- * Kept payloads are copied into slabs of this size, not each into its own ArrayBuffer: one
- * allocation per slab (none once the pool holds some), where a copy per packet cost an allocation
- * and its later collection per packet (issue 33; in Chromium `keep` was ~4 % of the frame's CPU).
- * A unit wastes at most the unused end of its last slab.
- */
-const SLAB_BYTES = 16 * 1024;
-/** Slabs kept for reuse once their units are done (beyond this, they are left to the collector). */
-const MAX_POOLED_SLABS = 64;
-
 /** Pairs are tried only among this many contributors (10 pairs, 10 decoders of one unit). */
 const MAX_PAIR_CONTRIBUTORS = 5;
 
@@ -72,7 +63,7 @@ class CheckUnit {
   pairs = false;
   log: LoggedPacket[] = [];
   logBytes = 0;
-  /** Where the log's payloads are copied (see SLAB_BYTES); the last one is being filled. */
+  /** Where the log's payloads are copied (see copyToSlab); the last one is being filled. */
   slabs: Uint8Array[] = [];
   slabUsed = 0;
   /** Some packet could not be kept (budget): a failure here cannot be traced. */
@@ -120,7 +111,6 @@ export class CheckedDecoder {
   private readonly verified: Uint8Array;
   private verifiedSymbols = 0;
   private logBytes = 0;
-  private readonly slabPool: Uint8Array[] = [];
   /** Check units that failed once (stats). */
   failedChecks = 0;
   /**
@@ -146,6 +136,8 @@ export class CheckedDecoder {
     private readonly logBudgetBytes: number,
     /** false: the integrity-cost baseline (ReceiverConfig.integrity): every unit is taken as decoded. */
     private readonly checked = true,
+    /** Where kept packets' slabs come from and go back to (shared by the process's decoders). */
+    private readonly slabPool: SlabPool = sharedSlabPool,
   ) {
     this.checks = new CheckLayout(layout);
     if (digests.length !== this.checks.checkCount * UNIT_DIGEST_BYTES)
@@ -286,9 +278,8 @@ export class CheckedDecoder {
   }
 
   free(): void {
-    for (const [, c] of this.units) this.drop(c);
+    for (const [, c] of this.units) this.recycle(this.drop(c));
     this.units.clear();
-    this.slabPool.length = 0;
   }
 
   /**
@@ -327,14 +318,16 @@ export class CheckedDecoder {
     this.logBytes += payload.length;
   }
 
-  /** A copy of `payload` in the unit's current slab (a new one when it does not fit). */
+  /**
+   * A copy of `payload` in the unit's current slab (a new one when it does not fit). Slabs, not an
+   * ArrayBuffer per copy: one allocation per slab (none once the pool holds some), where a copy per
+   * packet cost an allocation and its later collection per packet (issue 33; in Chromium `keep`
+   * was ~4 % of the frame's CPU).
+   */
   private copyToSlab(c: CheckUnit, payload: Uint8Array): Uint8Array {
     let slab = c.slabs.at(-1);
     if (!slab || c.slabUsed + payload.length > slab.length) {
-      slab =
-        payload.length > SLAB_BYTES
-          ? new Uint8Array(payload.length)
-          : (this.slabPool.pop() ?? new Uint8Array(SLAB_BYTES));
+      slab = this.slabPool.take(payload.length);
       c.slabs.push(slab);
       c.slabUsed = 0;
     }
@@ -346,8 +339,7 @@ export class CheckedDecoder {
 
   /** Slabs whose payloads nobody reads any more go back to the pool. */
   private recycle(slabs: Uint8Array[]): void {
-    for (const slab of slabs)
-      if (slab.length === SLAB_BYTES && this.slabPool.length < MAX_POOLED_SLABS) this.slabPool.push(slab);
+    this.slabPool.give(slabs);
   }
 
   /**
