@@ -84,7 +84,7 @@ function newClient(transport: TransportPreference, trustedRoots?: string): MutpC
 }
 
 /** Each source's name and transport. */
-function transportsByName(r: GetResult): Record<string, string> {
+function transportsByName(r: GetResult): Record<string, string | undefined> {
   return Object.fromEntries(r.sources.map((s) => [s.name, 'transport' in s ? s.transport : 'http']));
 }
 
