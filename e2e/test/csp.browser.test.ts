@@ -1,6 +1,7 @@
 /**
- * Issue 31, the page's CSP: in Chromium with the built extension, against origo, two proxies and
- * the media origin on loopback, a page whose meta CSP is `connect-src 'self' <origin>`:
+ * Issue 31, the page's CSP: in Chromium and in Firefox ESR with the built extension, against origo,
+ * two proxies and the media origins on loopback, a page whose meta CSP is
+ * `connect-src 'self' <origin> <manifest origin>`:
  *
  * - a media URL on another origin (the same server as `localhost`, which the CSP does not list)
  *   is never fetched: not by the proxies, not by the extension's CORS-consent HEAD, not by the
@@ -15,8 +16,17 @@
 import { createHash } from 'node:crypto';
 import { createServer, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Page } from 'puppeteer-core';
-import { ChromiumSession, ensureExtensionBuilt, launchChromium, pageCounters, waitFor } from '../src/browser';
+import type { Browser, Page } from 'puppeteer-core';
+import {
+  ChromiumSession,
+  ensureExtensionBuilt,
+  ExtensionSettings,
+  launchChromium,
+  launchFirefox,
+  pageCounters,
+  waitFor,
+} from '../src/browser';
+import { presetSettingsApplied } from '../src/firefox-sessions';
 import { Cluster, startCluster } from '../src/cluster';
 import { Origin, startOrigin, syntheticObject } from '../src/origin';
 
@@ -32,6 +42,7 @@ let site: Server;
 let siteUrl: string;
 let cluster: Cluster;
 let chromium: ChromiumSession;
+let settings: ExtensionSettings;
 
 /** A page on its own origin whose CSP lets it connect to itself and to `allowed` only. */
 function pageHtml(allowed: string[]): string {
@@ -78,14 +89,15 @@ beforeAll(async () => {
     proxies: ['a', 'b'].map((x) => ({ name: `csp-${x}`, uploadKBps: 0 })),
     allowPrivateOrigins: true,
   });
-  chromium = await launchChromium();
-  await chromium.setSettings({
+  settings = {
     origoUrl: cluster.clientUrl,
     mode: 'rlnc',
     proxies: 2,
     exposeCounters: true,
     urlPatterns: ['*/object/*'],
-  });
+  };
+  chromium = await launchChromium();
+  await chromium.setSettings(settings);
 }, 180_000);
 
 afterAll(async () => {
@@ -118,14 +130,18 @@ function requestsFor(path: string, at = origin): string[] {
     .map((r) => `${r.method} ${r.userAgent.startsWith('mutp-proxy/') ? 'proxy' : 'browser'}`);
 }
 
-test('a URL outside connect-src is never fetched; a listed origin goes through MUTP once the page reached it', async () => {
-  const page = await chromium.browser.newPage();
+/**
+ * The case in one browser; `seed` tells its objects apart from another browser's (the origins'
+ * logs are shared).
+ */
+async function cspCase(browser: Browser, seed: number): Promise<void> {
+  const page = await browser.newPage();
   try {
     await page.goto(siteUrl, { waitUntil: 'load' });
     await waitFor('the hook to get its settings', async () => ((await pageCounters(page)) ? true : undefined), 10_000);
 
     // 1. Outside the CSP: an injected script's "media" request carrying data in its URL.
-    const leakPath = `/object/${OBJECT_BYTES}/3`;
+    const leakPath = `/object/${OBJECT_BYTES}/${seed + 3}`;
     const leaked = await load(page, `${blockedBase}${leakPath}?secret=cookie-value`);
     expect(leaked.error).toMatch(/TypeError/);
     // The browser reports its own refusal of the network request, once it had it (so the hook
@@ -140,17 +156,25 @@ test('a URL outside connect-src is never fetched; a listed origin goes through M
     );
 
     // 2. The listed origin, before the page reached it: the network (the page's CSP lets it).
-    const firstPath = `/object/${OBJECT_BYTES}/1`;
+    const firstPath = `/object/${OBJECT_BYTES}/${seed + 1}`;
     const first = await load(page, `${origin.url}${firstPath}`);
-    expect(first).toEqual({ status: 200, length: OBJECT_BYTES, sha256: sha256(syntheticObject(OBJECT_BYTES, 1)) });
+    expect(first).toEqual({
+      status: 200,
+      length: OBJECT_BYTES,
+      sha256: sha256(syntheticObject(OBJECT_BYTES, seed + 1)),
+    });
 
     // 3. The same origin again, now reached: through MUTP.
-    const secondPath = `/object/${OBJECT_BYTES}/2`;
+    const secondPath = `/object/${OBJECT_BYTES}/${seed + 2}`;
     const viaMutp = await load(page, `${origin.url}${secondPath}`);
-    expect(viaMutp).toEqual({ status: 200, length: OBJECT_BYTES, sha256: sha256(syntheticObject(OBJECT_BYTES, 2)) });
+    expect(viaMutp).toEqual({
+      status: 200,
+      length: OBJECT_BYTES,
+      sha256: sha256(syntheticObject(OBJECT_BYTES, seed + 2)),
+    });
 
     // 4. A new listed origin, as a player meets it: the manifest, then at once a segment.
-    const segmentPath = `/object/${OBJECT_BYTES}/4`;
+    const segmentPath = `/object/${OBJECT_BYTES}/${seed + 4}`;
     const segment = await page.evaluate(
       (m, s) =>
         (globalThis as unknown as { manifestThenSegment(m: string, s: string): Promise<Loaded> }).manifestThenSegment(
@@ -160,7 +184,11 @@ test('a URL outside connect-src is never fetched; a listed origin goes through M
       `${manifestOrigin.url}/status/200`,
       `${manifestOrigin.url}${segmentPath}`,
     );
-    expect(segment).toEqual({ status: 200, length: OBJECT_BYTES, sha256: sha256(syntheticObject(OBJECT_BYTES, 4)) });
+    expect(segment).toEqual({
+      status: 200,
+      length: OBJECT_BYTES,
+      sha256: sha256(syntheticObject(OBJECT_BYTES, seed + 4)),
+    });
     expect(requestsFor(segmentPath, manifestOrigin).filter((r) => r !== 'GET proxy')).toEqual(['HEAD browser']);
 
     const counters = await pageCounters(page);
@@ -176,5 +204,19 @@ test('a URL outside connect-src is never fetched; a listed origin goes through M
     expect(second).toContain('GET proxy');
   } finally {
     await page.close();
+  }
+}
+
+test('Chromium: a URL outside connect-src is never fetched; a listed origin goes through MUTP once the page reached it', async () => {
+  await cspCase(chromium.browser, 0);
+});
+
+test('Firefox: the same', async () => {
+  const firefox = await launchFirefox(settings);
+  try {
+    await presetSettingsApplied(firefox, siteUrl);
+    await cspCase(firefox.browser, 10);
+  } finally {
+    await firefox.close();
   }
 });
