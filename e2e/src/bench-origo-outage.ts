@@ -107,6 +107,8 @@ export async function withDeployment<T>(
         extraArgs: ['--origin-timeout-ms', '2000'],
       })),
       allowPrivateOrigins: true,
+      // A loaded machine (other work beside the bench) may take more than the default 30 s.
+      readyTimeoutMs: 90_000,
     });
     return await run(cluster, origin);
   } finally {
