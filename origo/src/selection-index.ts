@@ -10,9 +10,10 @@
  *   measured throughputs sorted (the medians, less the excluded proxies' values, in O(excluded)),
  *   and three lists sorted by how they score: measured (by their score), claiming (by free
  *   capacity / load: an upper bound of their capped score) and unknown capacity (by load);
- * - the first group is sampled by rejection from the prefixes of those lists that can reach its
- *   floor, which is the same uniform ordered sample as rule 4's shuffle; later groups, when the
- *   first cannot fill the request, are read from the prefixes down to the floor they need;
+ * - each group (rule 4) starts at the best score below the groups before it, found from the
+ *   heads of those lists; it is listed when the places left hold it, else sampled by rejection
+ *   from the prefixes of the lists that can reach its floor (the same uniform ordered sample as
+ *   the shuffle of rule 4), so a request reads about as many proxies as it asks for;
  * - the declared client prefixes in a table by (family, length, network): clientRegion looks up
  *   one entry per declared prefix length.
  *
@@ -218,9 +219,11 @@ export class SelectionIndex<P extends ProxyLoad> {
       old.proxy = proxy;
       return;
     }
-    if (old !== undefined) this.detach(old);
+    // Its declared prefixes move only when they changed (a heartbeat changes the load alone).
+    const samePrefixes = old !== undefined && old.region === slot.region && sameList(old.prefixes, slot.prefixes);
+    if (old !== undefined) this.detach(old, !samePrefixes);
     this.slots.set(proxy.proxyId, slot);
-    this.attach(slot);
+    this.attach(slot, !samePrefixes);
   }
 
   /**
@@ -292,16 +295,16 @@ export class SelectionIndex<P extends ProxyLoad> {
     return this.prefixes.regionOf(address);
   }
 
-  private attach(slot: Slot<P>): void {
-    if (slot.prefixes !== undefined) this.prefixes.add(slot.region!, slot.prefixes);
+  private attach(slot: Slot<P>, prefixes = true): void {
+    if (prefixes && slot.prefixes !== undefined) this.prefixes.add(slot.region!, slot.prefixes);
     if (!slot.eligible) return;
     for (const view of this.views.values()) if (view.accepts(slot)) view.add(slot);
     if (slot.region !== undefined)
       for (const key of regionKeys(slot)) this.regionCounts.set(key, (this.regionCounts.get(key) ?? 0) + 1);
   }
 
-  private detach(slot: Slot<P>): void {
-    if (slot.prefixes !== undefined) this.prefixes.delete(slot.region!, slot.prefixes);
+  private detach(slot: Slot<P>, prefixes = true): void {
+    if (prefixes && slot.prefixes !== undefined) this.prefixes.delete(slot.region!, slot.prefixes);
     if (!slot.eligible) return;
     for (const view of this.views.values()) if (view.at.has(slot)) view.delete(slot);
     if (slot.region === undefined) return;
@@ -361,9 +364,7 @@ export class SelectionIndex<P extends ProxyLoad> {
     const scorer = this.scorer(view, excluded);
     const drawn = count >= 2 && eligible > count;
     const ranked = drawn ? count - 1 : count;
-    const floor = scorer.best() * (1 - NEAR_EQUAL_FRACTION);
-    const top =
-      this.firstGroupSample(scorer, floor, ranked, random) ?? this.groupsInOrder(scorer, floor, ranked, random);
+    const top = this.groups(scorer, ranked, random);
     if (!drawn) return top.map((s) => s.proxy);
     // Rule 5: uniform over the eligible proxies not ranked in (rejection: most are not).
     const taken = new Set(top);
@@ -376,80 +377,32 @@ export class SelectionIndex<P extends ProxyLoad> {
   }
 
   /**
-   * Rule 4 when the first group fills the ranked places: a uniform ordered sample of it, drawn by
-   * rejection from the list prefixes that can reach the floor; undefined when it cannot fill them.
+   * Rule 4: the groups in score order, each shuffled, until `ranked` places are filled. A group is
+   * found from its start (the best score below the groups before it) and read from the list
+   * prefixes that can reach its floor: listed when it fits in the places left, else sampled by
+   * rejection (the same uniform ordered sample as shuffling it and taking the first).
    */
-  private firstGroupSample(scorer: Scorer<P>, floor: number, ranked: number, random: Random): Slot<P>[] | undefined {
-    const prefixes = scorer.prefixes(floor);
-    const total = prefixes.reduce((sum, p) => sum + p.length, 0);
-    const inGroup = (slot: Slot<P>) => !scorer.excluded.has(slot) && scorer.score(slot) >= floor;
-    if (total <= SMALL_GROUP) {
-      const group = prefixes.flatMap((p) => p.filter(inGroup));
-      return group.length >= ranked ? orderedSample(group, ranked, random) : undefined;
+  private groups(scorer: Scorer<P>, ranked: number, random: Random): Slot<P>[] {
+    const ordered: Slot<P>[] = [];
+    let above = Infinity; // the floor of the groups taken: they hold every score from there up
+    let start = scorer.bestBelow(above);
+    while (ordered.length < ranked && start > -Infinity) {
+      const floor = start * (1 - NEAR_EQUAL_FRACTION);
+      const bound = above;
+      const inGroup = (slot: Slot<P>) => {
+        if (scorer.excluded.has(slot)) return false;
+        const score = scorer.score(slot);
+        return score >= floor && score < bound;
+      };
+      const prefixes = scorer.prefixes(floor);
+      const need = ranked - ordered.length;
+      const members = listed(prefixes, inGroup, need + 1);
+      if (members.length <= need) ordered.push(...orderedSample(members, members.length, random));
+      else ordered.push(...sampleOf(prefixes, inGroup, need, random));
+      above = floor;
+      start = scorer.bestBelow(above);
     }
-    let found = 0;
-    outer: for (const p of prefixes) for (const slot of p) if (inGroup(slot) && ++found >= ranked) break outer;
-    if (found < ranked) return undefined;
-    const chosen: Slot<P>[] = [];
-    const taken = new Set<Slot<P>>();
-    while (chosen.length < ranked) {
-      let pick: Slot<P> | undefined;
-      for (let tries = 0; tries < MAX_REJECTIONS && pick === undefined; tries++) {
-        const slot = nth(prefixes, randomBelow(random, total));
-        if (inGroup(slot) && !taken.has(slot)) pick = slot;
-      }
-      if (pick === undefined) {
-        // Mostly rejections (excluded, capped or taken): list what is left of the group instead.
-        const left = prefixes.flatMap((p) => p.filter((s) => inGroup(s) && !taken.has(s)));
-        pick = left[randomBelow(random, left.length)];
-      }
-      chosen.push(pick);
-      taken.add(pick);
-    }
-    return chosen;
-  }
-
-  /**
-   * Rule 4 when the first group is smaller than the ranked places: the groups in score order,
-   * each shuffled, read from the proxies scoring at least `threshold`, lowered until the groups
-   * listed fill the ranked places (or every proxy is listed) and the last of them is whole.
-   */
-  private groupsInOrder(scorer: Scorer<P>, floor: number, ranked: number, random: Random): Slot<P>[] {
-    let threshold = floor;
-    for (;;) {
-      const scored = scorer
-        .prefixes(threshold)
-        .flatMap((p) => p.filter((s) => !scorer.excluded.has(s)))
-        .map((slot) => ({ slot, score: scorer.score(slot) }))
-        .filter((s) => s.score >= threshold);
-      scored.sort((a, b) => b.score - a.score);
-      let start = 0;
-      let whole = true;
-      const groups: Slot<P>[][] = [];
-      let filled = 0;
-      while (start < scored.length && filled < ranked) {
-        const groupFloor = scored[start].score * (1 - NEAR_EQUAL_FRACTION);
-        if (groupFloor < threshold) {
-          threshold = groupFloor;
-          whole = false;
-          break;
-        }
-        let end = start + 1;
-        while (end < scored.length && scored[end].score >= groupFloor) end++;
-        groups.push(scored.slice(start, end).map((s) => s.slot));
-        filled += end - start;
-        start = end;
-      }
-      if (!whole) continue;
-      // Too few score `threshold` or more: lower it (scores are never negative: 0 lists them all).
-      if (filled < ranked && threshold > 0) {
-        threshold = threshold > 1 ? threshold / 4 : 0;
-        continue;
-      }
-      const ordered: Slot<P>[] = [];
-      for (const group of groups) ordered.push(...orderedSample(group, group.length, random));
-      return ordered.slice(0, ranked);
-    }
+    return ordered;
   }
 
   private scorer(view: View<P>, excluded: ReadonlySet<Slot<P>>): Scorer<P> {
@@ -488,42 +441,101 @@ class Scorer<P> {
     return (slot.measured ?? claimed) / slot.divisor;
   }
 
-  /** The best score of the view's eligible proxies. */
-  best(): number {
+  /** The best score below `bound` of the view's eligible proxies (-Infinity: none). */
+  bestBelow(bound: number): number {
     let best = -Infinity;
     const [measured, claiming, unknown] = this.view.classes;
-    for (const list of [measured, unknown]) {
-      const first = list.items.find((s) => !this.excluded.has(s));
-      if (first !== undefined) best = Math.max(best, this.score(first));
+    // Measured and unknown capacities score in list order: the first one below the bound is best.
+    const firstFrom = (list: SortedSlots<P>, from: number) => {
+      for (let i = from; i < list.items.length; i++)
+        if (!this.excluded.has(list.items[i])) return this.score(list.items[i]);
+      return -Infinity;
+    };
+    best = Math.max(
+      firstFrom(
+        measured,
+        measured.prefix((s) => s.key >= bound),
+      ),
+      firstFrom(
+        unknown,
+        unknown.prefix((s) => this.unknownScore(s) >= bound),
+      ),
+    );
+    // A claim scores at most its key (free / divisor): above the bound, only a capped one may be
+    // below it; below, none further down can beat `best`.
+    const from = claiming.prefix((s) => s.key >= bound);
+    for (let i = 0; i < from; i++) {
+      const slot = claiming.items[i];
+      const score = this.excluded.has(slot) ? -Infinity : this.score(slot);
+      if (score < bound) best = Math.max(best, score);
     }
-    // A claim's score is at most its key (free / divisor): none further down can beat `best`.
-    for (const slot of claiming.items) {
+    for (let i = from; i < claiming.items.length; i++) {
+      const slot = claiming.items[i];
       if (slot.key <= best) break;
       if (!this.excluded.has(slot)) best = Math.max(best, this.score(slot));
     }
     return best;
   }
 
+  /** The score of a proxy of unknown capacity: one numerator for all, so it falls along their list. */
+  private unknownScore(slot: Slot<P>): number {
+    return Math.min(this.priorCap, this.unknownFree) / slot.divisor;
+  }
+
   /** Per class, the leading proxies that may score `threshold` or more (a superset: filter by score). */
-  prefixes(threshold: number): Slot<P>[][] {
+  prefixes(threshold: number): Prefix<P>[] {
     const [measured, claiming, unknown] = this.view.classes;
-    // Unknown capacities share one numerator: their score falls along the list.
-    const unknownScore = (s: Slot<P>) => Math.min(this.priorCap, this.unknownFree) / s.divisor;
     return [
-      measured.items.slice(
-        0,
-        measured.prefix((s) => s.key >= threshold),
-      ),
-      claiming.items.slice(
-        0,
-        claiming.prefix((s) => s.key >= threshold),
-      ),
-      unknown.items.slice(
-        0,
-        unknown.prefix((s) => unknownScore(s) >= threshold),
-      ),
+      { items: measured.items, length: measured.prefix((s) => s.key >= threshold) },
+      { items: claiming.items, length: claiming.prefix((s) => s.key >= threshold) },
+      { items: unknown.items, length: unknown.prefix((s) => this.unknownScore(s) >= threshold) },
     ];
   }
+}
+
+/** The first `length` items of a sorted list (not copied: requests read far fewer than that). */
+interface Prefix<P> {
+  items: readonly Slot<P>[];
+  length: number;
+}
+
+/** The items of the prefixes that `keep` keeps, at most `most` of them. */
+function listed<P>(prefixes: readonly Prefix<P>[], keep: (slot: Slot<P>) => boolean, most = Infinity): Slot<P>[] {
+  const out: Slot<P>[] = [];
+  for (const p of prefixes)
+    for (let i = 0; i < p.length && out.length < most; i++) if (keep(p.items[i])) out.push(p.items[i]);
+  return out;
+}
+
+/**
+ * A uniform ordered sample of `count` of the prefixes' items that `keep` keeps (more than
+ * `count` of them): each drawn by rejection from the prefixes, or from the list of those left
+ * when most draws are rejected (excluded, capped, in another group or taken).
+ */
+function sampleOf<P>(
+  prefixes: readonly Prefix<P>[],
+  keep: (slot: Slot<P>) => boolean,
+  count: number,
+  random: Random,
+): Slot<P>[] {
+  const total = prefixes.reduce((sum, p) => sum + p.length, 0);
+  if (total <= SMALL_GROUP) return orderedSample(listed(prefixes, keep), count, random);
+  const chosen: Slot<P>[] = [];
+  const taken = new Set<Slot<P>>();
+  while (chosen.length < count) {
+    let pick: Slot<P> | undefined;
+    for (let tries = 0; tries < MAX_REJECTIONS && pick === undefined; tries++) {
+      const slot = nth(prefixes, randomBelow(random, total));
+      if (keep(slot) && !taken.has(slot)) pick = slot;
+    }
+    if (pick === undefined) {
+      const left = listed(prefixes, (s) => keep(s) && !taken.has(s));
+      pick = left[randomBelow(random, left.length)];
+    }
+    chosen.push(pick);
+    taken.add(pick);
+  }
+  return chosen;
 }
 
 /** The median of a sorted list's `field` less some of its members' values (undefined: none left). */
@@ -550,11 +562,11 @@ function orderedSample<T>(items: readonly T[], count: number, random: Random): T
   return pool.slice(0, count);
 }
 
-/** The `i`-th item of lists taken one after the other. */
-function nth<T>(lists: readonly (readonly T[])[], i: number): T {
-  for (const list of lists) {
-    if (i < list.length) return list[i];
-    i -= list.length;
+/** The `i`-th item of the prefixes taken one after the other. */
+function nth<P>(prefixes: readonly Prefix<P>[], i: number): Slot<P> {
+  for (const p of prefixes) {
+    if (i < p.length) return p.items[i];
+    i -= p.length;
   }
   throw new RangeError('selection index: draw beyond the candidates');
 }
