@@ -77,6 +77,10 @@ function downloadCommand(name: string): Command {
         .default('auto'),
     )
     .option(
+      '--quic-ca-file <path>',
+      "extra root certificates (PEM) for proxies whose QUIC endpoint has a CA's certificate, besides the system's (a private CA)",
+    )
+    .option(
       '--region <name>',
       "the region you are in, as origo's proxies name theirs: a hint origo follows only when your address is in none of their prefixes",
       regionHint,
@@ -101,6 +105,16 @@ function featureList(text: string): Feature[] {
     return parseFeatureList(text);
   } catch (e) {
     throw new InvalidArgumentError((e as Error).message);
+  }
+}
+
+/** The Node host, trusting `--quic-ca-file`'s roots besides the system's for CA-certified QUIC endpoints. */
+function nodeHost(flags: { quicCaFile?: string }) {
+  if (flags.quicCaFile === undefined) return createNodeHost();
+  try {
+    return createNodeHost({}, { extraRootCertificatesPem: readFileSync(flags.quicCaFile, 'utf8') });
+  } catch (e) {
+    return program.error(`mutp: --quic-ca-file: ${(e as Error).message}`, { exitCode: EXIT.usage });
   }
 }
 
@@ -184,6 +198,7 @@ async function get(
     origo: string;
     insecure?: boolean;
     transport: TransportPreference;
+    quicCaFile?: string;
     region?: string;
     disableFeatures?: Feature[];
   },
@@ -198,7 +213,7 @@ async function get(
   })();
   const origoUrls = origoUrlsFrom(flags);
   const codecs = await loadNodeCodecs();
-  const client = new MutpClient(createNodeHost(), {
+  const client = new MutpClient(nodeHost(flags), {
     origoUrls,
     codecs,
     insecureOrigo: flags.insecure === true,
@@ -223,6 +238,7 @@ interface PlaylistFlags {
   origo: string;
   insecure?: boolean;
   transport: TransportPreference;
+  quicCaFile?: string;
   region?: string;
   disableFeatures?: Feature[];
   stage: boolean;
@@ -256,7 +272,7 @@ async function playlist(source: string, flags: PlaylistFlags): Promise<void> {
   );
   if (flags.outputDir) mkdirSync(flags.outputDir, { recursive: true });
   const codecs = await loadNodeCodecs();
-  const host = createNodeHost();
+  const host = nodeHost(flags);
   const client = new MutpClient(host, {
     origoUrls,
     codecs,

@@ -7,15 +7,15 @@ import WebSocket from 'ws';
 import { ClientHost, FetchLike, systemClock, WebSocketLike } from '@mutp/shared/client';
 import { createNodeRtcFactory, NodeRtcOptions } from '@mutp/node-rtc';
 import { nodeNetworkWatch } from './network-watch';
-import { openNodeQuicTransport } from './quic-transport';
+import { nodeQuicOpener, NodeQuicOptions } from './quic-transport';
 
-export function createNodeHost(rtc: NodeRtcOptions = {}): ClientHost {
+export function createNodeHost(rtc: NodeRtcOptions = {}, quic: NodeQuicOptions = {}): ClientHost {
   return {
     clock: systemClock,
     random: () => randomBytes(4).readUInt32BE(0),
     webSocket: (url) => new WebSocket(url, { maxPayload: 1 << 20 }) as unknown as WebSocketLike,
     rtc: createNodeRtcFactory(rtc),
-    quic: openNodeQuicTransport,
+    quic: nodeQuicOpener(quic),
     fetch: globalThis.fetch as unknown as FetchLike,
     sha256: (data) => createHash('sha256').update(data).digest(),
     verifySignature: verifyEd25519Native,

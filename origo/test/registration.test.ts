@@ -309,6 +309,14 @@ describe('proxy registration', () => {
       expect((await offered(port))[0].quic).toEqual(quic('https://edge.test:4433/mutp', [hash('b'), hash('c')]));
     });
 
+    test('a CA-certified one (no hashes: clients validate its chain and host) is offered as it came', async () => {
+      const { port } = await startOrigo();
+      const peer = await TestPeer.open(port, '/v1/proxy', 'proxy');
+      peer.send({ ...registerMessage({ name: 'edge' }), quic: { url: 'https://edge.test:4433/mutp' } });
+      await peer.next('registered');
+      expect((await offered(port))[0].quic).toEqual({ url: 'https://edge.test:4433/mutp' });
+    });
+
     test('a proxy without one is offered without one', async () => {
       const { port } = await startOrigo();
       await connectProxy(port, { name: 'plain' });
@@ -320,6 +328,7 @@ describe('proxy registration', () => {
       ['not https', quic('http://edge.test:4433/mutp'), /https/],
       ['a query', quic('https://edge.test:4433/mutp?x=1'), /query/],
       ['three hashes', quic('https://edge.test:4433/mutp', [hash('a'), hash('b'), hash('c')]), /./],
+      ['an empty hash list', quic('https://edge.test:4433/mutp', []), /./],
       ['a hash that is not 32 bytes', quic('https://edge.test:4433/mutp', ['AAAA']), /./],
     ])('is refused with %s', async (_what, endpoint, why) => {
       const { port } = await startOrigo();

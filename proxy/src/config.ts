@@ -7,6 +7,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { MAX_DATAGRAM_BYTES, MAX_OBJECT_BYTES, MAX_SYMBOL_SIZE, MIN_SYMBOL_SIZE, SourceEndpoint } from '@mutp/shared';
 import { DEFAULT_DRAIN_TIMEOUT_MS } from './drain';
 import { addShieldOptions, ShieldConfig, shieldConfig } from './shield-config';
+import { addQuicCertOptions, QuicCaConfig, quicCaConfig } from './quic-cert-config';
 import {
   featureList,
   flag,
@@ -77,6 +78,8 @@ export interface ProxyConfig {
   advertisedQuicUrl?: string;
   /** Validity of each self-signed QUIC certificate, 1–14 days; rotated at three quarters of it. */
   quicCertificateDays: number;
+  /** An operator's CA-issued certificate for the QUIC endpoint (quic-cert-config.ts); absent: self-signed. */
+  quicCa?: QuicCaConfig;
   cacheBytes: number;
   /** Memory for transfer state beyond the cache: sender bookkeeping, codec copies, fetch buffers. */
   transferMemoryBytes: number;
@@ -168,7 +171,7 @@ export const DEFAULT_CONFIG: Omit<ProxyConfig, 'secret'> = {
 /** The commander program (used by main.ts and by `--help`); usage errors exit 2. */
 export function buildCommand(): Command {
   const d = DEFAULT_CONFIG;
-  return addShieldOptions(exitTwoOnUsageErrors(new Command('mutp-proxy')))
+  return addQuicCertOptions(addShieldOptions(exitTwoOnUsageErrors(new Command('mutp-proxy'))))
     .description(
       'MUTP edge proxy: serves coded multi-source transfers over WebRTC and the Parallel HTTP baseline. ' +
         'HTTP /livez, /readyz, /healthz, /metrics, /v1/http. SIGTERM drains: new clients and transfers are ' +
@@ -488,6 +491,8 @@ export function parseConfig(argv: string[], command: Command = buildCommand()): 
     command.error('error: --region-prefixes needs --region (the region they belong to)', { exitCode: 2 });
   const shield = shieldConfig(o);
   if (typeof shield === 'string') command.error(`error: ${shield}`, { exitCode: 2 });
+  const quicCa = quicCaConfig(o);
+  if (typeof quicCa === 'string') command.error(`error: ${quicCa}`, { exitCode: 2 });
   return {
     origoUrl: o.origo,
     secret: o.secret,
@@ -536,5 +541,6 @@ export function parseConfig(argv: string[], command: Command = buildCommand()): 
     logLevel: o.logLevel,
     drainTimeoutMs: o.drainTimeoutMs,
     ...(shield ? { shield } : {}),
+    ...(quicCa ? { quicCa } : {}),
   };
 }

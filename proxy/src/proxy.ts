@@ -26,7 +26,7 @@ import { OrigoLink, OrigoLinkStats } from './origo-link';
 import { PeerManager } from './peer-manager';
 import { QuicCertificate } from './quic-certificates';
 import { listenNative, nativeCertificate } from './quic-native';
-import { QuicListen, QuicService } from './quic-service';
+import { QuicListen, QuicService, quicUrlHost } from './quic-service';
 import { RateMeter } from './rate-meter';
 import { encoderPreparer } from './stage-prepare';
 import { HintLedger } from './hint-ledger';
@@ -309,6 +309,9 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
           port: config.quicPort,
           advertisedUrl: config.advertisedQuicUrl,
           certificateDays: config.quicCertificateDays,
+          ...(config.quicCa
+            ? { caCertificate: { files: config.quicCa, host: quicUrlHost(config.advertisedQuicUrl ?? httpUrl) } }
+            : {}),
           generateCertificate:
             deps.generateCertificate ?? ((days) => nativeCertificate([new URL(httpUrl!).hostname, 'localhost'], days)),
           maxRateBps: capacityBps,
@@ -340,9 +343,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
           region: config.region,
           regionPrefixes: config.regionPrefixes,
           capabilities: SourceEndpoint.declaredFeatures(config.disabledFeatures),
-          ...(quicService && quicUrl
-            ? { quic: () => ({ url: quicUrl!, certificateHashes: quicService.certificateHashes() }) }
-            : {}),
+          ...(quicService && quicUrl ? { quic: () => quicService.endpoint(quicUrl!) } : {}),
           logger,
           load: () => ({
             activeTransfers: admission.activeTransfers,
@@ -350,7 +351,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
             capacityBps,
             // Only while draining: the usual heartbeat stays as it was.
             ...(admission.draining ? { draining: true } : {}),
-            ...(quicService ? { quicCertificateHashes: quicService.certificateHashes() } : {}),
+            ...(quicService?.reportsHashes ? { quicCertificateHashes: quicService.certificateHashes() } : {}),
           }),
           onSignal: (m) => peers.handleSignal(m),
           onConnectionClosed: (id, reason) => peers.handleClosed(id, reason),

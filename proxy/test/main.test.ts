@@ -248,6 +248,24 @@ describe('configuration', () => {
     ).toThrow(/--advertised-quic-url gives edge.example.com/);
   });
 
+  test('QUIC certificate files: both, with --quic-port, from flags or the environment', () => {
+    expect(parse(['--secret', 'x', '--quic-port', '4433']).quicCa).toBeUndefined();
+    expect(
+      parse(['--secret', 'x', '--quic-port', '4433', '--quic-cert-file', '/c.pem', '--quic-key-file', '/k.pem']).quicCa,
+    ).toEqual({ certificateFile: '/c.pem', keyFile: '/k.pem', checkIntervalMs: 60_000 });
+    expect(
+      parse(['--secret', 'x', '--quic-port', '4433', '--quic-cert-check-ms', '5000'], {
+        MUTP_PROXY_QUIC_CERT_FILE: '/c.pem',
+        MUTP_PROXY_QUIC_KEY_FILE: '/k.pem',
+      }).quicCa,
+    ).toEqual({ certificateFile: '/c.pem', keyFile: '/k.pem', checkIntervalMs: 5000 });
+    expect(() => parse(['--secret', 'x', '--quic-port', '4433', '--quic-cert-file', '/c.pem'])).toThrow(/go together/);
+    expect(() => parse(['--secret', 'x', '--quic-cert-file', '/c.pem', '--quic-key-file', '/k.pem'])).toThrow(
+      /needs --quic-port/,
+    );
+    expect(() => parse(['--secret', 'x', '--quic-port', '1', '--quic-cert-check-ms', '5'])).toThrow();
+  });
+
   test('bad values are refused', () => {
     expect(() => parse(['--secret', 'x', '--origo', 'http://nope'])).toThrow();
     expect(() => parse(['--secret', 'x', '--ice-port-range', '9-1'])).toThrow();

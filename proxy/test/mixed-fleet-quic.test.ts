@@ -57,7 +57,7 @@ class QuicTransport implements LinkTransport {
     url.searchParams.set('token', proxy.token!);
     transport.session = await QuicClient.connect({
       url: url.toString(),
-      serverCertificateHashes: proxy.quic!.certificateHashes.map((h) => new Uint8Array(Buffer.from(h, 'base64'))),
+      serverCertificateHashes: proxy.quic!.certificateHashes!.map((h) => new Uint8Array(Buffer.from(h, 'base64'))),
       connectTimeoutMs: 5000,
       onDatagram: (data, receivedAt) => !transport.ended && transport.onDatagram?.(data, receivedAt),
       onClosed: (_code, reason) => {

@@ -128,14 +128,15 @@ const certificateHash = z
  * A proxy's QUIC endpoint (WebTransport over HTTP/3, MUTP messages as QUIC datagrams): its URL,
  * and the hashes of the certificates it presents, current first, then the next one when a
  * rotation is near. Clients authenticate the proxy by these hashes, as by the DTLS fingerprint in
- * the SDP on WebRTC (docs/signalling.md, "QUIC endpoint").
+ * the SDP on WebRTC (docs/signalling.md, "QUIC endpoint"). No hashes: the proxy has a CA-issued
+ * certificate, which clients validate the WebPKI way (a chain to a trusted root naming the URL's host).
  */
 export const quicEndpoint = z.object({
   url: z
     .url()
     .max(512)
     .regex(/^https:\/\//, { message: 'a QUIC endpoint is an https URL' }),
-  certificateHashes: z.array(certificateHash).min(1).max(2),
+  certificateHashes: z.array(certificateHash).min(1).max(2).optional(),
 });
 export type QuicEndpoint = z.infer<typeof quicEndpoint>;
 

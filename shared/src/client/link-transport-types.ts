@@ -22,8 +22,11 @@ export interface LinkTransport {
 export interface QuicTarget {
   /** The proxy's WebTransport URL, with the token already in its query. */
   url: string;
-  /** SHA-256 of the certificates the proxy may present, base64: nothing else is accepted. */
-  certificateHashes: readonly string[];
+  /**
+   * SHA-256 of the certificates the proxy may present, base64: nothing else is accepted. Absent:
+   * a CA-issued certificate, validated by its chain and the URL's host name.
+   */
+  certificateHashes?: readonly string[];
   /** The attempt is given up after this long (the caller also stops waiting then). */
   timeoutMs: number;
 }

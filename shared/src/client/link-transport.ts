@@ -134,7 +134,8 @@ export function openQuicTransport(
   const url = new URL(endpoint.url);
   url.searchParams.set('token', token);
   let timedOut = false;
-  const opening = open({ url: url.toString(), certificateHashes: endpoint.certificateHashes, timeoutMs }).then(
+  const hashes = endpoint.certificateHashes;
+  const opening = open({ url: url.toString(), ...(hashes ? { certificateHashes: hashes } : {}), timeoutMs }).then(
     (transport) => {
       if (timedOut) transport.close('connect timeout');
       return transport;
