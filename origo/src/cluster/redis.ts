@@ -68,6 +68,27 @@ interface ProxyWrite {
 
 type Shared = SharedProxy & { expiresAt: number };
 
+/**
+ * Removes from the `proxies` set the ids whose key is gone, each only if its key is still gone when
+ * Redis runs this (one script, atomic): the registry read found them gone a round trip earlier, and
+ * meanwhile the owner may have written one again (a key expired in a stall is written in full at
+ * once, flush()). A plain SREM then took a live proxy out of the set, and as an unchanged beat only
+ * extends its key's expiry (no SADD), the other instances lost it until its next full write
+ * (REWRITE_MS): offers of it in flight failed `unknown-proxy` there (issue 34). Returns how many went.
+ */
+export async function pruneGone(redis: Redis, prefix: string, ids: readonly string[]): Promise<number> {
+  const keys = [prefix + 'proxies', ...ids.map((id) => `${prefix}proxy:${id}`)];
+  return (await redis.eval(PRUNE_GONE, keys.length, ...keys, ...ids)) as number;
+}
+
+/** KEYS[1] the id set, KEYS[i + 1] the key of ARGV[i]. */
+const PRUNE_GONE = `
+local removed = 0
+for i, id in ipairs(ARGV) do
+  if redis.call('EXISTS', KEYS[i + 1]) == 0 then removed = removed + redis.call('SREM', KEYS[1], id) end
+end
+return removed`;
+
 export class RedisCluster implements Cluster {
   readonly shared = true;
   readonly instanceId: string;
@@ -437,8 +458,8 @@ export class RedisCluster implements Cluster {
         this.written.delete(id);
         next.set(id, proxy);
       });
-      // An id whose key expired (its instance died): forget it in the set too.
-      if (stale.length > 0) this.run('prune', () => this.command.srem(this.key('proxies'), ...stale));
+      // An id whose key expired (its instance died): forget it in the set too, unless written again since.
+      if (stale.length > 0) this.run('prune', () => pruneGone(this.command, this.prefix, stale));
       this.snapshot = next;
       this.parsed = parsed;
       // Union with what this instance knows: a revocation whose write has not landed yet stays.
