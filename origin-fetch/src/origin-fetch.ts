@@ -35,6 +35,12 @@ export interface OriginFetchOptions extends OriginPolicy {
   signal?: AbortSignal;
   /** Charges body bytes to a memory budget as they arrive; false stops the fetch ('overloaded'). */
   reserve?: (bytes: number) => boolean;
+  /**
+   * Called with each body chunk of the final response as it arrives, after `reserve` took it
+   * (the raw body: the whole resource when the origin ignored a Range). The chunk is the one the
+   * fetch keeps: read it, do not change it. A shield parent streams it on to its children.
+   */
+  onBody?: (chunk: Uint8Array) => void;
   /** Fetch only these bytes of the resource (at most maxBytes of them). */
   range?: ByteRange;
 }
@@ -237,6 +243,7 @@ function requestOnce(
           return;
         }
         chunks.push(chunk);
+        options.onBody?.(chunk);
       });
       res.on('end', () => {
         if (expected !== undefined && received !== expected) {

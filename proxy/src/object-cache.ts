@@ -82,10 +82,10 @@ export interface ObjectCacheOptions {
   minNetworks?: number;
   /**
    * Called when an origin fetch completes, with the network that started it and the bytes it
-   * pulled (from the origin, or from a shield parent in its place: a network's staging costs the
-   * fleet either way).
+   * pulled and where from (the origin, or a shield parent in its place: a network's staging costs
+   * the fleet either way).
    */
-  onOriginBytes?: (network: string | undefined, bytes: number) => void;
+  onOriginBytes?: (network: string | undefined, bytes: number, source: 'origin' | 'parent') => void;
   /** Called once per lookup: 'hit' (cached), 'miss' (fetch started), 'joined' (fetch shared). */
   onLookup?: (outcome: 'hit' | 'miss' | 'joined') => void;
   /** Clock of the max-age lifetimes, ms (tests); default performance.now. */
@@ -320,7 +320,11 @@ export class ObjectCache {
       const whole = fetched.wholeBody ?? (range && fetched.range ? undefined : fetched.bytes);
       if (fetched.fromParent) this.counters.parentBytes += (whole ?? fetched.bytes).byteLength;
       else this.counters.originBytes += (whole ?? fetched.bytes).byteLength;
-      this.options.onOriginBytes?.(fetching.network, (whole ?? fetched.bytes).byteLength);
+      this.options.onOriginBytes?.(
+        fetching.network,
+        (whole ?? fetched.bytes).byteLength,
+        fetched.fromParent ? 'parent' : 'origin',
+      );
       if (range && !whole && fetched.range) {
         const problem = servedRangeProblem(range, fetched.range, fetched.bytes.byteLength);
         if (problem) throw new ServeError('origin-error', problem);

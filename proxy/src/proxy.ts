@@ -147,6 +147,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
         lookup: deps.lookup,
         signal: AbortSignal.any([abort.signal, control.signal]),
         reserve: control.reserve,
+        onBody: control.onBody,
         range: control.range,
       }).then(
         (fetched) => {
@@ -163,8 +164,9 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
       );
     },
     onLookup: (outcome) => metrics.cacheLookups.inc({ outcome }),
-    onOriginBytes: (network, bytes) => {
-      metrics.originBytes.inc(bytes);
+    onOriginBytes: (network, bytes, source) => {
+      // A shield parent's bytes are not the origin's (checked against it: shield-fetch.ts).
+      (source === 'parent' ? metrics.parentBytes : metrics.originBytes).inc(bytes);
       if (network !== undefined) hints.chargeOrigin(network, bytes, performance.now());
     },
   });
