@@ -9,7 +9,8 @@
  *   media ranges),
  * each play 15 s without rebuffering; every range the page got is the origin's bytes (hashed in
  * the page, compared with the file here); every media request was answered by MUTP (the hook's
- * counters: served == media, no fallback; the browser never fetched media from the origin; the
+ * counters: served == media, no fallback; the browser never fetched media from the origin, but
+ * for the MSE page's first range, to an origin the page had not reached itself (issue 31); the
  * per-tab download records are successful MUTP downloads from four proxies).
  *
  * The start-up of each (first `playing`, and first media request to first media appended) is
@@ -177,12 +178,18 @@ async function expectServedByMutp(p: RangePage, played: Played): Promise<void> {
   // Every range the page got is the origin's bytes.
   expect(state.loaded.length).toBeGreaterThanOrEqual(3);
   expect(byteMismatches(state, MEDIA_DIR)).toEqual([]);
-  // The hook: every media request was answered by MUTP, none went to the network.
-  expect(c).toMatchObject({ media: c.served, intercepted: c.served, aborted: 0 });
-  expect(c.fallbacks).toEqual({});
-  expect(state.loaded.length).toBe(c.served);
-  expect(state.loaded.reduce((a, l) => a + l.bytes, 0)).toBe(c.servedBytes);
-  expect(browserMediaRequests(played.originLog)).toEqual([]);
+  // The hook: every media request was answered by MUTP, none went to the network; except the MSE
+  // page's first: it has no manifest, so that range is the page's first request to the media
+  // origin, which the extension leaves to the network (the page's header CSP, which it cannot
+  // read, might not allow that origin: 'csp-unseen', issue 31). The page's CSP allowed it there,
+  // so the rest go through MUTP.
+  const onNetwork = p.kind === 'mse' ? 1 : 0;
+  expect(c).toMatchObject({ media: c.served + onNetwork, intercepted: c.served + onNetwork, aborted: 0 });
+  expect(c.fallbacks).toEqual(onNetwork ? { 'csp-unseen': onNetwork } : {});
+  expect(state.loaded.length).toBe(c.served + onNetwork);
+  const networkBytes = state.loaded.slice(0, onNetwork).reduce((a, l) => a + l.bytes, 0);
+  expect(state.loaded.reduce((a, l) => a + l.bytes, 0)).toBe(c.servedBytes + networkBytes);
+  expect(browserMediaRequests(played.originLog)).toHaveLength(onNetwork);
   // The downloader's records (the popup's data): one successful record per request; those that
   // downloaded (not served from its range cache) came from all four proxies.
   const tab = await waitFor(

@@ -202,6 +202,10 @@ test('a cross-origin URL’s bytes reach the page only with the origin’s CORS 
     // What the page was told shows in the reason the hook counts: 'cors' is the content script's
     // refusal (whatever the downloader answered meanwhile is dropped); with consent the downloader's
     // own answer comes through, 'origo-unreachable' (origo, a silent listener here, never welcomes it).
+    // The page reaches that origin first with a request of its own (not media: the network), as a
+    // player fetches its manifest: until then its cross-origin media stays on the network ('csp-unseen',
+    // the page's CSP unknown to the extension), and no consent HEAD is sent.
+    await page.evaluate((u) => fetch(u).then((r) => r.arrayBuffer()), `${other}/seg/1.m4s`);
     // No Access-Control-Allow-Origin: the content script refuses it, the page's own request fails CORS.
     const refused = await page.evaluate(
       (u) => (window as unknown as AttackerWindow).load(u, { Range: 'bytes=0-9' }),

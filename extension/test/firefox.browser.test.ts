@@ -120,13 +120,20 @@ test('a segment request goes page hook → content script → downloader frame (
 test('a cross-origin URL goes to the downloader only with the origin’s CORS consent', async () => {
   const other = server.url.replace('127.0.0.1', 'localhost');
   const before = origoConnections.length;
+  // Media of an origin the page has not reached itself stays on the network ('csp-unseen': the
+  // page's CSP is unknown to the extension), without a consent HEAD; the page's own request (not
+  // media, as a player's manifest) reaches it.
+  await load(`${other}/seg/3.m4s`, { Range: 'bytes=0-9' });
+  expect((await counters()).fallbacks['csp-unseen']).toBe(1);
+  expect(server.log).not.toContain('HEAD /seg/3.m4s');
+  await load(`${other}/seg/1.m4s`, {});
   await load(`${other}/private/secret.m4s`, { Range: 'bytes=0-9' });
   expect((await counters()).fallbacks.cors).toBe(1);
   expect(origoConnections.length).toBe(before);
   // With 'Access-Control-Allow-Origin: *' the same origin's segment goes through (to origo, which is down).
   expect(await load(`${other}/seg/2.m4s`, { Range: 'bytes=0-9' })).toEqual({ status: 206, length: 10 });
   // Reached the downloader (which remembers that origo was down moments ago instead of dialling again).
-  expect((await counters()).fallbacks).toEqual({ cors: 1, 'origo-unreachable': 2 });
+  expect((await counters()).fallbacks).toEqual({ cors: 1, 'csp-unseen': 1, 'origo-unreachable': 2 });
 });
 
 test('a page that loads the downloader frame itself gets no answer from it', async () => {
