@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Cluster, startCluster } from './cluster';
 import { largeObjectSlice, LARGE_BLOCK_BYTES, Origin, originQuiet, startOrigin } from './origin';
+import { peakRssMiB } from './proc-memory';
 
 const ROOT = join(__dirname, '..', '..');
 const MUTP = join(ROOT, 'client', 'bin', 'mutp.js');
@@ -29,16 +30,6 @@ interface RunOutcome {
   stderr: string;
   /** The control file's resume point when the run was killed. */
   killedAt?: number;
-}
-
-/** Peak resident set (VmHWM) of a live process, MiB; 0 once it is gone. */
-function peakRssMiB(pid: number): number {
-  try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) / 1024 : 0;
-  } catch {
-    return 0;
-  }
 }
 
 /** Runs mutp; with `killAt`, SIGKILLs it once the control file says that many bytes are verified. */

@@ -67,6 +67,11 @@ export interface DownloadProgress {
   /** Sources that can still serve, of `sources` asked. */
   liveSources: number;
   sources: number;
+  /**
+   * Each source's counters now (the CLI's per-proxy rates). A copy made when called: call it at
+   * the rate a display is drawn, not per datagram.
+   */
+  sourceCounters?: () => { proxyId: string; name: string; bytes: number; state: SourceStats['state'] }[];
 }
 
 export interface SourceShare extends SourceStats {
@@ -184,6 +189,13 @@ export function runDownload(offered: ProxyLink[], clock: Clock, o: DownloadOptio
     }
     o.signal?.addEventListener('abort', onAbort);
 
+    const sourceCounters = () =>
+      receiver.stats().sources.map((s, i) => ({
+        proxyId: links[i].proxy.proxyId,
+        name: links[i].proxy.name,
+        bytes: s.bytes,
+        state: s.state,
+      }));
     const lose = (index: number, reason: string) => {
       receiver.sourceLost(index, reason);
       flush();
@@ -200,7 +212,7 @@ export function runDownload(offered: ProxyLink[], clock: Clock, o: DownloadOptio
             let liveSources = 0;
             for (let i = 0; i < links.length; i++) if (receiver.sourceLive(i)) liveSources++;
             const bytes = receiver.objectLength ?? 0;
-            o.onProgress({ ...receiver.progress(), bytes, liveSources, sources: links.length });
+            o.onProgress({ ...receiver.progress(), bytes, liveSources, sources: links.length, sourceCounters });
           }
           flushAfterBatch();
         },
