@@ -89,8 +89,6 @@ interface Played {
   url: string;
   state: RangePlayerState;
   counters: Counters;
-  /** Origin requests made while this page played (another page may have played at the same time). */
-  originLog: Origin['log'];
   /** Those for this page's own files (each page plays files of a folder of its own). */
   ownOriginLog: Origin['log'];
 }
@@ -143,7 +141,7 @@ async function play(p: RangePage): Promise<Played> {
       url,
       state,
       counters: c,
-      originLog,
+      // The origin's requests while this page played hold another page's too when two play at once.
       ownOriginLog: originLog.filter((r) => r.path.startsWith(folder)),
     };
   } catch (e) {
@@ -189,7 +187,10 @@ async function expectServedByMutp(p: RangePage, played: Played): Promise<void> {
   expect(state.loaded.length).toBe(c.served + onNetwork);
   const networkBytes = state.loaded.slice(0, onNetwork).reduce((a, l) => a + l.bytes, 0);
   expect(state.loaded.reduce((a, l) => a + l.bytes, 0)).toBe(c.servedBytes + networkBytes);
-  expect(browserMediaRequests(played.originLog)).toHaveLength(onNetwork);
+  // The browser's own media requests to the origin: this page's files only. The two range pages
+  // play side by side, so the origin log of the time one played also holds the other's requests
+  // (the MSE page's first range, on the network by design, is in the shaka page's log too).
+  expect(browserMediaRequests(played.ownOriginLog)).toEqual(onNetwork ? [expect.stringMatching(/ bytes=0-\d+$/)] : []);
   // The downloader's records (the popup's data): one successful record per request; those that
   // downloaded (not served from its range cache) came from all four proxies.
   const tab = await waitFor(
