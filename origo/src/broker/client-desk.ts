@@ -3,12 +3,11 @@
  * asks of origo besides signalling: proxy offers, download records and pollution reports.
  */
 import { LRUCache } from 'lru-cache';
-import { addressPrefix, ClientToOrigo, MAX_RENEWED_PROXY_TOKENS, ProxyInfo, QuicEndpoint } from '@mutp/shared';
-import { offerableRemote, reachesOtherInstances, type SharedProxy } from '../cluster/cluster';
+import { addressPrefix, ClientToOrigo, MAX_RENEWED_PROXY_TOKENS, ProxyInfo } from '@mutp/shared';
+import { reachesOtherInstances } from '../cluster/cluster';
 import { DepartedOffers } from '../departed-offers';
 import { BudgetBook } from '../limits';
-import { bannedUntil } from '../proven-false-bans';
-import { clientRegion, ProxyLoad, selectProxies } from '../selection';
+import type { OfferIndex } from '../offer-index';
 import { CLOSE, type ClientPeer } from './peers';
 import type { SignalRelay } from './signal-relay';
 import { type BrokerDeps, type BrokerState, type ClientEntry, newId } from './state';
@@ -29,17 +28,6 @@ const MAX_OFFERED_PER_CLIENT = 256;
 const MAX_GRACE_WAITERS = 1024;
 const GRACE_CHECK_MS = 100;
 
-/** What selection sees of a proxy, local or remote. */
-interface Candidate extends ProxyLoad {
-  name: string;
-  httpUrl: string;
-  quic?: QuicEndpoint;
-  /** The key its METAs are signed with (register), published to clients. */
-  assertionKey?: string;
-  /** The optional MUTP features it declared (register; docs/protocol.md §13), passed on to clients. */
-  capabilities?: readonly string[];
-}
-
 export class ClientDesk {
   private readonly deps: BrokerDeps;
   /** What clients whose session ended were offered, for a resuming session (departed-offers.ts). */
@@ -52,10 +40,6 @@ export class ClientDesk {
    * for an honest proxy again and again would push it down for every other client (issue 31).
    */
   private readonly pickedBy: LRUCache<string, true>;
-  /** Selection's view of each remote proxy, per registry read (candidate()). */
-  private readonly remoteCandidateOf = new WeakMap<SharedProxy, Candidate>();
-  /** remoteCandidates() as last listed, and the remote entries it was listed from. */
-  private remoteList?: { from: readonly SharedProxy[]; candidates: Candidate[] };
   private closed = false;
   /** When this instance started: the start-up grace (startupGrace()) counts from here. */
   private readonly startedAt = Date.now();
@@ -68,6 +52,8 @@ export class ClientDesk {
   constructor(
     private readonly state: BrokerState,
     private readonly relay: SignalRelay,
+    /** What request-proxies offers from (offer-index.ts), kept by the registry. */
+    private readonly offers: OfferIndex,
   ) {
     this.deps = state.deps;
     this.pickedBy = new LRUCache<string, true>({ max: MAX_PICK_NOTES, ttl: state.config.heartbeatIntervalMs });
@@ -210,6 +196,7 @@ export class ClientDesk {
       return;
     }
     this.state.throughput.observe(client.network, m.record);
+    for (const p of m.record.proxies) this.offers.changed(p.proxyId);
   }
 
   /** Stops the renewal timers; a hello still being checked is refused (origo is shutting down). */
@@ -268,21 +255,9 @@ export class ClientDesk {
   private async offerProxies(client: ClientEntry, m: RequestProxies): Promise<void> {
     const now = Date.now();
     const cluster = this.deps.cluster;
-    const offerable: Candidate[] = [];
-    for (const p of [this.state.proxies.values(), offerableRemote(cluster, this.remoteCandidates())]) {
-      for (const c of p) {
-        if (bannedUntil(cluster, c, now) !== undefined) continue;
-        // Offers since the last heartbeat count as transfers: clients spread over proxies between beats.
-        c.recentPicks = cluster.picks(c.proxyId);
-        c.measuredBps = this.state.throughput.measured(c.proxyId);
-        offerable.push(c);
-      }
-    }
-    // Locality: the client's region from where its socket is now (a network change re-evaluates it).
-    const region = clientRegion(offerable, client.peer.address);
-    const chosen = selectProxies(
-      offerable,
-      { count: m.count, mode: m.mode, exclude: m.exclude, region, regionHint: m.region },
+    const chosen = this.offers.choose(
+      client.peer.address,
+      { count: m.count, mode: m.mode, exclude: m.exclude, regionHint: m.region },
       this.deps.random,
     );
     const network = client.network;
@@ -296,6 +271,7 @@ export class ClientDesk {
       if (this.pickedBy.has(note)) continue;
       this.pickedBy.set(note, true);
       cluster.notePick(p.proxyId, this.config.heartbeatTimeoutMs);
+      this.offers.changed(p.proxyId);
     }
     // Each offered proxy gets a token valid at it alone: the session token never reaches a proxy.
     const tokens = await Promise.all(chosen.map((p) => this.proxyToken(client, p.proxyId, now)));
@@ -328,28 +304,6 @@ export class ClientDesk {
       { clientId: client.clientId, requestId: m.requestId, mode: m.mode, chosen: proxies.map((p) => p.proxyId) },
       'proxies selected',
     );
-  }
-
-  /**
-   * Selection's view of another instance's proxy, made once per entry object: the registry read
-   * keeps an unchanged entry's object and makes a new one when the entry changed, so a candidate is
-   * never stale and there is no allocation per proxy per request (request-proxies reads every
-   * proxy of the cluster). A local entry is its own candidate (its load is live).
-   */
-  private candidate(p: SharedProxy): Candidate {
-    let c = this.remoteCandidateOf.get(p);
-    if (c === undefined) {
-      c = { ...p, modes: new Set(p.modes) };
-      this.remoteCandidateOf.set(p, c);
-    }
-    return c;
-  }
-
-  /** The other instances' proxies as candidates, listed again only when state.remoteEntries() is. */
-  private remoteCandidates(): readonly Candidate[] {
-    const from = this.state.remoteEntries();
-    if (this.remoteList?.from !== from) this.remoteList = { from, candidates: from.map((p) => this.candidate(p)) };
-    return this.remoteList.candidates;
   }
 
   /**

@@ -45,7 +45,7 @@ export class Broker {
     this.relay = new SignalRelay(state);
     this.withdrawals = new Withdrawals(state);
     this.registry = new ProxyRegistry(state, this.relay, this.withdrawals);
-    this.clients = new ClientDesk(state, this.relay);
+    this.clients = new ClientDesk(state, this.relay, this.registry.offers);
     this.stages = new StageRelay({
       config,
       metrics: deps.metrics,
