@@ -21,9 +21,6 @@ export function nodeQuicOpener(options: NodeQuicOptions = {}): QuicOpener {
   return (target) => openNodeQuic(target, options);
 }
 
-/** With the system's roots only. */
-export const openNodeQuicTransport: QuicOpener = nodeQuicOpener();
-
 /** How the proxy's certificate is checked: by the offered hashes, else by its chain and host name. */
 function serverAuthentication(target: QuicTarget, options: NodeQuicOptions) {
   const hashes: readonly string[] | undefined = target.certificateHashes;
