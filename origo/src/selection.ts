@@ -26,6 +26,12 @@
  *    region is unknown, so they are near everyone). When these cannot fill the request, every one
  *    of them is taken and the rest is chosen from the other proxies by rules 2-5: a download then
  *    still has a source no score chose (the near ones are taken whatever their scores).
+ *
+ * This module is the reference: the rules in their plainest form, read by tests and by
+ * selection-bench. What origo runs is selection-index.ts (with offer-index.ts and prefix-table.ts),
+ * which implements the same rules without walking the fleet per request. A rule changed here
+ * must change there too; origo/test/selection-index.test.ts compares the two's choices
+ * statistically on seeded fleets and fails when they drift apart.
  */
 import ipaddr from 'ipaddr.js';
 import { Random, randomBelow } from '@mutp/shared';
