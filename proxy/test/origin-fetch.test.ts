@@ -122,6 +122,27 @@ describe('fetchOrigin', () => {
     await expectKind(fetchOrigin(`${origin.url}/fail`, options()), 'origin-error', /500/);
   });
 
+  test('onBody sees each chunk of the final response as it is kept, in order, and only those', async () => {
+    for (const path of ['/ok', '/chunked', '/relative']) {
+      const seen: Uint8Array[] = [];
+      const got = await fetchOrigin(`${origin.url}${path}`, options({ onBody: (chunk) => seen.push(chunk) }));
+      expect(seen.length).toBeGreaterThan(0);
+      expect(Buffer.concat(seen).equals(Buffer.from(got.bytes))).toBe(true); // not the redirect's body
+    }
+    // A chunk the memory budget refuses is never handed on: the children would hold bytes the
+    // parent dropped.
+    const handed: number[] = [];
+    let allowed = 1;
+    await expectKind(
+      fetchOrigin(
+        `${origin.url}/chunked`,
+        options({ reserve: () => allowed-- > 0, onBody: (c) => handed.push(c.length) }),
+      ),
+      'overloaded',
+    );
+    expect(handed).toHaveLength(1);
+  });
+
   test('a hanging origin times out within the configured bound', async () => {
     const started = Date.now();
     await expectKind(fetchOrigin(`${origin.url}/hang`, options({ headersTimeoutMs: 300 })), 'timeout', /headers/);
