@@ -15,13 +15,21 @@
  * object, served through the same cache as MUTP's ranged REQUESTs: 200 with those bytes (fewer
  * only at the end of the resource), `x-mutp-range-start` and, when the origin said it,
  * `x-mutp-complete-length`; 416 when the range starts past the end.
+ *
+ * Every answer states its bytes' SHA-256 (`x-mutp-sha256`) and, once the proxy has its assertion
+ * key, a META signed with it (`x-mutp-meta`, base64; shared `signHttpAnswer`): for this URL and
+ * range, these bytes, this Content-Type, from the origin at this time and validator. A client
+ * holding two that disagree holds evidence origo can judge against the origin. It is a header, not
+ * a trailer: the proxy holds the whole object before it answers, so the digest is known up front
+ * (no buffering for it), and browsers' fetch never exposes trailers (the extension reads headers).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { addressPrefix, Admission } from '@mutp/shared';
+import { addressPrefix, Admission, AssertionProvenance, ByteRange, Layout, ObjectAttributes } from '@mutp/shared';
 import { bearerToken, ClientTokenVerifier } from './client-tokens';
 import type { HintLedger } from './hint-ledger';
 import { asServeError, httpStatus, ServeErrorKind } from './errors';
 import { ProxyMetrics } from './metrics';
+import type { CachedObject } from './object-cache';
 import { ObjectProvider } from './object-source';
 import { parseRangeQuery } from './range-query';
 import { RateMeter } from './rate-meter';
@@ -40,8 +48,22 @@ export interface HttpBaselineDeps {
   maxPerAddress: number;
   /** Completed downloads are credited to their network here (what its staging hints may cost). */
   hints?: HintLedger;
+  /** Signs what an answer asserts (the proxy's assertion key); unsigned without it (no origo). */
+  signAnswer?: SignAnswer;
   clock?: () => number;
 }
+
+/** What a signed answer asserts (shared `AnsweredObject`). */
+export interface HttpAnswer {
+  bytes: Uint8Array;
+  digest: Uint8Array;
+  attributes: ObjectAttributes;
+  provenance?: AssertionProvenance;
+  unitDigests?: (layout: Layout) => Uint8Array;
+}
+
+/** The signed META of an answer to `request` (shared `signHttpAnswer` with the proxy's key). */
+export type SignAnswer = (answer: HttpAnswer, request: { url: string; range?: ByteRange }) => Uint8Array;
 
 /** Concurrent requests per remote address (entries leave at 0). */
 const inFlightByAddress = new WeakMap<HttpBaselineDeps, Map<string, number>>();
@@ -62,7 +84,8 @@ export function corsHeaders(origin: string | undefined, allowed: readonly string
   if (!extension && !allowed.includes(origin)) return { vary: 'origin' };
   return {
     'access-control-allow-origin': origin,
-    'access-control-expose-headers': 'content-length, x-mutp-sha256, x-mutp-range-start, x-mutp-complete-length',
+    'access-control-expose-headers':
+      'content-length, x-mutp-sha256, x-mutp-meta, x-mutp-range-start, x-mutp-complete-length',
     vary: 'origin',
   };
 }
@@ -171,13 +194,18 @@ export async function serveHttpBaseline(
       const kind = error.kind === 'timeout' ? 'origin-error' : error.kind;
       return fail(httpStatus(kind), kind, PUBLIC_MESSAGES[kind]);
     }
+    const contentType = safeContentType(object.contentType);
     res.writeHead(200, {
       ...cors,
-      'content-type': safeContentType(object.contentType),
+      'content-type': contentType,
       'x-content-type-options': 'nosniff',
       'content-length': object.bytes.byteLength,
       'cache-control': 'no-store',
       'x-mutp-sha256': Buffer.from(object.digest).toString('hex'),
+      ...signedMetaHeader(deps.signAnswer, object, contentType, {
+        url: target,
+        ...(ranged.range ? { range: ranged.range } : {}),
+      }),
       ...rangeHeaders(object.range),
     });
     firstByteTimer();
@@ -204,6 +232,29 @@ export async function serveHttpBaseline(
     transferTimer();
     deps.metrics.transfersTotal.inc({ mode: 'http', outcome });
   }
+}
+
+/** `x-mutp-meta`: the signed statement of what this answer sends (nothing without a key). */
+function signedMetaHeader(
+  sign: SignAnswer | undefined,
+  object: CachedObject,
+  contentType: string,
+  request: { url: string; range?: ByteRange },
+): Record<string, string> {
+  if (!sign) return {};
+  const range = object.range && {
+    start: object.range.start,
+    ...(object.range.completeLength !== undefined ? { completeLength: object.range.completeLength } : {}),
+  };
+  const answer: HttpAnswer = {
+    bytes: object.bytes,
+    digest: object.digest,
+    // What the headers say, signed: the Content-Type as served and, when asked, the range.
+    attributes: { contentType, ...(request.range && range ? { range } : {}) },
+    provenance: object.provenance,
+    unitDigests: (layout) => object.digests.of(layout),
+  };
+  return { 'x-mutp-meta': Buffer.from(sign(answer, request)).toString('base64') };
 }
 
 /** Where a ranged answer's bytes sit in the resource (nothing for a whole object). */

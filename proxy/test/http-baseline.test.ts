@@ -1,8 +1,19 @@
 /** The Parallel HTTP baseline, /healthz and /metrics of an in-process proxy (no origo). */
 import { createHash } from 'node:crypto';
-import { IncomingMessage, request } from 'node:http';
-import { HttpServerDeps, monitoringAllowed } from '../src/http-server';
+import { IncomingMessage, request, Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  decode,
+  decodeAssertionKey,
+  MessageType,
+  MetaMessage,
+  signHttpAnswer,
+  verifyMeta,
+} from '@mutp/shared/internal';
+import { AssertionKey } from '../src/assertion-key';
+import { createHttpServer, HttpServerDeps, monitoringAllowed } from '../src/http-server';
 import { createProxy, Proxy } from '../src/proxy';
+import { sha256 } from '../src/cache-entry';
 import { generateKeyPairSync } from 'node:crypto';
 import { LOOPBACK_ONLY, makeObject, objectOrigin, silentLogger, TestServer, testConfig, testTokens } from './helpers';
 
@@ -73,6 +84,74 @@ test('streams the object byte-exact with Content-Length, Content-Type and digest
   expect(empty.status).toBe(200);
   expect(empty.body.length).toBe(0);
   expect(empty.headers['content-length']).toBe('0');
+});
+
+describe('with an assertion key every answer carries a META the key signed (issue 31)', () => {
+  const key = new AssertionKey();
+  const publicKey = decodeAssertionKey(key.publicKey)!;
+  let signing: Server;
+  let signingBase: string;
+
+  beforeAll(async () => {
+    // The proxy's own services behind a second endpoint whose answers are signed (as proxy.ts
+    // wires it when origo publishes the key).
+    signing = createHttpServer({
+      ...proxy.services,
+      tokens: tokens.verifier,
+      corsOrigins: [],
+      maxPerAddress: 8,
+      health: () => ({}),
+      readiness: () => ({ ready: true }),
+      signAnswer: (answer, req) =>
+        signHttpAnswer(
+          answer,
+          req,
+          key.signer(() => 'p-signing'),
+          sha256,
+        ),
+    });
+    await new Promise<void>((resolve) => signing.listen(0, '127.0.0.1', resolve));
+    signingBase = `http://127.0.0.1:${(signing.address() as AddressInfo).port}`;
+  });
+
+  afterAll(() => new Promise((resolve) => signing.close(resolve)));
+
+  const metaOf = (a: Answer): MetaMessage => {
+    const decoded = decode(Buffer.from(String(a.headers['x-mutp-meta']), 'base64'));
+    if (!decoded.ok || decoded.value.type !== MessageType.Meta) throw new Error('x-mutp-meta is not a META');
+    return decoded.value;
+  };
+
+  test('whole object and a range: the signature covers URL, range, digest, length and attributes', async () => {
+    const url = `${origin.url}/seg1.m4s`;
+    const whole = await get(`${signingBase}/v1/http?url=${encodeURIComponent(url)}`, token, {
+      origin: 'chrome-extension://abcdefghijklmnop',
+    });
+    expect(whole.status).toBe(200);
+    expect(String(whole.headers['access-control-expose-headers'])).toContain('x-mutp-meta');
+    const meta = metaOf(whole);
+    expect(verifyMeta(meta, { url }, 'p-signing', publicKey)).toBe(true);
+    expect(Buffer.from(meta.digest).equals(sha256(whole.body))).toBe(true);
+    expect([meta.objectLength, meta.attributes]).toEqual([OBJECT.length, { contentType: 'video/iso.segment' }]);
+    // The statement is about this request and this proxy: not reusable for another.
+    expect(verifyMeta(meta, { url: `${url}?v=2` }, 'p-signing', publicKey)).toBe(false);
+    expect(verifyMeta(meta, { url, range: { start: 0, length: 10 } }, 'p-signing', publicKey)).toBe(false);
+    expect(verifyMeta(meta, { url }, 'p-other', publicKey)).toBe(false);
+
+    const range = { start: 1000, length: 5000 };
+    const part = await get(`${signingBase}/v1/http?url=${encodeURIComponent(url)}&start=1000&length=5000`);
+    expect(part.body.equals(Buffer.from(OBJECT.subarray(1000, 6000)))).toBe(true);
+    const partMeta = metaOf(part);
+    expect(verifyMeta(partMeta, { url, range }, 'p-signing', publicKey)).toBe(true);
+    expect(Buffer.from(partMeta.digest).equals(sha256(part.body))).toBe(true);
+    expect(partMeta.attributes?.range?.start).toBe(1000);
+    expect(partMeta.signed?.fetchedAt).toBeGreaterThan(0);
+  });
+
+  test('a proxy without a key states the digest only', async () => {
+    const a = await get(via(`${origin.url}/seg1.m4s`));
+    expect([a.status, a.headers['x-mutp-meta']]).toEqual([200, undefined]);
+  });
 });
 
 test('/v1/http requires a valid, unexpired token signed by origo', async () => {

@@ -8,7 +8,11 @@
  * judge, instead of two unsigned claims of which only one is true.
  */
 import { ed25519 } from '@noble/curves/ed25519';
-import { ByteRange } from './range';
+import { Sha256, unitDigests, unitRoot } from './integrity';
+import { Layout } from './layout';
+import { DEFAULT_SYMBOL_SIZE } from './limits';
+import { DEFAULT_GENERATION_SIZE } from './modes';
+import { ByteRange, ObjectAttributes } from './range';
 import { encodeMeta, HEADER_BYTES, MetaMessage, MetaSignature, SIGNATURE_BYTES } from './wire';
 
 const DOMAIN = new TextEncoder().encode('MUTP META assertion 1\0');
@@ -60,6 +64,60 @@ export function assertionMessage(
   at += 11;
   out.set(body, at);
   return out;
+}
+
+/**
+ * The layout an HTTP answer's signed META names (its unit root is over these check units): the
+ * default uncoded one, whose unit digests a proxy's cache already holds for uncoded transfers of
+ * the same object. An HTTP client checks the whole body against the digest; the layout only makes
+ * the statement a META like any other, which origo judges the same way (`conflict`).
+ */
+export const HTTP_ASSERTION_LAYOUT = {
+  mode: 'uncoded',
+  symbolSize: DEFAULT_SYMBOL_SIZE,
+  generationSize: DEFAULT_GENERATION_SIZE,
+} as const;
+
+/** What a `/v1/http` answer asserts: the bytes it sends, as its headers describe them. */
+export interface AnsweredObject {
+  bytes: Uint8Array;
+  /** SHA-256 of bytes. */
+  digest: Uint8Array;
+  /** The Content-Type it answers with and, for a ranged request, where the bytes sit. */
+  attributes: ObjectAttributes;
+  provenance?: AssertionProvenance;
+  /** The unit digests under a layout, when the caller keeps them (a cache entry's LayoutDigests). */
+  unitDigests?: (layout: Layout) => Uint8Array;
+}
+
+/**
+ * A proxy's signed statement about an HTTP answer (`x-mutp-meta`), encoded as a META datagram
+ * (transfer id 0): the same assertion a coded transfer's META makes, so a client holding two that
+ * disagree hands origo evidence it already knows how to judge. Costs one Ed25519 signature, and
+ * the unit digests when the caller does not hold them (one more pass over the bytes).
+ */
+export function signHttpAnswer(
+  object: AnsweredObject,
+  request: AssertedRequest,
+  /** The proxy's key (a MetaSigner: named structurally, as sender/options.ts imports this file). */
+  signer: { readonly proxyId: string; sign(message: Uint8Array): Uint8Array },
+  sha256?: Sha256,
+): Uint8Array {
+  const { mode, symbolSize, generationSize } = HTTP_ASSERTION_LAYOUT;
+  const layout = new Layout(mode, object.bytes.length, symbolSize, generationSize);
+  const digests = object.unitDigests?.(layout) ?? unitDigests(object.bytes, layout, sha256);
+  const identity = {
+    objectLength: object.bytes.length,
+    symbolSize,
+    generationSize,
+    mode,
+    digest: object.digest,
+    unitRoot: unitRoot(digests, sha256),
+    attributes: object.attributes,
+  };
+  const provenance = object.provenance ?? { fetchedAt: 0 };
+  const signature = signer.sign(assertionMessage(identity, provenance, request, signer.proxyId));
+  return encodeMeta({ transferId: 0, ...identity, signed: { ...provenance, signature } });
 }
 
 /** Ed25519 verification (hosts may pass a native one: node:crypto is 20 times faster). */

@@ -8,9 +8,14 @@ import {
   decode,
   decodeAssertionKey,
   encodeMeta,
+  HTTP_ASSERTION_LAYOUT,
+  Layout,
   MessageType,
   MetaMessage,
   MetaSigner,
+  signHttpAnswer,
+  unitDigests,
+  unitRoot,
   verifyEd25519,
   verifyMeta,
 } from '../src/internal';
@@ -125,3 +130,36 @@ function flip(bytes: Uint8Array): Uint8Array {
   out[0] ^= 1;
   return out;
 }
+
+describe('signHttpAnswer (a /v1/http answer, issue 31)', () => {
+  const bytes = new Uint8Array(5000).map((_, i) => (i * 7) & 0xff);
+  const answer = {
+    bytes,
+    digest: sha256(bytes),
+    attributes: { contentType: 'video/mp2t', range: { start: 100, completeLength: 9000 } },
+    provenance: { fetchedAt: 1_700_000_000_000, validator: { kind: 'etag' as const, value: '"v1"' } },
+  };
+  const key = keyPair();
+
+  test('is a META over the answered bytes, signed for this proxy, URL and range only', () => {
+    const decoded = decode(signHttpAnswer(answer, request, key.signer('p-1'), sha256));
+    if (!decoded.ok || decoded.value.type !== MessageType.Meta) throw new Error('not a META');
+    const meta = decoded.value;
+    const layout = new Layout('uncoded', bytes.length, HTTP_ASSERTION_LAYOUT.symbolSize, 24);
+    expect(meta).toMatchObject({ objectLength: 5000, mode: 'uncoded', attributes: answer.attributes });
+    expect(meta.digest).toEqual(answer.digest);
+    expect(meta.unitRoot).toEqual(unitRoot(unitDigests(bytes, layout, sha256), sha256));
+    expect(meta.signed).toMatchObject(answer.provenance);
+    expect(verifyMeta(meta, request, 'p-1', key.publicKey)).toBe(true);
+    expect(verifyMeta(meta, { url: request.url }, 'p-1', key.publicKey)).toBe(false);
+    expect(verifyMeta(meta, request, 'p-2', key.publicKey)).toBe(false);
+    expect(verifyMeta(meta, request, 'p-1', keyPair().publicKey)).toBe(false);
+  });
+
+  test("uses the caller's unit digests when it holds them (a cache entry's)", () => {
+    const held = new Uint8Array(16 * 8).fill(7);
+    const decoded = decode(signHttpAnswer({ ...answer, unitDigests: () => held }, request, key.signer('p-1'), sha256));
+    if (!decoded.ok || decoded.value.type !== MessageType.Meta) throw new Error('not a META');
+    expect(decoded.value.unitRoot).toEqual(sha256(held));
+  });
+});

@@ -3,17 +3,23 @@
  * HTTP endpoint at once; the first complete response that verifies wins and the others are
  * aborted.
  *
- * Integrity: every proxy states the object's SHA-256 in `x-mutp-sha256` before the body. A body
- * is used only when it hashes to the digest that `quorum` proxies (by default two, or one when
- * only one proxy serves) stated independently and no proxy stated another: however many agree,
- * one that disagrees may be the honest one, and only the origin can tell (the download fails and
- * the caller falls back). A proxy whose body does not hash to the digest it stated itself is
- * identified as polluting and listed in the result; the download goes on with the others.
+ * Integrity: every proxy states the object's SHA-256 before the body, signed with the key origo
+ * published for it (http-statement.ts; `x-mutp-sha256` alone for a proxy without a known key). A
+ * body is used only when it hashes to the digest that `quorum` proxies (by default two, or one
+ * when only one proxy serves) stated independently and no proxy stated another: however many
+ * agree, one that disagrees may be the honest one, and only the origin can tell (the download
+ * fails, the caller falls back, and the signed statements of both sides go to `onConflict`, which
+ * hands them to origo to judge against the origin). A proxy whose body does not hash to the
+ * digest it stated itself is identified as polluting and listed in the result; the download goes
+ * on with the others, which fetch the same bytes in parallel. An answer a keyed proxy did not sign
+ * counts neither way.
  */
 import { ByteRange, MAX_RANGE_OFFSET, ObjectAttributes, ProxyInfo, servedRangeProblem, validContentType } from '..';
+import { VerifySignature } from '../assertion';
 import { ClientError } from './errors';
 import { Clock, FetchLike } from './host';
 import { SourceShare } from './download';
+import { conflictEvidence, hex, HttpStatement, statementOf } from './http-statement';
 
 export interface HttpDownloadResult {
   object: Uint8Array;
@@ -31,16 +37,6 @@ export interface HttpDownloadResult {
   polluters: { proxyId: string; name: string; reason: string }[];
 }
 
-/** Hex SHA-256 as proxies state it. */
-const DIGEST_HEADER = 'x-mutp-sha256';
-const HEX_DIGEST = /^[0-9a-f]{64}$/;
-
-function hex(bytes: Uint8Array): string {
-  let out = '';
-  for (const b of bytes) out += b.toString(16).padStart(2, '0');
-  return out;
-}
-
 /** The proxy endpoint serving `url`, or a range of it (proxy/src/http-baseline.ts). */
 export function baselineUrl(proxy: ProxyInfo, url: string, range?: ByteRange): string {
   const base = `${proxy.httpUrl.replace(/\/+$/, '')}/v1/http?url=${encodeURIComponent(url)}`;
@@ -51,12 +47,22 @@ export function baselineUrl(proxy: ProxyInfo, url: string, range?: ByteRange): s
 const RANGE_START_HEADER = 'x-mutp-range-start';
 const COMPLETE_LENGTH_HEADER = 'x-mutp-complete-length';
 
-/** The attributes a response states, or why they do not fit the range asked for. */
+/**
+ * The attributes an answer states (its signed META's when it has one, else its headers'), or why
+ * they do not fit the range asked for.
+ */
 function attributesOf(
   headers: { get(name: string): string | null },
+  statement: HttpStatement,
   range: ByteRange | undefined,
   length: number,
 ): ObjectAttributes | string {
+  if (statement.attributes) {
+    const signed = statement.attributes;
+    if (!range) return signed.range ? 'a range nobody asked for' : signed;
+    if (!signed.range) return 'no range stated';
+    return servedRangeProblem(range, signed.range, length) ?? signed;
+  }
   const attributes: ObjectAttributes = {};
   const type = headers.get('content-type');
   if (type && validContentType(type)) attributes.contentType = type;
@@ -94,6 +100,12 @@ export async function runHttpDownload(
     tokenFor?: (proxy: ProxyInfo) => string | undefined;
     /** Only these bytes of `url`. */
     range?: ByteRange;
+    /** Ed25519 verification of the proxies' statements (default: portable; hosts pass a native one). */
+    verifySignature?: VerifySignature;
+    /** Proxies caught serving other bytes than they stated, once the download ends (report them). */
+    onPolluters?: (polluters: { proxyId: string; kind: 'data'; reason: string }[]) => void;
+    /** Signed statements of proxies that disagreed, once the download ends: hand them to origo. */
+    onConflict?: (statements: { proxyId: string; meta: Uint8Array }[]) => void;
   },
 ): Promise<HttpDownloadResult> {
   const startedAt = clock.now();
@@ -106,6 +118,8 @@ export async function runHttpDownload(
   const errors: string[] = [];
   const quorum = Math.max(1, Math.min(options.quorum ?? 2, proxies.length));
   const stated: (string | undefined)[] = proxies.map(() => undefined);
+  const statements: (HttpStatement | undefined)[] = proxies.map(() => undefined);
+  const request = { url, ...(options.range ? { range: options.range } : {}) };
   /** Settles a proxy's vote when its headers arrive or it fails (undefined: no vote). */
   const votes = proxies.map(() => {
     let settle!: (digest: string | undefined) => void;
@@ -143,11 +157,14 @@ export async function runHttpDownload(
       votes[i].settle(undefined);
       throw e;
     }
-    const digest = response.headers.get(DIGEST_HEADER)?.toLowerCase();
-    if (response.ok && digest && HEX_DIGEST.test(digest)) stated[i] = digest;
+    const statement = response.ok ? statementOf(proxy, request, response.headers, options.verifySignature) : undefined;
+    if (typeof statement === 'object') {
+      statements[i] = statement;
+      stated[i] = statement.digest;
+    }
     votes[i].settle(stated[i]);
     if (!response.ok || !response.body) throw new Error(`${proxy.name}: HTTP ${response.status}`);
-    if (stated[i] === undefined) throw new Error(`${proxy.name}: no ${DIGEST_HEADER} digest`);
+    if (typeof statement !== 'object') throw new Error(`${proxy.name}: ${statement}`);
     const declared = Number(response.headers.get('content-length') ?? NaN);
     if (declared > options.maxBytes) throw new Error(`${proxy.name}: ${declared} bytes exceeds ${options.maxBytes}`);
     const chunks: Uint8Array[] = [];
@@ -176,7 +193,7 @@ export async function runHttpDownload(
       }
       throw new Error(`${proxy.name}: fewer than ${quorum} proxies stated its digest`);
     }
-    const attributes = attributesOf(response.headers, options.range, object.length);
+    const attributes = attributesOf(response.headers, statement, options.range, object.length);
     if (typeof attributes === 'string') throw new Error(`${proxy.name}: ${attributes}`);
     return { object, index: i, contentType: response.headers.get('content-type'), attributes };
   };
@@ -215,5 +232,8 @@ export async function runHttpDownload(
   } finally {
     abortAll();
     options.signal?.removeEventListener('abort', abortAll);
+    if (polluters.length > 0) options.onPolluters?.(polluters.map((p) => ({ ...p, kind: 'data' as const })));
+    const evidence = conflictEvidence(proxies, statements);
+    if (evidence.length > 0) options.onConflict?.(evidence);
   }
 }
