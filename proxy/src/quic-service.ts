@@ -8,7 +8,6 @@
  * an operator's CA-issued pair of files (quic-ca-certificate.ts), re-read when they change, with
  * no hashes: clients validate it by its chain and the URL's host name.
  */
-import { DATA_CHANNEL_LABEL, type DatagramChannel } from '@mutp/shared';
 import type { Logger } from 'pino';
 import type { ClientTokenVerifier } from './client-tokens';
 import type { ProxyMetrics } from './metrics';
@@ -16,6 +15,7 @@ import type { PeerManager } from './peer-manager';
 import { CaCertificateFiles } from './quic-ca-certificate';
 import type { QuicCaConfig } from './quic-cert-config';
 import { CertificateRotation, QuicCertificate } from './quic-certificates';
+import { QuicSessionChannel } from './quic-session-channel';
 
 /** The part of @mutp/quic's QuicServer the endpoint uses (a seam for tests). */
 export interface QuicServerApi {
@@ -88,8 +88,6 @@ export function quicUrlHost(url: string): string {
 
 /** HTTP statuses a refused CONNECT gets. */
 const STATUS = { unauthorized: 401, notFound: 404, unavailable: 503 } as const;
-/** Datagram bytes the proxy keeps queued in a session (TransferHost's low-water mark). */
-export const QUIC_LOW_WATER_BYTES = 16 * 1024;
 /** The path clients CONNECT to. */
 export const QUIC_PATH = '/mutp';
 
@@ -245,70 +243,5 @@ export class QuicService {
     this.channels.delete(sessionId);
     channel.closedByPeer(reason);
     this.o.peers.sessionClosed(`q${sessionId}`, `session closed: ${reason}`);
-  }
-}
-
-/**
- * One QUIC session as the data channel a TransferHost serves: sends go out as datagrams,
- * `bufferedAmount` is the session's datagram send buffer (late binding), the low-water wake-up
- * comes from the server.
- */
-class QuicSessionChannel implements DatagramChannel {
-  readonly label = DATA_CHANNEL_LABEL;
-  /**
-   * The low-water wake-up comes from the native side's poll (every 1 ms) through a threadsafe
-   * call, behind whatever the JS thread is doing: 4.8 KB (2.6 ms at 1792 KB/s) ran dry between
-   * wake-ups; 16 KB keeps ~9 ms queued, still a fraction of a round trip for late binding.
-   */
-  readonly preferredLowWater = QUIC_LOW_WATER_BYTES;
-  onOpen?: () => void;
-  onMessage?: (bytes: Uint8Array) => void;
-  onClose?: (reason?: string) => void;
-  private open = true;
-  private onLow?: () => void;
-  /** The native send copies the datagram into the session's queue before it returns. */
-  readonly copiesOnSend = true;
-
-  constructor(
-    private readonly server: QuicServerApi,
-    private readonly sessionId: number,
-  ) {}
-
-  get isOpen(): boolean {
-    return this.open;
-  }
-
-  get bufferedAmount(): number {
-    return this.open ? this.server.bufferedBytes(this.sessionId) : 0;
-  }
-
-  send(bytes: Uint8Array): boolean {
-    return this.open && this.server.sendDatagram(this.sessionId, bytes);
-  }
-
-  setLowWaterMark(bytes: number, onLow: () => void): void {
-    this.onLow = onLow;
-    this.server.setLowWaterMark(this.sessionId, bytes);
-  }
-
-  drained(): void {
-    if (this.open) this.onLow?.();
-  }
-
-  /** The TransferHost closes its channel: the session goes. */
-  close(): void {
-    this.closeSession('closed by the proxy');
-  }
-
-  closeSession(reason: string): void {
-    if (!this.open) return;
-    this.open = false;
-    this.server.closeSession(this.sessionId, 0, reason.slice(0, 120));
-  }
-
-  closedByPeer(reason: string): void {
-    if (!this.open) return;
-    this.open = false;
-    this.onClose?.(reason);
   }
 }
