@@ -1,6 +1,7 @@
 /**
  * `npm run bench:browser -- [--json] [--stream high/hls-ts/index.m3u8] [--repeats 1] [--sources 4]
- * [--modes rlnc,fountain] [--cold] [--settings JSON] [--seeks 40,80] [--extension DIR]` (DIR: another unpacked
+ * [--modes rlnc,fountain] [--cold] [--settings JSON] [--seeks 40,80] [--runtime chromium|firefox]
+ * [--transport webrtc|quic] [--sender-stats] [--extension DIR]` (DIR: another unpacked
  * build, for A/B runs): a real player (hls.js in headless Chromium with the built extension)
  * plays a stream from the local origin through the extension in each mode (http = Parallel HTTP
  * through the proxies, uncoded, rlnc, fountain) with N ∈ {1, 2, 4} shaped proxies (N = 1:
@@ -30,6 +31,15 @@
  * goodput, normalized goodput, per-proxy shares) are collected; origo's records are counted
  * alongside. Rebuffering (`waiting` after the first `playing`) and fallbacks come from the page.
  *
+ * `--runtime firefox` plays in Firefox ESR instead (bench-browser-runtime.ts: a fresh Firefox per
+ * cell, its add-on installed with the cell's settings): the add-on's records are out of BiDi's
+ * reach, so a Firefox row's segment times are the page's (hls.js's loader, from its request to the
+ * answer; `timing: 'page'`), its shares the proxies' bytes sent, and it has no normalized goodput
+ * or staging (bench-browser-rows.ts). Every row also has the page-timed median (both runtimes),
+ * the QUIC sessions the proxies accepted (`quicSessionsAccepted`: whether WebTransport was used)
+ * and how many segments MUTP served. `--sender-stats` adds the proxies' sender counters per row
+ * (sender-log.ts: blocked by the in-flight limit, nothing to send, lost, RTT).
+ *
  * With `--profile P` (not `loopback`) the whole run happens in the namespace testbed: Chromium
  * in the client's namespace, each proxy behind its emulated path, no loopback ICE flag; `paper`
  * is the paper's Fig. 2 in a real browser. Results then go to e2e/results/<profile>/.
@@ -42,9 +52,25 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { boxPlotSvg, BoxSeries, boxStats, quantile } from './box-plot';
-import { ChromiumSession, ensureExtensionBuilt, ExtensionSettings, launchChromium, SegmentRecord } from './browser';
-import { capsFor, playOnce, PlayResult, segmentUrlsOf, warmProxies } from './browser-play';
+import type { Browser } from 'puppeteer-core';
+import { boxPlotSvg, BoxSeries, boxStats } from './box-plot';
+import { ensureExtensionBuilt, ExtensionSettings } from './browser';
+import { capsFor, playOnce, segmentUrlsOf, warmProxies } from './browser-play';
+import {
+  BenchMode,
+  Cell,
+  csvOf,
+  measuredSegments,
+  MeasuredSegment,
+  median,
+  MODES,
+  printTable,
+  round,
+  Row,
+  rowOf,
+  stagingOf,
+} from './bench-browser-rows';
+import { BenchRuntime, cellBrowsers, RUNTIMES } from './bench-browser-runtime';
 import { Cluster, startCluster } from './cluster';
 import { DEFAULT_SETTINGS } from '@mutp/extension/settings';
 import { CodecSet } from '@mutp/sim';
@@ -56,9 +82,8 @@ import { simulateCell } from './sim-prediction';
 import { enterTestbed, loopbackRelay, PlacedOrigin, startPlacedOrigin } from './testbed-run';
 import { startPlayerPages } from './player-pages';
 import { countsDelta, origoRecords, proxyCounts } from './proxy-metrics';
+import { SenderLog } from './sender-log';
 
-const MODES = ['http', 'uncoded', 'rlnc', 'fountain'] as const;
-type BenchMode = (typeof MODES)[number];
 const COLORS: Record<BenchMode, string> = {
   http: '#9e9e9e',
   uncoded: '#4e79a7',
@@ -109,7 +134,19 @@ const program = new Command()
       .choices(['webrtc', 'quic'])
       .default('webrtc'),
   )
+  .addOption(
+    new Option(
+      '--runtime <browser>',
+      "the browser: chromium (segment times from the extension's records) or firefox (Firefox ESR, a fresh one per cell; segment times from the page)",
+    )
+      .choices(RUNTIMES)
+      .default('chromium'),
+  )
   .option('--settings <json>', "extension settings (a JSON object) merged into every play's", parseSettings, {})
+  .option(
+    '--sender-stats',
+    "add the proxies' sender counters per row (blocked by in-flight, lost, srtt: from their debug logs)",
+  )
   .option(
     '--seeks <list>',
     'media seconds to seek to during each play, in order (e.g. 40,80): staging overhead per seek',
@@ -120,6 +157,8 @@ const program = new Command()
 const opts = program.opts<{
   json?: boolean;
   transport: 'webrtc' | 'quic';
+  runtime: BenchRuntime;
+  senderStats?: boolean;
   stream: string;
   repeats: number;
   sources: string;
@@ -156,123 +195,7 @@ function hostsFor(fleetCaps: number[], caps: number[]): number[] {
   });
 }
 
-const median = (xs: number[]) =>
-  quantile(
-    [...xs].sort((a, b) => a - b),
-    0.5,
-  );
-const round = (x: number, d = 3) => (Number.isFinite(x) ? Math.round(x * 10 ** d) / 10 ** d : null);
 const log = (s: string) => process.stderr.write(`bench:browser ${s}\n`);
-
-interface Cell {
-  mode: BenchMode;
-  sources: number;
-  capsKBps: number[];
-  plays: PlayResult[];
-  origoRecords: number;
-  /** Staging hints the proxies answered during the plays, by outcome (all proxies summed). */
-  stageHints: Record<string, number>;
-}
-
-interface Row {
-  mode: BenchMode;
-  sources: number;
-  capsKBps: number[];
-  stream: string;
-  plays: number;
-  segments: number;
-  medianSegmentGoodputBps: number;
-  p25SegmentGoodputBps: number | null;
-  p75SegmentGoodputBps: number | null;
-  normalizedGoodput: number | null;
-  medianSegmentMs: number | null;
-  medianStartupMs: number | null;
-  stalls: number;
-  fallbacks: number;
-  fallbackReasons: Record<string, number>;
-  /** Mean share of each proxy (by cap) over the segments. */
-  proxyShares: Record<string, number>;
-  origoRecords: number;
-  /** Staging hints the proxies answered in this cell's plays, by outcome (staged, cached, busy, ...). */
-  stageHints: Record<string, number>;
-  /** Seeks made in all plays (--seeks). */
-  seeks: number;
-  /**
-   * The extension's staging at the end of each play, summed: hints sent, staged, and segments
-   * staged but never asked for (`wasted`, the staging overhead), and each play's spread at its end
-   * (proxies each new segment was staged at: spread-rule.ts); null without staging.
-   */
-  staging: { ordersSent: number; hintsStaged: number; wasted: number; spreads: (number | null)[] } | null;
-  /** wasted / seeks (null without seeks or staging). */
-  wastedPerSeek: number | null;
-  speedupVsHttp: number | null;
-  profile: string;
-  /** Proxies restarted before each play, caches never warmed (--cold). */
-  cold: boolean;
-  /** The extension settings from --settings (besides mode, proxies, origoUrl, exposeCounters). */
-  settings: Record<string, unknown>;
-  /** The simulator's goodput for one median-size segment in the same mode, caps and profile (median of 5 seeds). */
-  simSegmentGoodputBps: number | null;
-}
-
-/** The last staging snapshot of each play's records, summed over the plays. */
-function stagingOf(plays: PlayResult[]): Row['staging'] {
-  let sum: Row['staging'] = null;
-  for (const p of plays) {
-    const last = [...p.segments].reverse().find((s) => s.staging)?.staging;
-    if (!last) continue;
-    sum ??= { ordersSent: 0, hintsStaged: 0, wasted: 0, spreads: [] };
-    sum.ordersSent += last.ordersSent;
-    sum.hintsStaged += last.hintsStaged;
-    sum.wasted += last.wasted;
-    sum.spreads.push(last.spread ?? null);
-  }
-  return sum;
-}
-
-function rowOf(cell: Cell): Row {
-  const seeks = cell.plays.reduce((a, p) => a + p.seeks, 0);
-  const staging = stagingOf(cell.plays);
-  const segs = cell.plays.flatMap((p) => p.segments.filter((s) => s.ok && !s.cached));
-  const goodputs = segs.map((s) => s.goodputBps).sort((a, b) => a - b);
-  const reasons: Record<string, number> = {};
-  for (const p of cell.plays)
-    for (const [k, v] of Object.entries(p.counters.fallbacks)) reasons[k] = (reasons[k] ?? 0) + v;
-  const shares: Record<string, number[]> = {};
-  for (const s of segs) for (const p of s.proxies) (shares[p.name] ??= []).push(p.share);
-  return {
-    mode: cell.mode,
-    sources: cell.sources,
-    capsKBps: cell.capsKBps,
-    stream: opts.stream,
-    plays: cell.plays.length,
-    segments: segs.length,
-    medianSegmentGoodputBps: Math.round(median(goodputs)),
-    p25SegmentGoodputBps: round(quantile(goodputs, 0.25), 0),
-    p75SegmentGoodputBps: round(quantile(goodputs, 0.75), 0),
-    normalizedGoodput: round(median(segs.map((s) => Math.min(1, s.normalizedGoodput)))),
-    medianSegmentMs: round(median(segs.map((s) => s.durationMs)), 1),
-    medianStartupMs: round(median(cell.plays.map((p) => p.startupMs)), 0),
-    stalls: cell.plays.reduce((a, p) => a + p.state.stalls, 0),
-    fallbacks: Object.values(reasons).reduce((a, b) => a + b, 0),
-    fallbackReasons: reasons,
-    proxyShares: Object.fromEntries(
-      Object.entries(shares)
-        .sort(([a], [b]) => a.localeCompare(b))
-        .map(([k, v]) => [k, round(v.reduce((a, b) => a + b, 0) / v.length) ?? 0]),
-    ),
-    origoRecords: cell.origoRecords,
-    stageHints: cell.stageHints,
-    seeks,
-    staging,
-    wastedPerSeek: seeks > 0 && staging ? round(staging.wasted / seeks, 2) : null,
-    speedupVsHttp: null,
-    profile: opts.profile,
-    cold,
-    settings: opts.settings,
-    simSegmentGoodputBps: null,
-  };
-}
 
 /**
  * The simulator's prediction for a cell: one object of the median segment size from the cell's
@@ -298,35 +221,6 @@ function simSegmentGoodput(
   return runs.length ? Math.round(median(runs.map((r) => r.result.goodputBps))) : null;
 }
 
-function csvOf(cells: Cell[]): string {
-  const lines = [
-    'mode,sources,caps_kBps,play,segment,bytes,duration_ms,total_ms,goodput_Bps,normalized_goodput,ok,reason,shares',
-  ];
-  for (const c of cells)
-    for (const p of c.plays)
-      for (const s of p.segments) {
-        const shares = s.proxies.map((x) => `${x.name}:${round(x.share, 4)}`).join(' ');
-        lines.push(
-          [
-            c.mode,
-            c.sources,
-            c.capsKBps.join('/'),
-            p.repeat,
-            new URL(s.url).pathname.split('/').pop(),
-            s.bytes,
-            round(s.durationMs, 1),
-            round(s.totalMs, 1),
-            Math.round(s.goodputBps),
-            round(s.normalizedGoodput, 4),
-            s.ok,
-            s.reason ?? '',
-            shares,
-          ].join(','),
-        );
-      }
-  return `${lines.join('\n')}\n`;
-}
-
 /** Restarts every proxy of the cluster: their caches are empty again (--cold). */
 async function restartProxies(cluster: Cluster): Promise<number> {
   const t = Date.now();
@@ -334,8 +228,8 @@ async function restartProxies(cluster: Cluster): Promise<number> {
   return Date.now() - t;
 }
 
-async function renderPng(chromium: ChromiumSession, svg: string, file: string): Promise<void> {
-  const page = await chromium.browser.newPage();
+async function renderPng(browser: Browser, svg: string, file: string): Promise<void> {
+  const page = await browser.newPage();
   try {
     await page.setViewport({ width: 900, height: 460, deviceScaleFactor: 2 });
     await page.setContent(`<!doctype html><html><body style="margin:0">${svg}</body></html>`);
@@ -344,24 +238,6 @@ async function renderPng(chromium: ChromiumSession, svg: string, file: string): 
     await svgElement.screenshot({ path: file as `${string}.png` });
   } finally {
     await page.close();
-  }
-}
-
-function printTable(rows: Row[]): void {
-  const mb = (b: number | null) => (b === null ? '-' : (b / 1e6).toFixed(2));
-  console.log(
-    'mode      N  caps KB/s            segs  median MB/s  p25-p75 MB/s   norm.gp  median ms  startup ms  stalls  fallbacks  x http  shares',
-  );
-  for (const r of rows) {
-    console.log(
-      `${r.mode.padEnd(9)} ${String(r.sources)}  ${r.capsKBps.join('/').padEnd(20)} ${String(r.segments).padStart(4)}  ` +
-        `${mb(r.medianSegmentGoodputBps).padStart(11)}  ${`${mb(r.p25SegmentGoodputBps)}-${mb(r.p75SegmentGoodputBps)}`.padStart(12)}  ` +
-        `${String(r.normalizedGoodput).padStart(7)}  ${String(r.medianSegmentMs).padStart(9)}  ${String(r.medianStartupMs).padStart(10)}  ` +
-        `${String(r.stalls).padStart(6)}  ${String(r.fallbacks).padStart(9)}  ${String(r.speedupVsHttp ?? '-').padStart(6)}  ` +
-        Object.entries(r.proxyShares)
-          .map(([k, v]) => `${k}:${v}`)
-          .join(' '),
-    );
   }
 }
 
@@ -386,8 +262,20 @@ async function main(): Promise<void> {
   const origin: Origin | PlacedOrigin = testbed ? await startPlacedOrigin(testbed.origin) : await startOrigin();
   const pages = await startPlayerPages();
   // In the testbed the proxies are other hosts: no loopback ICE flag.
-  const chromium = await launchChromium({ loopbackPeers: !testbed, extensionDir: opts.extension });
+  const browsers = await cellBrowsers(opts.runtime, {
+    loopbackPeers: !testbed,
+    extensionDir: opts.extension,
+    pagesUrl: pages.url,
+  });
+  const run = {
+    stream: opts.stream,
+    transport: opts.transport,
+    profile: opts.profile,
+    cold,
+    settings: opts.settings,
+  };
   const cells: Cell[] = [];
+  const senderLog = opts.senderStats ? new SenderLog() : undefined;
   const t0 = Date.now();
   try {
     const manifestUrl = `${origin.url}/${opts.stream}`;
@@ -398,6 +286,9 @@ async function main(): Promise<void> {
       const hosts = hostsFor(fleetCaps, caps);
       const cluster = await startCluster({
         proxies: caps.map((uploadKBps, i) => ({ name: `p${i}-${uploadKBps}`, uploadKBps })),
+        ...(senderLog
+          ? { logLevel: 'debug', onLog: (source: string, line: string) => senderLog.onLine(source, line) }
+          : {}),
         allowPrivateOrigins: true,
         readyTimeoutMs: 60_000,
         placement: testbed ? { origo: testbed.origo, proxies: hosts.map((h) => testbed.proxies[h]) } : undefined,
@@ -410,7 +301,7 @@ async function main(): Promise<void> {
       try {
         if (!cold) await warmProxies(cluster, segmentUrls);
         for (const mode of modes) {
-          await chromium.setSettings({
+          const browser = await browsers.forCell({
             ...(opts.settings as ExtensionSettings),
             origoUrl: extensionOrigoUrl,
             mode,
@@ -418,27 +309,41 @@ async function main(): Promise<void> {
             exposeCounters: true,
           });
           const recordsBefore = (await origoRecords(cluster, mode)).length;
-          const cell: Cell = { mode, sources: n, capsKBps: caps, plays: [], origoRecords: 0, stageHints: {} };
+          const cell: Cell = {
+            runtime: opts.runtime,
+            mode,
+            sources: n,
+            capsKBps: caps,
+            plays: [],
+            origoRecords: 0,
+            stageHints: {},
+            proxyBytes: {},
+            quicSessionsAccepted: 0,
+          };
           for (let r = 0; r < opts.repeats; r++) {
             // Every cold play restarts the proxies, the cluster's first too: one rule, and each play
             // is known to start on empty caches whatever ran before it.
             const restartMs = cold ? await restartProxies(cluster) : 0;
             const countsBefore = await proxyCounts(cluster);
-            const play = await playOnce(chromium, playerUrl, segmentUrls.length, r, opts.playTimeout * 1000, {
+            const play = await playOnce(browser, playerUrl, segmentUrls.length, r, opts.playTimeout * 1000, {
               seekTo: opts.seeks,
               lastSegmentUrl: segmentUrls[segmentUrls.length - 1],
             });
             cell.plays.push(play);
             const hints: Record<string, number> = {};
-            for (const p of countsDelta(countsBefore, await proxyCounts(cluster)))
+            for (const p of countsDelta(countsBefore, await proxyCounts(cluster))) {
               for (const [outcome, k] of Object.entries(p.stageHints)) hints[outcome] = (hints[outcome] ?? 0) + k;
+              const sent = Object.values(p.bytesSent).reduce((a, b) => a + b, 0);
+              cell.proxyBytes[p.name] = (cell.proxyBytes[p.name] ?? 0) + sent;
+              cell.quicSessionsAccepted += p.quicSessions.accepted ?? 0;
+            }
             for (const [outcome, k] of Object.entries(hints))
               cell.stageHints[outcome] = (cell.stageHints[outcome] ?? 0) + k;
-            const ok = play.segments.filter((s) => s.ok);
+            const ok = measuredSegments({ ...cell, plays: [play] });
             log(
-              `${mode} N=${n} play ${r + 1}/${opts.repeats} ` +
+              `${opts.runtime} ${mode} N=${n} play ${r + 1}/${opts.repeats} ` +
                 `(${cold ? `cold: proxies restarted in ${(restartMs / 1000).toFixed(1)} s` : 'warm'}): ` +
-                `${ok.length}/${segmentUrls.length} segments by MUTP, ` +
+                `${play.counters.served}/${segmentUrls.length} segments served by MUTP (${ok.length} timed), ` +
                 `median ${(median(ok.map((s) => s.goodputBps)) / 1e6).toFixed(2)} MB/s, stalls ${play.state.stalls}, ` +
                 `fallbacks ${JSON.stringify(play.counters.fallbacks)}, stage hints ${JSON.stringify(hints)}, ` +
                 `staging ${JSON.stringify(stagingOf([play]))}${play.seeks ? ` over ${play.seeks} seeks` : ''}, ` +
@@ -447,6 +352,10 @@ async function main(): Promise<void> {
             await new Promise((res) => setTimeout(res, 500)); // the proxies end their transfers
           }
           cell.origoRecords = (await origoRecords(cluster, mode)).length - recordsBefore;
+          // The transfers' lines come a little after the plays (the 500 ms above); http has none.
+          const senders = senderLog?.take();
+          if (senders && mode !== 'http') cell.senders = senders;
+          await browsers.endCell();
           cells.push(cell);
         }
       } finally {
@@ -455,11 +364,11 @@ async function main(): Promise<void> {
       }
     }
 
-    const rows = cells.map(rowOf);
+    const rows = cells.map((c) => rowOf(c, run));
     const codecs = await loadNodeCodecs();
     const profile = testbed ? loadProfile(opts.profile) : undefined;
     for (const [i, r] of rows.entries()) {
-      const segs = cells[i].plays.flatMap((p) => p.segments.filter((x) => x.ok && !x.cached));
+      const segs = measuredSegments(cells[i]);
       const network = profile && { profile, fleetCaps, hosts: hostsFor(fleetCaps, r.capsKBps) };
       r.simSegmentGoodputBps = simSegmentGoodput(r, median(segs.map((x) => x.objectBytes)), codecs, network);
     }
@@ -472,19 +381,23 @@ async function main(): Promise<void> {
     writeFileSync(join(opts.out, 'bench-browser.csv'), csvOf(cells));
     writeFileSync(join(opts.out, 'bench-browser.json'), `${JSON.stringify(rows, null, 2)}\n`);
     const groups = sources.map((n) => `N = ${n} (${capsLabel(capsFor(n))} KB/s)`);
-    const series = (value: (s: SegmentRecord) => number): BoxSeries[] =>
+    const series = (value: (s: MeasuredSegment) => number | null): BoxSeries[] =>
       cells.map((c) => ({
         group: groups[sources.indexOf(c.sources)],
         series: c.mode,
-        values: c.plays.flatMap((p) => p.segments.filter((s) => s.ok && !s.cached).map(value)),
+        values: measuredSegments(c).flatMap((s) => {
+          const v = value(s);
+          return v === null ? [] : [v];
+        }),
       }));
+    const browserName = opts.runtime === 'firefox' ? 'Firefox ESR' : 'Chromium';
     const plots = [
       {
         file: 'bench-browser-goodput',
         svg: boxPlotSvg(
           series((s) => s.goodputBps / 1e6),
           {
-            title: `Per-segment goodput in Chromium (hls.js, ${opts.stream}${cold ? ', cold proxies' : ''})`,
+            title: `Per-segment goodput in ${browserName} (hls.js, ${opts.stream}${cold ? ', cold proxies' : ''})`,
             yLabel: 'goodput (MB/s)',
             groups,
             series: modes,
@@ -501,9 +414,9 @@ async function main(): Promise<void> {
       {
         file: 'bench-browser-normalized-goodput',
         svg: boxPlotSvg(
-          series((s) => Math.min(1, s.normalizedGoodput)),
+          series((s) => (s.normalizedGoodput === null ? null : Math.min(1, s.normalizedGoodput))),
           {
-            title: `Per-segment normalized goodput in Chromium (hls.js, ${opts.stream}${cold ? ', cold proxies' : ''})`,
+            title: `Per-segment normalized goodput in ${browserName} (hls.js, ${opts.stream}${cold ? ', cold proxies' : ''})`,
             yLabel: 'normalized goodput (useful / received)',
             groups,
             series: modes,
@@ -519,7 +432,7 @@ async function main(): Promise<void> {
         join(opts.out, `${p.file}.html`),
         `<!doctype html><html><head><meta charset="utf-8"><title>${p.file}</title></head><body>${p.svg}</body></html>\n`,
       );
-      await renderPng(chromium, p.svg, join(opts.out, `${p.file}.png`));
+      await renderPng(await browsers.renderer(), p.svg, join(opts.out, `${p.file}.png`));
     }
 
     console.log(`${opts.stream}, proxies ${cold ? 'cold' : 'warm'}, extra settings ${JSON.stringify(opts.settings)}:`);
@@ -538,6 +451,13 @@ async function main(): Promise<void> {
           `${r.speedupVsHttp ?? '-'} x http (>= 2.6: ${r.speedupVsHttp === null ? '-' : met(r.speedupVsHttp >= 2.6)}), ` +
           `normalized goodput ${r.normalizedGoodput} (>= 0.97: ${met((r.normalizedGoodput ?? 0) >= 0.97)})`,
       );
+      // Issue 30's over QUIC (paper-loss2): >= 2.5 x http, every segment by MUTP, 0 stalls.
+      if (opts.transport === 'quic')
+        console.log(
+          `target N=4 ${mode} over QUIC (issue 30): ${r.speedupVsHttp ?? '-'} x http (>= 2.5: ` +
+            `${r.speedupVsHttp === null ? '-' : met(r.speedupVsHttp >= 2.5)}), ${r.served} served by MUTP, ` +
+            `${r.fallbacks} fallbacks, ${r.stalls} stalls, ${r.quicSessionsAccepted} QUIC sessions`,
+        );
     }
     const codedStalls = rows.filter((r) => r.mode !== 'http').reduce((a, r) => a + r.stalls, 0);
     console.log(
@@ -545,12 +465,12 @@ async function main(): Promise<void> {
         `results in ${opts.out} (bench-browser.csv, bench-browser-*.png/svg/html); ${((Date.now() - t0) / 1000).toFixed(0)} s`,
     );
     for (const c of cells) {
-      const st = boxStats(c.plays.flatMap((p) => p.segments.filter((s) => s.ok).map((s) => s.goodputBps)));
+      const st = boxStats(measuredSegments(c).map((s) => s.goodputBps));
       if (!st) log(`${c.mode} N=${c.sources}: no segment served by MUTP`);
     }
     if (opts.json) console.log(JSON.stringify(rows));
   } finally {
-    await chromium.close();
+    await browsers.close();
     await pages.close();
     await origin.close();
   }

@@ -3,14 +3,14 @@
  * cell, warming the proxies' caches, the segment list of an HLS playlist, and one play of the
  * player page until every segment was fetched (with the extension's download records).
  */
-import type { Page } from 'puppeteer-core';
+import type { Browser, Page } from 'puppeteer-core';
 import {
-  ChromiumSession,
   Counters,
   pageCounters,
   PlayerState,
   playerState,
   SegmentRecord,
+  TabStats,
   totalFallbacks,
   waitFor,
 } from './browser';
@@ -51,9 +51,41 @@ export async function segmentUrlsOf(manifestUrl: string): Promise<string[]> {
   return urls;
 }
 
+/**
+ * The browser a play runs in. With `tabStats` (Chromium: the extension's storage is reachable)
+ * the play returns the extension's download records; without (Firefox ESR: BiDi does not reach
+ * moz-extension:// pages) only the page's own view of each segment.
+ */
+export interface PlayBrowser {
+  browser: Browser;
+  tabStats?(pageUrl: string): Promise<TabStats | undefined>;
+}
+
+/** A segment as the player's loader saw it: from its request to the answer (extension and relay included). */
+export interface PageSegment {
+  url: string;
+  bytes: number;
+  durationMs: number;
+  goodputBps: number;
+}
+
+/** The page's timed segments (hls.js's loader; a dash.js page has no timings), in answer order. */
+export function pageSegmentsOf(state: PlayerState): PageSegment[] {
+  return state.loaded
+    .filter((l) => l.startMs !== undefined && l.endMs !== undefined && l.endMs > l.startMs)
+    .sort((a, b) => a.endMs! - b.endMs!)
+    .map((l) => {
+      const durationMs = l.endMs! - l.startMs!;
+      return { url: l.url, bytes: l.bytes, durationMs, goodputBps: (l.bytes * 1000) / durationMs };
+    });
+}
+
 export interface PlayResult {
   repeat: number;
+  /** The extension's download records (none without PlayBrowser.tabStats). */
   segments: SegmentRecord[];
+  /** Every segment as the page timed it. */
+  pageSegments: PageSegment[];
   counters: Counters;
   state: PlayerState;
   startupMs: number;
@@ -76,11 +108,11 @@ export interface PlayOptions {
 
 /**
  * Opens the player page, waits until it fetched all `segmentCount` segments (with seeks: the
- * last one), and returns the extension's records of them. A profiler's hooks run on the new page
- * before it navigates and before it closes.
+ * last one), and returns the extension's records of them (where the browser gives them) and the
+ * page's timings. A profiler's hooks run on the new page before it navigates and before it closes.
  */
 export async function playOnce(
-  chromium: ChromiumSession,
+  session: PlayBrowser,
   playerUrl: string,
   segmentCount: number,
   repeat: number,
@@ -89,7 +121,7 @@ export async function playOnce(
 ): Promise<PlayResult> {
   const seekTo = hooks.seekTo ?? [];
   if (seekTo.length > 0 && !hooks.lastSegmentUrl) throw new Error('seeking plays need lastSegmentUrl');
-  const page = await chromium.browser.newPage();
+  const page = await session.browser.newPage();
   const pageErrors: string[] = [];
   page.on('pageerror', (e) => pageErrors.push(String(e)));
   const t0 = Date.now();
@@ -139,26 +171,12 @@ export async function playOnce(
         `${String(e)}; currentTime ${state?.currentTime}, counters ${JSON.stringify(counters)}, errors ${JSON.stringify(state?.errors)}`,
       );
     });
-    // One record per request the downloader answered: those the page aborted have none, nor those
-    // the hook gave up on at its deadline ('timeout': it cancels them, unless they had ended).
-    const expectedRecords = counters!.intercepted - counters!.aborted - (counters!.fallbacks.timeout ?? 0);
-    let records = 0;
-    const tab = await waitFor(
-      'the download records in storage.session',
-      async () => {
-        const t = await chromium.tabStats(playerUrl);
-        records = t?.segments.length ?? 0;
-        return t && records >= expectedRecords ? t : undefined;
-      },
-      // A request the downloader failed after a disconnection records when its download ends.
-      30_000,
-    ).catch((e: unknown) => {
-      throw new Error(`${String(e)}; ${records} of ${expectedRecords} records; counters ${JSON.stringify(counters)}`);
-    });
+    const segments = session.tabStats ? await downloadRecords(session.tabStats, playerUrl, counters!) : [];
     const playing = state!.events.find((e) => e[0] === 'playing');
     return {
       repeat,
-      segments: tab.segments,
+      segments,
+      pageSegments: pageSegmentsOf(state!),
       counters: counters!,
       state: state!,
       startupMs: playing ? playing[2] : NaN,
@@ -169,4 +187,29 @@ export async function playOnce(
     await hooks.beforeClose?.(page).catch(() => undefined);
     await page.close();
   }
+}
+
+/** The extension's records of a play, once every request the downloader answered has one (bounded). */
+async function downloadRecords(
+  tabStats: (pageUrl: string) => Promise<TabStats | undefined>,
+  playerUrl: string,
+  counters: Counters,
+): Promise<SegmentRecord[]> {
+  // One record per request the downloader answered: those the page aborted have none, nor those
+  // the hook gave up on at its deadline ('timeout': it cancels them, unless they had ended).
+  const expectedRecords = counters.intercepted - counters.aborted - (counters.fallbacks.timeout ?? 0);
+  let records = 0;
+  const tab = await waitFor(
+    'the download records in storage.session',
+    async () => {
+      const t = await tabStats(playerUrl);
+      records = t?.segments.length ?? 0;
+      return t && records >= expectedRecords ? t : undefined;
+    },
+    // A request the downloader failed after a disconnection records when its download ends.
+    30_000,
+  ).catch((e: unknown) => {
+    throw new Error(`${String(e)}; ${records} of ${expectedRecords} records; counters ${JSON.stringify(counters)}`);
+  });
+  return tab.segments;
 }

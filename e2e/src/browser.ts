@@ -218,8 +218,11 @@ export interface PlayerState {
   events: [string, number, number][];
   errors: string[];
   warnings: string[];
-  /** Every media object the player's loader got, hashed in the page. */
-  loaded: { url: string; bytes: number; sha256: string; at: number }[];
+  /**
+   * Every media object the player's loader got, hashed in the page; hls.js's with the loader's
+   * request (`startMs`) and answer (`endMs`) times, ms since the page started.
+   */
+  loaded: { url: string; bytes: number; sha256: string; at: number; startMs?: number; endMs?: number }[];
   hashing: number;
 }
 

@@ -8,7 +8,9 @@
  *   first `playing`), player and media errors;
  * - the bytes the player got for every media object, hashed (SHA-256) in the page at the
  *   player's own loader: hls.js through a fragment loader (`fLoader`) subclassing its default
- *   XHR loader whose success callback hashes `response.data` before hls.js sees it; dash.js
+ *   XHR loader whose success callback hashes `response.data` before hls.js sees it, with the
+ *   loader's request and answer times (where no extension records can be read, as in Firefox,
+ *   bench:browser's segment times come from them); dash.js
  *   through its public FRAGMENT_LOADING_COMPLETED event, which carries the response body. Each
  *   body is copied synchronously (hls.js may transfer it to its transmux worker afterwards).
  *
@@ -52,7 +54,8 @@ const PAGE_SCRIPT = String.raw`
   };
   const now = () => Math.round(performance.now() - t0);
   const hex = (buf) => Array.from(new Uint8Array(buf), (b) => b.toString(16).padStart(2, '0')).join('');
-  const hashBody = (url, body) => {
+  // timing: the loader's request and answer times (hls.js's stats), ms since the page started.
+  const hashBody = (url, body, timing) => {
     if (!(body instanceof ArrayBuffer)) {
       state.errors.push('no ArrayBuffer body for ' + url + ': ' + Object.prototype.toString.call(body));
       return;
@@ -61,7 +64,10 @@ const PAGE_SCRIPT = String.raw`
     const at = now();
     state.hashing++;
     crypto.subtle.digest('SHA-256', copy).then(
-      (d) => state.loaded.push({ url: new URL(url, location.href).href, bytes: copy.byteLength, sha256: hex(d), at }),
+      (d) => state.loaded.push(Object.assign(
+        { url: new URL(url, location.href).href, bytes: copy.byteLength, sha256: hex(d), at },
+        timing || {},
+      )),
       (e) => state.errors.push('digest ' + url + ': ' + e),
     ).finally(() => state.hashing--);
   };
@@ -86,7 +92,10 @@ const PAGE_SCRIPT = String.raw`
         const onSuccess = callbacks.onSuccess;
         const wrapped = Object.assign({}, callbacks, {
           onSuccess: (response, stats, ctx, details) => {
-            hashBody(ctx.url, response.data);
+            hashBody(ctx.url, response.data, {
+              startMs: Math.round((stats.loading.start - t0) * 10) / 10,
+              endMs: Math.round((stats.loading.end - t0) * 10) / 10,
+            });
             onSuccess(response, stats, ctx, details);
           },
         });
