@@ -9,12 +9,21 @@ import { createNodeRtcFactory, NodeRtcOptions } from '@mutp/node-rtc';
 import { nodeNetworkWatch } from './network-watch';
 import { nodeQuicOpener, NodeQuicOptions } from './quic-transport';
 
+/**
+ * Received messages a channel hands on per event-loop turn (node-rtc's turn-budget.ts). A turn
+ * that brings one channel more means the JS thread fell that far behind node-datachannel's
+ * unbounded native queue, whose high-water mark stays in the RSS: the rest is dropped as loss.
+ * 256 messages of up to 1276 bytes are about 320 KB per channel, a quarter of the 1000 Node
+ * hands over at most per turn, so a drained queue still fills each turn's budget.
+ */
+export const MAX_MESSAGES_PER_TURN = 256;
+
 export function createNodeHost(rtc: NodeRtcOptions = {}, quic: NodeQuicOptions = {}): ClientHost {
   return {
     clock: systemClock,
     random: () => randomBytes(4).readUInt32BE(0),
     webSocket: (url) => new WebSocket(url, { maxPayload: 1 << 20 }) as unknown as WebSocketLike,
-    rtc: createNodeRtcFactory(rtc),
+    rtc: createNodeRtcFactory({ maxMessagesPerTurn: MAX_MESSAGES_PER_TURN, ...rtc }),
     quic: nodeQuicOpener(quic),
     fetch: globalThis.fetch as unknown as FetchLike,
     sha256: nodeSha256,

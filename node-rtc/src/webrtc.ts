@@ -19,6 +19,7 @@
 import nodeDataChannel from 'node-datachannel';
 import type { DataChannel, PeerConnection, RtcConfig } from 'node-datachannel';
 import { DatagramChannelBase } from '@mutp/shared';
+import { TurnBudget, TurnBudgetStats, TurnClock } from './turn-budget';
 import type {
   ChannelLabel,
   DatagramChannel,
@@ -45,6 +46,23 @@ export interface NodeRtcOptions {
   iceServers?: string[];
   /** Name prefix of the peers in libdatachannel's logs. */
   name?: string;
+  /**
+   * Received messages a channel hands on per event-loop turn; the rest of a turn's are dropped
+   * (turn-budget.ts: the JS thread fell that far behind node-datachannel's unbounded native
+   * queue). None by default.
+   */
+  maxMessagesPerTurn?: number;
+}
+
+const turnClock = new TurnClock();
+const receiveStats: TurnBudgetStats = { delivered: 0, dropped: 0, largestTurn: 0 };
+
+/**
+ * What the channels with a `maxMessagesPerTurn` received in this process so far: handed on,
+ * dropped, the largest turn. A copy.
+ */
+export function nodeRtcReceiveStats(): TurnBudgetStats {
+  return { ...receiveStats };
 }
 
 /** Options for the channels MUTP uses: unordered, unreliable (no retransmissions). */
@@ -72,10 +90,14 @@ export function createNodeRtcFactory(options: NodeRtcOptions = {}): RtcFactory {
   if (options.mtu !== undefined) config.mtu = options.mtu;
   if (options.enableIceUdpMux !== undefined) config.enableIceUdpMux = options.enableIceUdpMux;
   const prefix = options.name ?? 'mutp';
+  const perTurn = options.maxMessagesPerTurn;
+  if (perTurn !== undefined && !(Number.isInteger(perTurn) && perTurn >= 1))
+    throw new RangeError('maxMessagesPerTurn must be a positive integer');
+  const budget = perTurn === undefined ? undefined : () => new TurnBudget(perTurn, turnClock, receiveStats);
   let counter = 0;
   return {
     createPeer(role) {
-      return new NodePeer(`${prefix}-${role}-${++counter}`, role, config);
+      return new NodePeer(`${prefix}-${role}-${++counter}`, role, config, budget);
     },
   };
 }
@@ -106,6 +128,7 @@ class NodePeer implements RtcPeer {
     name: string,
     private readonly role: 'offerer' | 'answerer',
     config: RtcConfig,
+    private readonly budget?: () => TurnBudget,
   ) {
     // The offerer makes its offer in startOffer(), after its channels exist; the answerer answers
     // as soon as it has the offer (libdatachannel's automatic negotiation).
@@ -133,7 +156,7 @@ class NodePeer implements RtcPeer {
           safely(() => dc.close());
           return;
         }
-        const channel = this.track(new NodeChannel(dc));
+        const channel = this.track(new NodeChannel(dc, this.budget?.()));
         if (this.onChannel) this.onChannel(channel);
         else channel.close(); // nobody wants it
       }),
@@ -147,7 +170,7 @@ class NodePeer implements RtcPeer {
   createChannel(label: ChannelLabel): DatagramChannel {
     if (this.role !== 'offerer') throw new Error('only the offerer creates channels');
     if (this.closed) throw new Error('peer connection is closed');
-    return this.track(new NodeChannel(this.pc.createDataChannel(label, MUTP_CHANNEL_CONFIG)));
+    return this.track(new NodeChannel(this.pc.createDataChannel(label, MUTP_CHANNEL_CONFIG), this.budget?.()));
   }
 
   startOffer(): void {
@@ -227,7 +250,10 @@ class NodeChannel extends DatagramChannelBase {
    */
   private knownEmpty = false;
 
-  constructor(private readonly dc: DataChannel) {
+  constructor(
+    private readonly dc: DataChannel,
+    private readonly budget?: TurnBudget,
+  ) {
     super(dc.getLabel());
     dc.onOpen(guard(() => this.markOpen()));
     dc.onClosed(guard(() => this.markClosed(this.lastError)));
@@ -237,6 +263,7 @@ class NodeChannel extends DatagramChannelBase {
     dc.onMessage(
       guard((message) => {
         if (this.closed || typeof message === 'string') return; // MUTP is binary only
+        if (this.budget && !this.budget.admit()) return;
         const bytes =
           message instanceof ArrayBuffer
             ? new Uint8Array(message)
