@@ -10,17 +10,29 @@
  * loader's own start-up peak, about 110 MiB, is a floor), whether the bytes are exact (SHA-256 against the origin's), what the look-ahead hinted and how
  * the proxies answered, and the ranges the proxies fetched from the origin more than once each.
  * The last line of stdout is one JSON document with every figure.
+
+ *
+ * Memory (issue 32): with `--compiled` it runs the compiled bin (after `npm run build`) as its
+ * launcher does (the #! line's environment and node flags, read from client/bin/mutp.js), with
+ * `--node-flags` after them and `--env` added, so a flag or an allocator setting can be tried
+ * before it goes into the launcher. Each run also reports its CPU seconds, where the RSS lay at its
+ * highest (`atPeak`, from /proc/PID/smaps: glibc's per-thread arenas, the brk heap, other
+ * anonymous memory, mapped files) and what node said then (`nodeAtPeak`, memory-probe.cjs: V8
+ * heap, array buffers, and node-rtc's receive counters, at the peak and at exit).
  */
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Command } from 'commander';
 import { quantile } from './box-plot';
 import { Cluster, spawnService, startCluster } from './cluster';
 import { DistantOrigin, startDistantOrigin } from './distant-origin';
 import { largeObjectSlice, LARGE_BLOCK_BYTES, Origin, startOrigin } from './origin';
-import { peakRssMiB } from './proc-memory';
+import { cpuSeconds, peakRssMiB, RssBreakdown, rssBreakdown } from './proc-memory';
+
+const ROOT = join(__dirname, '..', '..');
 
 const opts = new Command()
   .name('bench-cli-pipeline')
@@ -34,6 +46,13 @@ const opts = new Command()
   .option('--upload-kbps <KB/s>', "each proxy's upload limit (0: none)", (v) => Number(v), 0)
   .option('--prefetch <list>', '--prefetch-ranges values compared', '0,2')
   .option('--repeats <n>', 'runs of each value', (v) => Number(v), 3)
+  .option('--compiled', 'run the compiled bin (client/bin/mutp.js, after npm run build) instead of the sources')
+  .option(
+    '--node-flags <flags>',
+    "with --compiled: node/V8 flags after the bin's own, e.g. '--max-semi-space-size=8'",
+    '',
+  )
+  .option('--env <list>', "extra environment of the mutp process, e.g. 'MALLOC_ARENA_MAX=2' (comma-separated)", '')
   .parse()
   .opts<{
     mib: number;
@@ -45,7 +64,21 @@ const opts = new Command()
     uploadKbps: number;
     prefetch: string;
     repeats: number;
+    compiled?: boolean;
+    nodeFlags: string;
+    env: string;
   }>();
+
+/** What the mutp process is run with besides its arguments. */
+const mutpEnv: NodeJS.ProcessEnv = Object.fromEntries(
+  opts.env
+    .split(',')
+    .filter(Boolean)
+    .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+);
+const probeFile = join(mkdtempSync(join(tmpdir(), 'mutp-probe-')), 'memory.json');
+mutpEnv.MUTP_MEMORY_PROBE = probeFile;
+mutpEnv.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} --require ${join(__dirname, 'memory-probe.cjs')}`.trim();
 
 interface Run {
   prefetch: number;
@@ -53,6 +86,12 @@ interface Run {
   goodputMBps: number;
   normalizedGoodput: number;
   peakRssMiB: number;
+  /** CPU seconds of the mutp process (user + system, last sampled before it exited). */
+  cpuSeconds: number;
+  /** Where the resident set lay when it was highest (/proc/PID/smaps, sampled every 100 ms). */
+  atPeak?: RssBreakdown;
+  /** What node said when its RSS was highest (memory-probe.cjs). */
+  nodeAtPeak?: Record<string, unknown>;
   byteExact: boolean;
   hints: { hinted: number; staged: number; failed: number };
   /** Ranges a proxy asked the origin for more than once per proxy (0 expected). */
@@ -60,24 +99,79 @@ interface Run {
 }
 
 /** Runs `mutp get`, resolving with its exit code, stdout and stderr, its wall time and peak RSS. */
-function mutp(
-  args: string[],
-): Promise<{ code: number | null; stdout: string; stderr: string; wallMs: number; peakRssMiB: number }> {
+function mutp(args: string[]): Promise<{
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  wallMs: number;
+  peakRssMiB: number;
+  cpuSeconds: number;
+  atPeak?: RssBreakdown;
+  nodeAtPeak?: Record<string, unknown>;
+}> {
   const started = performance.now();
-  const child = spawnService('client/src/cli.ts', args, {});
+  rmSync(probeFile, { force: true });
+  const child = opts.compiled
+    ? spawn(process.execPath, [...launcher.nodeFlags, ...extraFlags, BIN, ...args], {
+        cwd: ROOT,
+        env: { ...process.env, ...launcher.env, ...mutpEnv },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+    : spawnService('client/src/cli.ts', args, mutpEnv);
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   let peak = 0;
-  const sampler = setInterval(() => (peak = Math.max(peak, peakRssMiB(child.pid!))), 100);
+  let atPeak: RssBreakdown | undefined;
+  let cpu = 0;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, peakRssMiB(child.pid!));
+    const now = rssBreakdown(child.pid!);
+    if (now && now.totalMiB > (atPeak?.totalMiB ?? 0)) atPeak = now;
+    cpu = cpuSeconds(child.pid!) ?? cpu;
+  }, 100);
   return new Promise((resolve) =>
     child.on('exit', (code) => {
       clearInterval(sampler);
-      resolve({ code, stdout, stderr, wallMs: performance.now() - started, peakRssMiB: peak });
+      const nodeAtPeak = existsSync(probeFile)
+        ? (JSON.parse(readFileSync(probeFile, 'utf8')) as Record<string, unknown>)
+        : undefined;
+      resolve({
+        code,
+        stdout,
+        stderr,
+        wallMs: performance.now() - started,
+        peakRssMiB: peak,
+        cpuSeconds: cpu,
+        atPeak,
+        nodeAtPeak,
+      });
     }),
   );
 }
+
+const BIN = join(ROOT, 'client', 'bin', 'mutp.js');
+const extraFlags = opts.nodeFlags.split(' ').filter(Boolean);
+
+/**
+ * The bin's #! line (`#!/usr/bin/env -S VAR=value node --flag ...`), taken apart so the bench
+ * runs exactly what the launcher runs, with `--node-flags` after the launcher's own (V8 takes
+ * the last value of a flag).
+ */
+function readLauncher(): { env: NodeJS.ProcessEnv; nodeFlags: string[] } {
+  const words = readFileSync(BIN, 'utf8')
+    .split('\n')[0]
+    .replace(/^#!\/usr\/bin\/env -S /, '')
+    .split(' ');
+  const node = words.indexOf('node');
+  if (node < 0) throw new Error(`${BIN}: no node in its #! line`);
+  return {
+    env: Object.fromEntries(words.slice(0, node).map((kv) => kv.split('=') as [string, string])),
+    nodeFlags: words.slice(node + 1),
+  };
+}
+const launcher = readLauncher();
 
 function digestOf(total: number, seed: number): string {
   const hash = createHash('sha256');
@@ -144,6 +238,9 @@ async function main(): Promise<void> {
           goodputMBps: summary.goodputBps / 1e6,
           normalizedGoodput: summary.normalizedGoodput,
           peakRssMiB: Math.round(run.peakRssMiB),
+          cpuSeconds: run.cpuSeconds,
+          atPeak: run.atPeak,
+          nodeAtPeak: run.nodeAtPeak,
           byteExact: summary.sha256 === digestOf(total, seed),
           hints: summary.prefetch,
           rangesFetchedTwice: [...perRange.values()].filter((n) => n > opts.proxies).length,
@@ -158,6 +255,7 @@ async function main(): Promise<void> {
     await distant?.close();
     await origin?.close();
     rmSync(dir, { recursive: true, force: true });
+    rmSync(dirname(probeFile), { recursive: true, force: true });
   }
   const median = (xs: number[]) =>
     quantile(
@@ -171,6 +269,8 @@ async function main(): Promise<void> {
       medianGoodputMBps: median(mine.map((r) => r.goodputMBps)),
       medianWallMs: median(mine.map((r) => r.wallMs)),
       medianPeakRssMiB: median(mine.map((r) => r.peakRssMiB)),
+      maxPeakRssMiB: Math.max(...mine.map((r) => r.peakRssMiB)),
+      medianCpuSeconds: median(mine.map((r) => r.cpuSeconds)),
       allByteExact: mine.every((r) => r.byteExact),
       rangesFetchedTwice: mine.reduce((sum, r) => sum + r.rangesFetchedTwice, 0),
     };
