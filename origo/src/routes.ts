@@ -6,6 +6,7 @@
 import websocket from '@fastify/websocket';
 import Fastify, { FastifyPluginAsync, LogController } from 'fastify';
 import { Logger } from 'pino';
+import { isLoopbackHost } from '@mutp/cli-options';
 import { downloadRecord, MAX_SIGNAL_BYTES } from '@mutp/shared';
 import { bearerMatches } from './auth';
 import { Broker } from './broker/router';
@@ -79,7 +80,7 @@ export function createHttpApp(deps: RouteDeps) {
     // behind a listed reverse proxy that is the real client, not the proxy).
     routes.get('/metrics', async (req, reply) => {
       const token = deps.config.metricsToken;
-      if (token !== undefined ? !bearerMatches(req.headers.authorization, token) : !isLoopback(req.ip)) {
+      if (token !== undefined ? !bearerMatches(req.headers.authorization, token) : !isLoopbackHost(req.ip)) {
         if (token === undefined) return reply.code(403).send({ error: 'forbidden' });
         return reply.code(401).header('www-authenticate', 'Bearer').send({ error: 'unauthorized' });
       }
@@ -129,8 +130,4 @@ function adminRoutes(adminToken: string, { broker, records, log }: RouteDeps): F
       },
     );
   };
-}
-
-function isLoopback(ip: string): boolean {
-  return ip === '::1' || ip.startsWith('127.') || ip.startsWith('::ffff:127.');
 }

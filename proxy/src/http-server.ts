@@ -9,6 +9,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
+import { isLoopbackHost } from '@mutp/cli-options';
 import { bearerToken } from './client-tokens';
 import { HttpBaselineDeps, sendJson, serveHttpBaseline, servePreflight } from './http-baseline';
 
@@ -80,8 +81,7 @@ export function monitoringAllowed(deps: HttpServerDeps, req: IncomingMessage): b
     const presented = bearerToken(req.headers.authorization);
     return presented !== undefined && secretsEqual(presented, deps.metricsToken);
   }
-  const peer = req.socket.remoteAddress ?? '';
-  return peer === '::1' || peer.startsWith('127.') || peer.startsWith('::ffff:127.');
+  return isLoopbackHost(req.socket.remoteAddress ?? '');
 }
 
 /** Constant-time comparison of two secrets of any length. */

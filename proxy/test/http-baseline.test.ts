@@ -268,6 +268,10 @@ test('/healthz and /metrics: a loopback peer without a token, anyone else only w
   expect(monitoringAllowed(open, req('::ffff:127.0.0.1'))).toBe(true);
   expect(monitoringAllowed(open, req('::1'))).toBe(true);
   expect(monitoringAllowed(open, req('203.0.113.5'))).toBe(false);
+  // By the address as parsed, not its first characters (one helper with origo: isLoopbackHost).
+  expect(monitoringAllowed(open, req('0:0:0:0:0:0:0:1'))).toBe(true);
+  expect(monitoringAllowed(open, req('127.0.0.1.evil.example'))).toBe(false);
+  expect(monitoringAllowed(open, req('::ffff:127.evil.example'))).toBe(false);
   expect(monitoringAllowed(open, req('203.0.113.5', 'Bearer anything'))).toBe(false);
   const withToken = { metricsToken: 'm0nitor' } as HttpServerDeps;
   expect(monitoringAllowed(withToken, req('203.0.113.5', 'Bearer m0nitor'))).toBe(true);
