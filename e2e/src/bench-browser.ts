@@ -38,7 +38,8 @@
  * or staging (bench-browser-rows.ts). Every row also has the page-timed median (both runtimes),
  * the QUIC sessions the proxies accepted (`quicSessionsAccepted`: whether WebTransport was used)
  * and how many segments MUTP served. `--sender-stats` adds the proxies' sender counters per row
- * (sender-log.ts: blocked by the in-flight limit, nothing to send, lost, RTT).
+ * (sender-log.ts: blocked by the in-flight limit, nothing to send, lost, RTT); `--proxy-log FILE`
+ * keeps every proxy's log lines (debug level).
  *
  * With `--profile P` (not `loopback`) the whole run happens in the namespace testbed: Chromium
  * in the client's namespace, each proxy behind its emulated path, no loopback ICE flag; `paper`
@@ -49,7 +50,7 @@
  * (screenshots by the same Chromium), prints a table, and with --json the rows as a JSON array
  * on the last line of stdout.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { Browser } from 'puppeteer-core';
@@ -148,6 +149,10 @@ const program = new Command()
     "add the proxies' sender counters per row (blocked by in-flight, lost, srtt: from their debug logs)",
   )
   .option(
+    '--proxy-log <file>',
+    "append every proxy's log lines (debug level) to this file, each after its proxy's name",
+  )
+  .option(
     '--seeks <list>',
     'media seconds to seek to during each play, in order (e.g. 40,80): staging overhead per seek',
     (v) => v.split(',').map(Number),
@@ -159,6 +164,7 @@ const opts = program.opts<{
   transport: 'webrtc' | 'quic';
   runtime: BenchRuntime;
   senderStats?: boolean;
+  proxyLog?: string;
   stream: string;
   repeats: number;
   sources: string;
@@ -286,8 +292,14 @@ async function main(): Promise<void> {
       const hosts = hostsFor(fleetCaps, caps);
       const cluster = await startCluster({
         proxies: caps.map((uploadKBps, i) => ({ name: `p${i}-${uploadKBps}`, uploadKBps })),
-        ...(senderLog
-          ? { logLevel: 'debug', onLog: (source: string, line: string) => senderLog.onLine(source, line) }
+        ...(senderLog || opts.proxyLog
+          ? {
+              logLevel: 'debug',
+              onLog: (source: string, line: string) => {
+                senderLog?.onLine(source, line);
+                if (opts.proxyLog) appendFileSync(opts.proxyLog, `${source} ${line}\n`);
+              },
+            }
           : {}),
         allowPrivateOrigins: true,
         readyTimeoutMs: 60_000,

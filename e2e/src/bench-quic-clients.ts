@@ -78,6 +78,7 @@ interface ServerLine {
   congestionWindow: number | null;
   rateBps: number | null;
   deliveryRateBps: number | null;
+  bufferedBytes: number | null;
   lostPackets: number | null;
   sentPackets: number | null;
 }
@@ -273,7 +274,7 @@ async function main(): Promise<void> {
           `bench:quic-clients ${client} #${r + 1}: ${(goodputBps / 1e6).toFixed(3)} MB/s = ${row.ofCap} of the cap, ` +
             `received ${got.received}/${s.sent}; client's max datagram ${got.maxDatagramSize}, probes arrived ` +
             `${s.received}/${PROBE_SIZES.length} (largest ${s.largestReceived}, refused ${JSON.stringify(got.refusedSizes)}); packets up/down ${up}/${down} (${row.upPerDown}); sender rtt ${s.rttMs} ms (min ${s.minRttMs}), window ${s.congestionWindow} B, ` +
-            `rate ${s.rateBps} B/s, delivery ${s.deliveryRateBps} B/s, lost ${s.lostPackets}/${s.sentPackets} packets\n`,
+            `rate ${s.rateBps} B/s, delivery ${s.deliveryRateBps} B/s, send buffer ${s.bufferedBytes} B, lost ${s.lostPackets}/${s.sentPackets} packets\n`,
         );
       }
     }

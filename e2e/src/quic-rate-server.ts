@@ -63,6 +63,8 @@ async function main(): Promise<void> {
         congestionWindow: of('congestionWindow'),
         rateBps: of('rateBps'),
         deliveryRateBps: of('deliveryRateBps'),
+        // Near the send buffer (64 KiB): quinn's window or pacer held the datagrams; near 0: this process did.
+        bufferedBytes: of('bufferedBytes'),
         lostPackets: last?.lostPackets ?? null,
         sentPackets: last?.sentPackets ?? null,
       }),
