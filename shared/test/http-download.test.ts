@@ -44,23 +44,36 @@ async function proxy(name: string, b: Behaviour): Promise<ProxyInfo> {
   const server = createServer((req, res) => {
     const query = new URL(req.url ?? '/', 'http://proxy.invalid').searchParams;
     const signer = b.signsWith === 'none' ? undefined : (b.signsWith ?? b.key);
-    const digest = b.digest ?? hexOf(b.body);
+    // A ranged request (start and length) gets those bytes, stated as the real proxy states them.
+    const range = query.has('start')
+      ? { start: Number(query.get('start')), length: Number(query.get('length')) }
+      : undefined;
+    const body = range ? b.body.subarray(range.start, range.start + range.length) : b.body;
+    const served = range && { start: range.start, completeLength: b.body.length };
+    const digest = b.digest ?? hexOf(body);
     const meta =
       signer &&
       signHttpAnswer(
-        { bytes: b.body, digest: Buffer.from(digest, 'hex'), attributes: { contentType: 'video/mp2t' } },
-        { url: query.get('url') ?? '' },
+        {
+          bytes: body,
+          digest: Buffer.from(digest, 'hex'),
+          attributes: { contentType: 'video/mp2t', ...(served ? { range: served } : {}) },
+        },
+        { url: query.get('url') ?? '', ...(range ? { range } : {}) },
         { proxyId, sign: (m) => new Uint8Array(sign(null, m, signer.privateKey)) },
         sha256,
       );
     setTimeout(() => {
       res.writeHead(200, {
         'content-type': 'video/mp2t',
-        'content-length': b.body.length,
+        'content-length': body.length,
         'x-mutp-sha256': digest,
         ...(meta ? { 'x-mutp-meta': Buffer.from(meta).toString('base64') } : {}),
+        ...(served
+          ? { 'x-mutp-range-start': String(served.start), 'x-mutp-complete-length': String(served.completeLength) }
+          : {}),
       });
-      res.end(b.body);
+      res.end(body);
     }, b.delayMs);
   });
   servers.push(server);
@@ -145,6 +158,17 @@ describe('signed answers (issue 31: evidence, not counting)', () => {
     expect(reported).toEqual([
       { proxyId: 'p-liar', name: 'liar', kind: 'data', reason: 'body does not match the digest it stated' },
     ]);
+  });
+
+  test('a range: the signed statements name it, and the result says where the bytes sit', async () => {
+    const proxies = [
+      await proxy('a', { body: OBJECT, delayMs: 0, key: newKey() }),
+      await proxy('b', { body: OBJECT, delayMs: 20, key: newKey() }),
+    ];
+    const range = { start: 1000, length: 5000 };
+    const r = await get(proxies, undefined, { range });
+    expect(hexOf(r.object)).toBe(hexOf(OBJECT.subarray(1000, 6000)));
+    expect(r.attributes).toEqual({ contentType: 'video/mp2t', range: { start: 1000, completeLength: OBJECT.length } });
   });
 
   test('a keyed proxy left alone without a signature gives no object: the caller falls back', async () => {
