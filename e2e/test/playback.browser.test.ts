@@ -15,7 +15,8 @@
  * - staging (the default) hinted segments ahead of the player, some were staged by the time they
  *   were asked for, and nothing staged went unasked.
  * With the extension switched off, and with origo stopped, the same pages play from the network
- * and the counters say why (`disabled`, `origo-unreachable`).
+ * and the counters say why (`disabled`, `origo-unreachable`); these network-only plays run at
+ * twice real time (playback-rate.ts: the same media time and requests in half the wall time).
  *
  * Plays run side by side, two or three at a time (each in a window of its own), and what the
  * proxies and origo counted is checked over the plays that ran together (by mode).
@@ -43,6 +44,7 @@ import { Cluster, mixedFleetOfFour, startCluster } from '../src/cluster';
 import { MEDIA_DIR, Origin, startOrigin } from '../src/origin';
 import { PlayerPages, startPlayerPages } from '../src/player-pages';
 import { countsDelta, hashTree, origoRecords, ProxyCounts, proxyCounts, transfersIn } from '../src/proxy-metrics';
+import { NETWORK_PLAY_RATE, playbackRates, setPlaybackRate } from './playback-rate';
 
 jest.setTimeout(120_000);
 
@@ -118,17 +120,20 @@ interface Played {
   pageErrors: string[];
   /** Origin requests made while this page played. */
   originLog: Origin['log'];
+  /** The rates the page's media elements played at, read when the play reached its mark. */
+  rates: number[];
 }
 
 /**
  * Opens the player page and waits until playback reached `seconds` (fails early on a player
  * error, and after `timeoutMs` with the player's state), then until every loaded object is hashed.
+ * `rate`: the media plays that much faster than real time (network-only plays, playback-rate.ts).
  */
 async function play(
   session: { browser: { newPage(options?: CreatePageOptions): Promise<Page> } },
   stream: Stream,
   seconds: number,
-  options: { timeoutMs?: number; window?: boolean } = {},
+  options: { timeoutMs?: number; window?: boolean; rate?: number } = {},
 ): Promise<Played> {
   const timeoutMs = options.timeoutMs ?? 60_000;
   const originFrom = origin.log.length;
@@ -138,6 +143,7 @@ async function play(
   page.on('pageerror', (e) => pageErrors.push(String(e)));
   const url = pages.playerUrl(stream.player, `${origin.url}/${stream.manifest}`);
   await page.goto(url, { waitUntil: 'load' });
+  if (options.rate !== undefined) await setPlaybackRate(page, options.rate);
   let last: PlayerState | undefined;
   let counters: Counters | undefined;
   try {
@@ -165,7 +171,8 @@ async function play(
   expect({ errors: state.errors, pageErrors }).toEqual({ errors: [], pageErrors: [] });
   const c = await pageCounters(page);
   if (!c) throw new Error('window.__mutp is missing: the hook never got settings with exposeCounters');
-  return { page, url, state, counters: c, pageErrors, originLog: origin.log.slice(originFrom) };
+  const rates = await playbackRates(page);
+  return { page, url, state, counters: c, pageErrors, originLog: origin.log.slice(originFrom), rates };
 }
 
 function isMediaPath(path: string): boolean {
@@ -362,9 +369,12 @@ describe('with the extension, rlnc/fountain from four proxies', () => {
   });
 });
 
-/** Plays every stream at once, each in a window of its own (network only: light on the CPU). */
+/**
+ * Plays every stream at once, each in a window of its own (network only: light on the CPU), at
+ * NETWORK_PLAY_RATE: the same media time in half the wall time.
+ */
 async function playAll(session: ChromiumSession, seconds: number): Promise<Played[]> {
-  return Promise.all(STREAMS.map((s) => play(session, s, seconds, { window: true })));
+  return Promise.all(STREAMS.map((s) => play(session, s, seconds, { window: true, rate: NETWORK_PLAY_RATE })));
 }
 
 describe('Chromium with the extension switched off', () => {
@@ -377,6 +387,7 @@ describe('Chromium with the extension switched off', () => {
       for (const p of played) {
         const c = p.counters;
         expect(p.state.currentTime).toBeGreaterThanOrEqual(SHORT_PLAY_SECONDS);
+        expect(p.rates).toEqual([NETWORK_PLAY_RATE]);
         expect(c.media).toBeGreaterThanOrEqual(3);
         expect(c).toMatchObject({ intercepted: 0, served: 0, fallbacks: { disabled: c.media } });
         expect(totalFallbacks(c)).toBe(c.media);
@@ -403,6 +414,7 @@ describe('Chromium with the extension while origo is down', () => {
       for (const p of played) {
         const c = p.counters;
         expect(p.state.currentTime).toBeGreaterThanOrEqual(SHORT_PLAY_SECONDS);
+        expect(p.rates).toEqual([NETWORK_PLAY_RATE]);
         expect(c.media).toBeGreaterThanOrEqual(3);
         expect(c).toMatchObject({
           intercepted: c.media,
