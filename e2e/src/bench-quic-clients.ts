@@ -7,11 +7,12 @@
  * the same testbed, so a busy machine weighs on each alike.
  *
  * Why: on `paper-loss2` the extension in Chromium reached ~2.1x Parallel HTTP where the Node
- * client reached 2.5x. The sender paces by a window of rate x RTT that counts bytes until the
- * client acknowledges them; a client that delays its ACKs (ACK decimation) holds that window shut
- * for longer than the RTT the controller measures (quinn subtracts the reported ACK delay), so
- * the sender sends less than its rate. This bench measures each client's delivered rate against
- * the cap and the sender's view (RTT, window, rate, delivery rate) per session.
+ * client reached 2.5x. One suspect is below MUTP: the sender paces by a window of rate x RTT that
+ * counts bytes until the client acknowledges them, and a client that delays its ACKs (Chromium's
+ * QUIC decimates them) could hold that window shut for longer than the RTT the controller
+ * measures (quinn leaves the reported ACK delay out). This bench measures, per client, the
+ * delivered rate against the cap, the sender's view (RTT, window, rate, delivery rate, send
+ * buffer) and the client's ACK frequency, with nothing of MUTP or the extension in the way.
  *
  * The sender is e2e/src/quic-rate-server.ts in the proxy host's namespace; each row: the client,
  * datagrams sent and received, received bytes over the time from the first to the last datagram
