@@ -11,6 +11,7 @@ import { exitTwoOnUsageErrors } from './usage';
 
 export { EXIT_USAGE, exitTwoOnUsageErrors } from './usage';
 export { isLoopbackHost, localDevRefusal } from './local-dev';
+export { secretsEqual } from './secrets';
 
 /**
  * A command whose options without an environment variable get `<prefix><FLAG_NAME>`

@@ -1,14 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
-
-/**
- * Constant-time string comparison. Both sides are hashed first so the comparison takes the same
- * time whatever their lengths (timingSafeEqual needs equal lengths and would leak the length).
- */
-export function secretsEqual(given: string, expected: string): boolean {
-  const a = createHash('sha256').update(given, 'utf8').digest();
-  const b = createHash('sha256').update(expected, 'utf8').digest();
-  return timingSafeEqual(a, b);
-}
+import { secretsEqual } from '@mutp/cli-options';
 
 /** Checks an `Authorization: Bearer <token>` header against the admin token. */
 export function bearerMatches(header: string | undefined, token: string): boolean {

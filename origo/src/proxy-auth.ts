@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
 import { readFileSync, statSync } from 'node:fs';
 import ipaddr from 'ipaddr.js';
-import { secretsEqual } from './auth';
+import { secretsEqual } from '@mutp/cli-options';
 
 /** Minimum length of a per-proxy key (a random 128-bit value in base64 is 22 characters). */
 export const MIN_PROXY_KEY_LENGTH = 16;

@@ -6,10 +6,9 @@
  * `metricsToken` as a bearer token, or come from a loopback peer when the proxy has none: the
  * public port serves clients, and its operator's monitoring is not theirs to read.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { isLoopbackHost } from '@mutp/cli-options';
+import { isLoopbackHost, secretsEqual } from '@mutp/cli-options';
 import { bearerToken } from './client-tokens';
 import { HttpBaselineDeps, sendJson, serveHttpBaseline, servePreflight } from './http-baseline';
 
@@ -82,10 +81,4 @@ export function monitoringAllowed(deps: HttpServerDeps, req: IncomingMessage): b
     return presented !== undefined && secretsEqual(presented, deps.metricsToken);
   }
   return isLoopbackHost(req.socket.remoteAddress ?? '');
-}
-
-/** Constant-time comparison of two secrets of any length. */
-function secretsEqual(a: string, b: string): boolean {
-  const digest = (s: string) => createHash('sha256').update(s).digest();
-  return timingSafeEqual(digest(a), digest(b));
 }

@@ -284,6 +284,7 @@ export function createProxy(config: ProxyConfig, deps: ProxyDeps = {}): Proxy {
         corsOrigins: config.corsOrigins,
         maxPerAddress: config.maxTransfersPerClient,
         hints,
+        signAnswer: assertionKey?.answerSigner(() => link?.proxyId),
         metricsToken: config.metricsToken,
         health: () => {
           const s = stats();

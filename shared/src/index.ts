@@ -89,5 +89,5 @@ export * from './transport';
 export * from './channel-base';
 export { DeadlineTimer } from './driver';
 export type { ScheduleAt } from './driver';
-export { decodeAssertionKey, verifyMeta } from './assertion';
-export type { AssertionProvenance, VerifySignature } from './assertion';
+export { decodeAssertionKey, signHttpAnswer, verifyMeta } from './assertion';
+export type { AnsweredObject, AssertionProvenance, VerifySignature } from './assertion';

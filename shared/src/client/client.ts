@@ -155,6 +155,9 @@ export class MutpClient {
         maxBytes: this.config.maxObjectBytes,
         sha256: this.host.sha256 ?? sha256,
         tokenFor: (proxy) => session.tokenFor(proxy),
+        verifySignature: this.host.verifySignature,
+        onPolluters: (polluters) => this.onPolluters(session, polluters),
+        onConflict: (statements) => this.records.conflict(session, url, o.range, statements),
       });
       this.records.complete(session, url, 'http', result, undefined, proxies.length);
       return result;
