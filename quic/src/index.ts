@@ -84,10 +84,9 @@ interface NativeEvent {
   remotePort?: number;
   code?: number;
   reason?: string;
-  ids?: Uint32Array;
-  lens?: Uint32Array;
+  /** Per datagram: session id, length, microseconds it waited before the batch's dispatch. */
+  meta?: Uint32Array;
   data?: Buffer;
-  ages?: Uint32Array;
   dropped?: number;
 }
 
@@ -117,6 +116,8 @@ interface NativeServer {
 
 interface NativeClient {
   readonly closed: boolean;
+  /** Process-wide: the shared datagram batches name the session by it. */
+  readonly sessionId: number;
   sendDatagram(data: Uint8Array): boolean;
   queueDatagram(data: Uint8Array): boolean;
   info(): SessionInfo;
@@ -144,6 +145,8 @@ interface NativeAddon {
     },
     onEvent: (event: NativeEvent) => void,
   ): NativeServer;
+  /** Where every client session's datagrams go (one batch for all sessions); `connect` needs it. */
+  setClientDatagramHandler(onEvent: (event: NativeEvent) => void): void;
   connect(
     options: {
       url: string;
@@ -190,15 +193,65 @@ function forEachDatagram(
   event: NativeEvent,
   each: (sessionId: number, data: Buffer, receivedAt: number) => void,
 ): void {
-  const { ids, lens, data, ages } = event;
-  if (!ids || !lens || !data) return;
+  const { meta, data } = event;
+  if (!meta || !data) return;
   const now = performance.now();
   let offset = 0;
-  for (let i = 0; i < ids.length; i++) {
-    const end = offset + lens[i];
-    each(ids[i], data.subarray(offset, end), ages ? now - ages[i] / 1000 : now);
+  for (let i = 0; i + 2 < meta.length; i += 3) {
+    const end = offset + meta[i + 1];
+    each(meta[i], data.subarray(offset, end), now - meta[i + 2] / 1000);
     offset = end;
   }
+}
+
+/**
+ * Every client session's datagrams arrive in shared batches (the native side queues them
+ * together, so the JS thread is called once per batch, not once per session): routed here by
+ * session id. Installed once per JS realm (a Jest test file loads this module again; its handler
+ * then replaces the previous realm's).
+ */
+interface ClientDatagramHandler {
+  onDatagram: (data: Buffer, receivedAt: number) => void;
+  onDatagramsDropped?: (count: number) => void;
+}
+const clientDatagramHandlers = new Map<number, ClientDatagramHandler>();
+let clientDatagramsInstalled = false;
+
+/** How the client sessions' datagrams reached JavaScript in this realm (diagnostics, tests). */
+export interface ClientBatchStats {
+  /** Calls of the JS thread with datagrams. */
+  batches: number;
+  datagrams: number;
+  /** Batches that carried datagrams of more than one session. */
+  sharedBatches: number;
+}
+const batchStats: ClientBatchStats = { batches: 0, datagrams: 0, sharedBatches: 0 };
+
+export function clientBatchStats(): ClientBatchStats {
+  return { ...batchStats };
+}
+
+function countBatch(meta: Uint32Array | undefined): void {
+  if (!meta || meta.length < 3) return;
+  batchStats.batches++;
+  batchStats.datagrams += meta.length / 3;
+  for (let i = 3; i + 2 < meta.length; i += 3)
+    if (meta[i] !== meta[0]) {
+      batchStats.sharedBatches++;
+      return;
+    }
+}
+
+function installClientDatagrams(n: NativeAddon): void {
+  if (clientDatagramsInstalled) return;
+  n.setClientDatagramHandler((event) => {
+    if (event.kind !== 'datagrams') return;
+    countBatch(event.meta);
+    // The queue is shared: a drop is not one session's, so every open session hears of it.
+    if (event.dropped) for (const h of clientDatagramHandlers.values()) h.onDatagramsDropped?.(event.dropped);
+    forEachDatagram(event, (id, data, receivedAt) => clientDatagramHandlers.get(id)?.onDatagram(data, receivedAt));
+  });
+  clientDatagramsInstalled = true;
 }
 
 /**
@@ -393,6 +446,7 @@ export interface QuicClientOptions extends TransportOptions {
   onDatagram: (data: Buffer, receivedAt: number) => void;
   onClosed?: (code: number, reason: string) => void;
   onSendBufferLow?: () => void;
+  /** Datagrams dropped because JavaScript fell behind: counted for all client sessions together. */
   onDatagramsDropped?: (count: number) => void;
 }
 
@@ -457,13 +511,12 @@ export const QuicClient = {
   /** Connects; rejects with a `QuicConnectError` (refusal, timeout, certificate mismatch...). */
   async connect(options: QuicClientOptions): Promise<QuicSession> {
     const n = native();
+    installClientDatagrams(n);
+    let sessionId: number | undefined;
     const onEvent = (event: NativeEvent): void => {
       switch (event.kind) {
-        case 'datagrams':
-          if (event.dropped) options.onDatagramsDropped?.(event.dropped);
-          forEachDatagram(event, (_id, data, receivedAt) => options.onDatagram(data, receivedAt));
-          break;
         case 'closed':
+          if (sessionId !== undefined) clientDatagramHandlers.delete(sessionId);
           options.onClosed?.(event.code ?? 0, event.reason ?? '');
           break;
         case 'low':
@@ -483,6 +536,9 @@ export const QuicClient = {
         },
         onEvent,
       );
+      // Registered once the session exists: its first datagrams may wait a moment in the addon.
+      sessionId = inner.sessionId;
+      if (!inner.closed) clientDatagramHandlers.set(sessionId, options);
       return new QuicSession(inner);
     } catch (e) {
       // Not `instanceof Error`: the addon's errors come from the main realm (Jest runs tests in another).

@@ -4,6 +4,7 @@
 //! trusted root that names the URL's host (an operator's CA certificate).
 
 use crate::cert::parse_certificates;
+use crate::client_datagrams;
 use crate::session::{EventSink, Session, TransportOptions};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -112,7 +113,12 @@ fn client_config(auth: &ServerAuth, transport: quinn::TransportConfig) -> Result
 }
 
 /// Connects and starts the session's tasks. Must run inside the tokio runtime.
-pub async fn connect(opts: ClientOptions, sink: Arc<EventSink>) -> Result<ClientSession, ConnectFailure> {
+/// `sink` takes the session's own events, `datagrams` its datagrams (the clients' shared sink).
+pub async fn connect(
+    opts: ClientOptions,
+    sink: Arc<EventSink>,
+    datagrams: Arc<EventSink>,
+) -> Result<ClientSession, ConnectFailure> {
     let transport = opts
         .transport
         .quinn_config()
@@ -134,10 +140,10 @@ pub async fn connect(opts: ClientOptions, sink: Arc<EventSink>) -> Result<Client
             ))
         }
     };
-    let session = Session::new(0, conn, opts.transport.send_buffer);
+    let session = Session::new(client_datagrams::next_session_id(), conn, opts.transport.send_buffer);
     let sink_on_close = sink.clone();
     // The closed event is queued before the callback is released, so it is delivered; then the
     // process may exit.
-    session.spawn_tasks(sink, move |_| sink_on_close.shutdown());
+    session.spawn_tasks(sink, datagrams, move |_| sink_on_close.shutdown());
     Ok(ClientSession { endpoint, session })
 }

@@ -4,13 +4,16 @@
 
 pub mod cert;
 pub mod client;
+pub mod client_datagrams;
 pub mod rate_control;
 pub mod server;
 pub mod session;
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use session::{event_to_js, DatagramQueue, Event, EventFn, EventSink, NativeEvent, SessionInfo, TransportOptions};
+use session::{
+    event_to_js, DatagramQueue, Event, EventCarrier, EventFn, EventSink, NativeEvent, SessionInfo, TransportOptions,
+};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -148,7 +151,7 @@ fn event_sink(callback: Function<NativeEvent, ()>) -> Result<Arc<EventSink>> {
         .build_threadsafe_function::<Event>()
         .callee_handled::<false>()
         .build_callback(move |ctx| Ok(event_to_js(ctx.value, &q)))?;
-    Ok(Arc::new(EventSink::new(tsfn, queue)))
+    Ok(Arc::new(EventSink::new(EventCarrier::Strong(tsfn), queue)))
 }
 
 #[napi(object)]
@@ -297,6 +300,13 @@ impl NativeServer {
     }
 }
 
+/// Where every client session's datagrams go from now on: one batch for all of them per hold
+/// (client_datagrams.rs). `connect` needs it set; quic/src/index.ts sets it once per JS realm.
+#[napi]
+pub fn set_client_datagram_handler(on_event: Function<NativeEvent, ()>) -> Result<()> {
+    client_datagrams::install(on_event)
+}
+
 #[napi(object)]
 pub struct ClientOptions {
     pub url: String,
@@ -354,9 +364,10 @@ pub fn connect<'env>(
         connect_timeout: Duration::from_millis(options.connect_timeout_ms.unwrap_or(10_000) as u64),
         transport: transport_options(&options.transport, &options.rate)?,
     };
+    let datagrams = client_datagrams::current().ok_or_else(|| err("setClientDatagramHandler must be called first"))?;
     let sink = event_sink(on_event)?;
     env.spawn_future(async move {
-        match client::connect(opts, sink.clone()).await {
+        match client::connect(opts, sink.clone(), datagrams).await {
             Ok(c) => Ok(NativeClient {
                 session: c.session,
                 _endpoint: c.endpoint,
@@ -404,5 +415,11 @@ impl NativeClient {
     #[napi(getter)]
     pub fn closed(&self) -> bool {
         self.session.is_closed()
+    }
+
+    /// The process-wide id the shared datagram batches name this session by.
+    #[napi(getter)]
+    pub fn session_id(&self) -> u32 {
+        self.session.id
     }
 }

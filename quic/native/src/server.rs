@@ -204,7 +204,7 @@ impl ServerInner {
                 self.sessions.lock().unwrap().insert(id, session.clone());
                 self.sink.emit(Event::Open { id });
                 let weak = Arc::downgrade(&self);
-                session.spawn_tasks(self.sink.clone(), move |id| {
+                session.spawn_tasks(self.sink.clone(), self.sink.clone(), move |id| {
                     if let Some(s) = weak.upgrade() {
                         s.sessions.lock().unwrap().remove(&id);
                     }

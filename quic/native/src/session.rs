@@ -69,24 +69,42 @@ pub struct NativeEvent {
     pub remote_port: Option<u32>,
     pub code: Option<u32>,
     pub reason: Option<String>,
-    /// Datagram batches: session id and length of each, payloads back to back in `data`.
-    pub ids: Option<Uint32Array>,
-    pub lens: Option<Uint32Array>,
+    /// Datagram batches: per datagram three numbers, its session id, its length and how many
+    /// microseconds it waited between its arrival and the batch's dispatch (a batch is read at
+    /// once: without these, its arrival spacing would be lost); payloads back to back in `data`.
+    /// One array, not three: each typed array handed over is an external buffer V8 must track and
+    /// finalize (issue 33).
+    pub meta: Option<Uint32Array>,
     pub data: Option<Buffer>,
-    /// Microseconds each datagram of the batch waited between its arrival and the batch's dispatch
-    /// (a batch is read at once: without these, its arrival spacing would be lost).
-    pub ages: Option<Uint32Array>,
     /// Datagrams dropped since the last batch because JavaScript fell behind.
     pub dropped: Option<u32>,
 }
 
 pub type EventFn = ThreadsafeFunction<Event, (), NativeEvent, Status, false>;
+/// As `EventFn`, but it does not keep the Node process alive (the clients' shared datagram sink:
+/// each client's own `EventFn` does that while its session is open).
+pub type WeakEventFn = ThreadsafeFunction<Event, (), NativeEvent, Status, false, true>;
+
+/// The threadsafe function an `EventSink` calls.
+pub enum EventCarrier {
+    Strong(EventFn),
+    Weak(WeakEventFn),
+}
+
+impl EventCarrier {
+    fn call(&self, ev: Event) -> Status {
+        match self {
+            EventCarrier::Strong(f) => f.call(ev, ThreadsafeFunctionCallMode::NonBlocking),
+            EventCarrier::Weak(f) => f.call(ev, ThreadsafeFunctionCallMode::NonBlocking),
+        }
+    }
+}
 
 /// Incoming datagrams waiting for the JS thread; bounded.
 #[derive(Default)]
 pub struct DatagramQueue {
-    ids: Vec<u32>,
-    lens: Vec<u32>,
+    /// Session id and length of each datagram (the age is added at dispatch).
+    ids_lens: Vec<(u32, u32)>,
     data: Vec<u8>,
     arrived: Vec<Instant>,
     /// A `Datagrams` event is on its way to JavaScript (it takes whatever has queued by then).
@@ -99,7 +117,7 @@ pub struct DatagramQueue {
 /// How long a datagram may wait for others before JavaScript is woken for it. On a 2-core machine
 /// each wake-up of the JS thread costs more than handling a datagram (issue 33: ~4,400 datagrams/s
 /// of one download were ~4,400 wake-ups); QUIC's own ACKs, which time the sender's rate control,
-/// do not wait, and each datagram's arrival time still travels with it (`ages`).
+/// do not wait, and each datagram's arrival time still travels with it (its age in `meta`).
 pub const DELIVERY_HOLD: Duration = Duration::from_millis(1);
 /// A batch this large goes to JavaScript at once, without waiting for the hold.
 pub const DELIVERY_BATCH: usize = 32;
@@ -113,11 +131,12 @@ impl DatagramQueue {
         self.scheduled = false;
         let dropped = std::mem::take(&mut self.dropped);
         let now = Instant::now();
-        let ages: Vec<u32> = self
-            .arrived
-            .drain(..)
-            .map(|at| now.saturating_duration_since(at).as_micros().min(u32::MAX as u128) as u32)
-            .collect();
+        let mut meta = Vec::with_capacity(3 * self.ids_lens.len());
+        for (&(id, len), at) in self.ids_lens.iter().zip(self.arrived.drain(..)) {
+            let age = now.saturating_duration_since(at).as_micros().min(u32::MAX as u128) as u32;
+            meta.extend_from_slice(&[id, len, age]);
+        }
+        self.ids_lens.clear();
         NativeEvent {
             kind: "datagrams".into(),
             session_id: 0,
@@ -126,10 +145,8 @@ impl DatagramQueue {
             remote_port: None,
             code: None,
             reason: None,
-            ids: Some(Uint32Array::new(std::mem::take(&mut self.ids))),
-            lens: Some(Uint32Array::new(std::mem::take(&mut self.lens))),
+            meta: Some(Uint32Array::new(meta)),
             data: Some(Buffer::from(std::mem::take(&mut self.data))),
-            ages: Some(Uint32Array::new(ages)),
             dropped: Some(dropped.min(u32::MAX as u64) as u32),
         }
     }
@@ -144,10 +161,8 @@ pub fn event_to_js(ev: Event, queue: &Mutex<DatagramQueue>) -> NativeEvent {
         remote_port: None,
         code: None,
         reason: None,
-        ids: None,
-        lens: None,
+        meta: None,
         data: None,
-        ages: None,
         dropped: None,
     };
     match ev {
@@ -171,12 +186,12 @@ pub fn event_to_js(ev: Event, queue: &Mutex<DatagramQueue>) -> NativeEvent {
 /// Carries events to JavaScript. `shutdown` releases the threadsafe function (the Node process
 /// may then exit); events after it are dropped.
 pub struct EventSink {
-    tsfn: RwLock<Option<EventFn>>,
+    tsfn: RwLock<Option<EventCarrier>>,
     queue: Arc<Mutex<DatagramQueue>>,
 }
 
 impl EventSink {
-    pub fn new(tsfn: EventFn, queue: Arc<Mutex<DatagramQueue>>) -> Self {
+    pub fn new(tsfn: EventCarrier, queue: Arc<Mutex<DatagramQueue>>) -> Self {
         EventSink {
             tsfn: RwLock::new(Some(tsfn)),
             queue,
@@ -185,7 +200,7 @@ impl EventSink {
 
     pub fn emit(&self, ev: Event) {
         if let Some(f) = self.tsfn.read().unwrap().as_ref() {
-            f.call(ev, ThreadsafeFunctionCallMode::NonBlocking);
+            f.call(ev);
         }
     }
 
@@ -198,13 +213,12 @@ impl EventSink {
                 q.dropped += 1;
                 (false, false)
             } else {
-                q.ids.push(id);
-                q.lens.push(payload.len() as u32);
+                q.ids_lens.push((id, payload.len() as u32));
                 q.data.extend_from_slice(payload);
                 q.arrived.push(Instant::now());
                 if q.scheduled {
                     (false, false)
-                } else if q.ids.len() >= DELIVERY_BATCH {
+                } else if q.ids_lens.len() >= DELIVERY_BATCH {
                     q.scheduled = true;
                     (true, false)
                 } else {
@@ -222,7 +236,7 @@ impl EventSink {
                 let schedule = {
                     let mut q = sink.queue.lock().unwrap();
                     q.holding = false;
-                    !q.ids.is_empty() && !std::mem::replace(&mut q.scheduled, true)
+                    !q.ids_lens.is_empty() && !std::mem::replace(&mut q.scheduled, true)
                 };
                 if schedule {
                     sink.emit(Event::Datagrams);
@@ -417,9 +431,14 @@ impl Session {
         }
     }
 
-    /// The receive loop (datagrams to the sink; the closed event at the end, then `on_closed`) and
-    /// the low-water watcher.
-    pub fn spawn_tasks(self: &Arc<Self>, sink: Arc<EventSink>, on_closed: impl FnOnce(u32) + Send + 'static) {
+    /// The receive loop (datagrams to `datagrams`, a server's own sink or the clients' shared one;
+    /// the closed event to `sink` at the end, then `on_closed`) and the low-water watcher.
+    pub fn spawn_tasks(
+        self: &Arc<Self>,
+        sink: Arc<EventSink>,
+        datagrams: Arc<EventSink>,
+        on_closed: impl FnOnce(u32) + Send + 'static,
+    ) {
         if let Some(mut outbox) = self.outbox_rx.lock().unwrap().take() {
             let s = self.clone();
             napi::bindgen_prelude::spawn(async move {
@@ -437,7 +456,7 @@ impl Session {
         napi::bindgen_prelude::spawn(async move {
             let err = loop {
                 match s.conn.receive_datagram().await {
-                    Ok(d) => rx_sink.push_datagram(s.id, &d.payload()),
+                    Ok(d) => datagrams.push_datagram(s.id, &d.payload()),
                     Err(e) => break e,
                 }
             };
