@@ -21,13 +21,6 @@ const MAX_SESSIONS = 4096;
  */
 const INITIAL_RTT_MS = 100;
 
-/** The batched send of an addon that has it (older builds send one datagram per call). */
-interface BatchSending {
-  sendDatagrams(sessionId: number, data: Uint8Array, lens: Uint32Array): number;
-}
-const sendsBatches = (server: object): server is BatchSending =>
-  typeof (server as Partial<BatchSending>).sendDatagrams === 'function';
-
 export async function listenNative(o: QuicListenOptions): Promise<QuicServerApi> {
   const server = await QuicServer.listen({
     host: o.host,
@@ -55,9 +48,6 @@ export async function listenNative(o: QuicListenOptions): Promise<QuicServerApi>
       server.rejectSession(id, status);
     },
     sendDatagram: (id, bytes) => server.sendDatagram(id, bytes),
-    ...(sendsBatches(server) && {
-      sendDatagrams: (id: number, data: Uint8Array, lens: Uint32Array) => server.sendDatagrams(id, data, lens),
-    }),
     bufferedBytes: (id) => server.bufferedBytes(id),
     setLowWaterMark: (id, bytes) => {
       server.setLowWaterMark(id, bytes);

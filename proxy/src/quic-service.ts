@@ -23,11 +23,6 @@ export interface QuicServerApi {
   acceptSession(sessionId: number): void;
   rejectSession(sessionId: number, httpStatus: number): void;
   sendDatagram(sessionId: number, bytes: Uint8Array): boolean;
-  /**
-   * Datagrams `data` back to back, `lens` their lengths, queued as one batch: how many of them,
-   * from the first, were taken. Optional: an addon without it gets one sendDatagram per datagram.
-   */
-  sendDatagrams?(sessionId: number, data: Uint8Array, lens: Uint32Array): number;
   /** Bytes queued for the session and not yet sent (0 when it is gone). */
   bufferedBytes(sessionId: number): number;
   setLowWaterMark(sessionId: number, bytes: number): void;

@@ -37,17 +37,11 @@ export class QuicSessionChannel implements DatagramChannel {
    * packets: the pump's check before every datagram was one such reading per datagram (issue 33).
    */
   private queuedAtMost = Infinity;
-  /** Datagrams sent since the last flush, handed to the server in one call (when it can take batches). */
-  private readonly batch?: DatagramBatch;
-  /** Datagrams of a flushed batch the server did not take (its buffer was fuller than the bound said). */
-  batchRefused = 0;
 
   constructor(
     private readonly server: QuicServerApi,
     private readonly sessionId: number,
-  ) {
-    if (server.sendDatagrams) this.batch = new DatagramBatch();
-  }
+  ) {}
 
   get isOpen(): boolean {
     return this.open;
@@ -61,45 +55,14 @@ export class QuicSessionChannel implements DatagramChannel {
   get bufferedAmount(): number {
     if (!this.open) return 0;
     if (this.queuedAtMost < this.preferredLowWater) return this.queuedAtMost;
-    // The batch not flushed yet is not in the server's count.
-    this.queuedAtMost = this.server.bufferedBytes(this.sessionId) + (this.batch?.cost ?? 0);
+    this.queuedAtMost = this.server.bufferedBytes(this.sessionId);
     return this.queuedAtMost;
   }
 
-  /**
-   * With a batch, the datagram is copied into it and goes with the others sent in this turn of
-   * the event loop (a microtask flushes them after the pump); true unless the channel is closed.
-   */
   send(bytes: Uint8Array): boolean {
-    if (!this.open) return false;
-    const batch = this.batch;
-    if (batch && bytes.length <= DatagramBatch.BYTES) {
-      if (!batch.fits(bytes.length)) this.flush();
-      if (batch.count === 0) queueMicrotask(this.flushLater);
-      batch.add(bytes);
-    } else if (!this.server.sendDatagram(this.sessionId, bytes)) return false;
+    if (!this.open || !this.server.sendDatagram(this.sessionId, bytes)) return false;
     this.queuedAtMost += bytes.length + QUIC_DATAGRAM_OVERHEAD_BYTES;
     return true;
-  }
-
-  private readonly flushLater = () => this.flush();
-
-  /** Hands the batch to the server; what it refuses is lost (as an unreliable datagram may be). */
-  private flush(): void {
-    const batch = this.batch;
-    if (!batch || batch.count === 0) return;
-    const count = batch.count;
-    let taken = 0;
-    try {
-      if (this.open) taken = this.server.sendDatagrams!(this.sessionId, batch.data(), batch.lengths());
-    } catch {
-      // A session gone between send and flush: nothing to deliver to.
-    }
-    batch.clear();
-    if (taken < count && this.open) {
-      this.batchRefused += count - taken;
-      this.queuedAtMost = Infinity; // the bound was wrong: read the count next time
-    }
   }
 
   setLowWaterMark(bytes: number, onLow: () => void): void {
@@ -121,7 +84,6 @@ export class QuicSessionChannel implements DatagramChannel {
 
   closeSession(reason: string): void {
     if (!this.open) return;
-    this.flush();
     this.open = false;
     this.server.closeSession(this.sessionId, 0, reason.slice(0, 120));
   }
@@ -130,41 +92,5 @@ export class QuicSessionChannel implements DatagramChannel {
     if (!this.open) return;
     this.open = false;
     this.onClose?.(reason);
-  }
-}
-
-/** Datagrams back to back in one buffer, with their lengths: one native call for all of them. */
-class DatagramBatch {
-  /** Enough for the largest low-water mark's worth and a pump's overshoot. */
-  static readonly BYTES = 64 * 1024;
-  static readonly DATAGRAMS = 64;
-  private readonly bytes = new Uint8Array(DatagramBatch.BYTES);
-  private readonly lens = new Uint32Array(DatagramBatch.DATAGRAMS);
-  private used = 0;
-  count = 0;
-  /** What the batch adds to the session's queue (headers counted). */
-  cost = 0;
-
-  fits(length: number): boolean {
-    return this.count < DatagramBatch.DATAGRAMS && this.used + length <= DatagramBatch.BYTES;
-  }
-
-  add(datagram: Uint8Array): void {
-    this.bytes.set(datagram, this.used);
-    this.used += datagram.length;
-    this.lens[this.count++] = datagram.length;
-    this.cost += datagram.length + QUIC_DATAGRAM_OVERHEAD_BYTES;
-  }
-
-  data(): Uint8Array {
-    return this.bytes.subarray(0, this.used);
-  }
-
-  lengths(): Uint32Array {
-    return this.lens.subarray(0, this.count);
-  }
-
-  clear(): void {
-    this.used = this.count = this.cost = 0;
   }
 }

@@ -5,11 +5,8 @@ import { QUIC_DATAGRAM_OVERHEAD_BYTES, QUIC_LOW_WATER_BYTES, QuicSessionChannel 
 
 const SESSION = 7;
 
-/**
- * A server whose one session queues what is sent (with the header) up to `capacity` and drains on
- * demand; with `batches`, it takes batches too (and records each).
- */
-function fakeServer(capacity = 64 * 1024, batches?: Uint8Array[][]) {
+/** A server whose one session queues what is sent (with the header) up to `capacity` and drains on demand. */
+function fakeServer(capacity = 64 * 1024) {
   const state = { queued: 0, reads: 0, sent: 0 };
   const server: QuicServerApi = {
     port: 4433,
@@ -29,19 +26,6 @@ function fakeServer(capacity = 64 * 1024, batches?: Uint8Array[][]) {
       return state.queued;
     },
     setLowWaterMark: () => {},
-    ...(batches && {
-      sendDatagrams: (id: number, data: Uint8Array, lens: Uint32Array) => {
-        const datagrams: Uint8Array[] = [];
-        let offset = 0;
-        for (const len of lens) {
-          if (!server.sendDatagram(id, data.subarray(offset, offset + len))) break;
-          datagrams.push(data.slice(offset, offset + len));
-          offset += len;
-        }
-        batches.push(datagrams);
-        return datagrams.length;
-      },
-    }),
     closeSession: () => {},
     reloadCertificate: () => {},
     close: async () => {},
@@ -107,39 +91,5 @@ describe('QuicSessionChannel', () => {
     expect(channel.bufferedAmount).toBe(0);
     expect(channel.send(datagram)).toBe(false);
     expect(state.sent).toBe(3);
-  });
-
-  test('with a server that takes batches, one pump is one call, in order and byte-exact, after the pump', async () => {
-    const batches: Uint8Array[][] = [];
-    const { server, state } = fakeServer(64 * 1024, batches);
-    const single = jest.spyOn(server, 'sendDatagram');
-    const channel = new QuicSessionChannel(server, SESSION);
-    const random = seededRandom(7);
-    const datagrams = Array.from({ length: 5 }, () => Uint8Array.from({ length: 1200 }, () => random() & 0xff));
-    const reused = new Uint8Array(1200);
-    for (const d of datagrams) {
-      reused.set(d); // the pump builds every DATA in one buffer (copiesOnSend)
-      expect(channel.send(reused)).toBe(true);
-    }
-    // Nothing went out during the pump, but the bound counts it.
-    expect(batches).toEqual([]);
-    expect(channel.bufferedAmount).toBe(5 * 1208);
-    await Promise.resolve();
-    expect(batches).toEqual([datagrams]);
-    expect(single).toHaveBeenCalledTimes(5); // the fake's batch queues through it: once each
-    expect(state.queued).toBe(5 * 1208);
-  });
-
-  test('a batch the server refuses in part is counted, and the next check reads the server', async () => {
-    const batches: Uint8Array[][] = [];
-    const { server, state } = fakeServer(3 * 1208, batches);
-    const channel = new QuicSessionChannel(server, SESSION);
-    for (let k = 0; k < 5; k++) channel.send(datagram);
-    await Promise.resolve();
-    expect(batches.map((b) => b.length)).toEqual([3]);
-    expect(channel.batchRefused).toBe(2);
-    const reads = state.reads;
-    expect(channel.bufferedAmount).toBe(3 * 1208);
-    expect(state.reads).toBe(reads + 1);
   });
 });
