@@ -24,6 +24,7 @@ import {
 import { PartFileError, partPath } from './part-file';
 import { ProgressDisplay } from './progress-display';
 import { SplitError } from './split-download';
+import { stdoutForDownload } from './stdout-stream';
 import { StreamSinkError } from './stream-sink';
 
 export interface GetFlags {
@@ -220,7 +221,7 @@ async function downloadOne(
   };
   try {
     const result = plan.stdout
-      ? await downloadToStream(client, item.url, process.stdout, options)
+      ? await downloadToStream(client, item.url, stdoutForDownload(), options)
       : await downloadToFile(client, item.url, plan.file, { ...options, resume: plan.resume });
     line.finish('saved');
     return { code: EXIT.ok, result };
