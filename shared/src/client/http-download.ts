@@ -13,12 +13,16 @@
  * digest it stated itself is identified as polluting and listed in the result; the download goes
  * on with the others, which fetch the same bytes in parallel. An answer a keyed proxy did not sign
  * counts neither way.
+ *
+ * Progress (`onProgress`) is reported per chunk of any body as it arrives: the leading proxy's bytes
+ * against the length it declared, with every proxy's count, so a display moves as bytes arrive
+ * rather than once per object.
  */
 import { ByteRange, MAX_RANGE_OFFSET, ObjectAttributes, ProxyInfo, servedRangeProblem, validContentType } from '..';
 import { VerifySignature } from '../assertion';
 import { ClientError } from './errors';
 import { Clock, FetchLike } from './host';
-import { SourceShare } from './download';
+import { DownloadProgress, SourceShare } from './download';
 import { conflictEvidence, hex, HttpStatement, statementOf } from './http-statement';
 
 export interface HttpDownloadResult {
@@ -106,11 +110,34 @@ export async function runHttpDownload(
     onPolluters?: (polluters: { proxyId: string; kind: 'data'; reason: string }[]) => void;
     /** Signed statements of proxies that disagreed, once the download ends: hand them to origo. */
     onConflict?: (statements: { proxyId: string; meta: Uint8Array }[]) => void;
+    /** Called per chunk of any proxy's body (bytes, not yet verified) and when a proxy fails. */
+    onProgress?: (progress: DownloadProgress) => void;
   },
 ): Promise<HttpDownloadResult> {
   const startedAt = clock.now();
   const controllers = proxies.map(() => new AbortController());
   const received = proxies.map(() => 0);
+  const states: ('connecting' | 'active' | 'failed')[] = proxies.map(() => 'connecting');
+  /** The length the first proxy to answer declared (its Content-Length). */
+  let declaredLength: number | undefined;
+  /** Set when the download is decided: the losers' aborts that follow are not progress. */
+  let settled = false;
+  const reportProgress = () => {
+    if (!options.onProgress || settled) return;
+    // A proxy cannot move the bar past the range asked for, whatever it declares or sends.
+    const length = Math.min(declaredLength ?? Infinity, options.range?.length ?? Infinity);
+    const known = Number.isFinite(length) ? length : 0;
+    const lead = Math.max(0, ...received.filter((_, i) => states[i] !== 'failed'));
+    options.onProgress({
+      dof: Math.min(lead, known),
+      totalDof: known,
+      bytes: known,
+      liveSources: states.filter((s) => s !== 'failed').length,
+      sources: proxies.length,
+      sourceCounters: () =>
+        proxies.map((p, i) => ({ proxyId: p.proxyId, name: p.name, bytes: received[i], state: states[i] })),
+    });
+  };
   const abortAll = () => controllers.forEach((c) => c.abort());
   options.signal?.addEventListener('abort', abortAll);
   // An already aborted signal fires no event: without this the fetches would still start.
@@ -167,6 +194,8 @@ export async function runHttpDownload(
     if (typeof statement !== 'object') throw new Error(`${proxy.name}: ${statement}`);
     const declared = Number(response.headers.get('content-length') ?? NaN);
     if (declared > options.maxBytes) throw new Error(`${proxy.name}: ${declared} bytes exceeds ${options.maxBytes}`);
+    if (Number.isSafeInteger(declared) && declared >= 0) declaredLength ??= declared;
+    states[i] = 'active';
     const chunks: Uint8Array[] = [];
     const reader = response.body.getReader();
     for (;;) {
@@ -175,6 +204,7 @@ export async function runHttpDownload(
       received[i] += value.length;
       if (received[i] > options.maxBytes) throw new Error(`${proxy.name}: more than ${options.maxBytes} bytes`);
       chunks.push(value);
+      reportProgress();
     }
     if (Number.isFinite(declared) && declared !== received[i])
       throw new Error(`${proxy.name}: ${received[i]} of ${declared} bytes`);
@@ -203,6 +233,8 @@ export async function runHttpDownload(
       proxies.map((p, i) =>
         fetchOne(p, i).catch((e: unknown) => {
           errors.push(e instanceof Error ? e.message : String(e));
+          states[i] = 'failed';
+          reportProgress();
           throw e;
         }),
       ),
@@ -230,6 +262,7 @@ export async function runHttpDownload(
     if (options.signal?.aborted) throw new ClientError('cancelled', 'aborted');
     throw new ClientError('http-failed', errors.join('; ') || 'no proxy answered');
   } finally {
+    settled = true;
     abortAll();
     options.signal?.removeEventListener('abort', abortAll);
     if (polluters.length > 0) options.onPolluters?.(polluters.map((p) => ({ ...p, kind: 'data' as const })));
