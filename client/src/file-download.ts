@@ -35,6 +35,8 @@ export interface FileDownloadOptions {
   onRangeDone?: (result: GetResult) => void;
   /** A range failed and is tried again after `waitMs`. */
   onRetry?: (range: ByteRange, attempt: number, error: unknown, waitMs: number) => void;
+  /** `-o -`: wraps each wait for stdout's reader to take a range (stream-sink.ts). */
+  whileReaderWaits?: (flushed: Promise<void>) => Promise<void>;
 }
 
 export interface FileResult extends SplitResult {
@@ -99,7 +101,7 @@ export async function downloadToStream(
   now: () => number = () => performance.now(),
 ): Promise<FileResult> {
   const identity = identityOf(url, o.range);
-  const sink = new StreamSink(stream, identity.start);
+  const sink = new StreamSink(stream, identity.start, o.whileReaderWaits);
   const startedAt = now();
   let fetched: Fetched;
   try {

@@ -23,6 +23,7 @@ import {
 } from './output-target';
 import { PartFileError, partPath } from './part-file';
 import { ProgressDisplay } from './progress-display';
+import { ProgressWatchdog } from './progress-watchdog';
 import { SplitError } from './split-download';
 import { stdoutForDownload } from './stdout-stream';
 import { StreamSinkError } from './stream-sink';
@@ -179,22 +180,7 @@ async function downloadOne(
   const abort = new AbortController();
   const stop = () => abort.abort(new Error('interrupted'));
   interrupt.addEventListener('abort', stop, { once: true });
-  // Per datagram only two numbers change; the one timer checks them when it fires.
-  let lastDone = -1;
-  let progressAt = Date.now();
-  const rearm = () => (progressAt = Date.now());
-  const watch = (done: number) => {
-    if (done === lastDone) return;
-    lastDone = done;
-    progressAt = Date.now();
-  };
-  let timer: NodeJS.Timeout | undefined;
-  const check = () => {
-    const idleMs = Date.now() - progressAt;
-    if (idleMs >= flags.timeout) abort.abort(new Error(`no progress for ${flags.timeout} ms`));
-    else timer = setTimeout(check, flags.timeout - idleMs);
-  };
-  timer = setTimeout(check, flags.timeout);
+  const watchdog = new ProgressWatchdog(flags.timeout, (reason) => abort.abort(reason));
   const options = {
     mode: flags.mode,
     proxies: flags.proxies,
@@ -206,12 +192,13 @@ async function downloadOne(
     ...(item.checksum ? { checksum: item.checksum } : {}),
     signal: abort.signal,
     onBytes: (done: number, total: number | undefined, progress: DownloadProgress | undefined) => {
-      watch(done);
+      watchdog.progress(done);
       line.update(done, total, progress);
     },
     onRangeDone: (result: GetResult) => line.rangeDone(result.sources),
+    whileReaderWaits: (flushed: Promise<void>) => watchdog.holdWhile(flushed),
     onRetry: (range: ByteRange, attempt: number, error: unknown, waitMs: number) => {
-      rearm(); // the wait before a retry does not count against --timeout
+      watchdog.rearm(); // the wait before a retry does not count against --timeout
       const why = error instanceof Error ? error.message : String(error);
       display.log(
         `mutp: ${name}: bytes ${range.start}-${range.start + range.length - 1}: ${why}; ` +
@@ -229,7 +216,7 @@ async function downloadOne(
     line.finish('failed');
     return failure(e, plan.stdout ? undefined : plan.file, abort.signal);
   } finally {
-    clearTimeout(timer);
+    watchdog.stop();
     interrupt.removeEventListener('abort', stop);
   }
 }

@@ -23,6 +23,8 @@ export class StreamSink implements SplitSink {
     private readonly stream: Writable,
     /** The resource offset of the first byte written (its `--range` start). */
     private readonly start: number,
+    /** Wraps each wait for the reader to take a write (the `--timeout` clock stops meanwhile). */
+    private readonly whileReaderWaits: (flushed: Promise<void>) => Promise<void> = (flushed) => flushed,
   ) {
     // A reader that went away (EPIPE) fails the download instead of crashing the process.
     stream.on('error', this.onError);
@@ -41,7 +43,7 @@ export class StreamSink implements SplitSink {
     );
     this.hash.update(bytes);
     this.written += bytes.length;
-    await flushed;
+    await this.whileReaderWaits(flushed);
   }
 
   /** Nothing to record: a stream cannot be resumed. */

@@ -34,6 +34,19 @@ test('a reader that went away fails the write (no crash), and every later one', 
   sink.close();
 });
 
+test('each wait for the reader goes through the hook (the --timeout clock stops meanwhile)', async () => {
+  let taken: (() => void) | undefined;
+  const slow = new Writable({ write: (_chunk, _encoding, done) => (taken = () => done()) });
+  const waits: Promise<void>[] = [];
+  const sink = new StreamSink(slow, 0, (flushed) => (waits.push(flushed), flushed));
+  const written = sink.write(0, Uint8Array.of(1, 2));
+  await new Promise(setImmediate);
+  expect(waits).toHaveLength(1);
+  taken!();
+  await written;
+  sink.close();
+});
+
 /**
  * `-o -` with a reader that pauses: the sink's process keeps running its timers while a write
  * waits for the reader (a blocked event loop would starve every proxy session), and every byte
