@@ -3,13 +3,15 @@
  * stalled`, from the client's own per-source counters. Two feeds:
  *
  * - per range (always): each finished range's sources (GetResult.sources) add to their totals;
- * - live (coded modes, when the client's progress carries them: DownloadProgress.sourceCounters):
- *   the bytes each source sent in the range under way, read at most as often as the line is drawn.
+ * - live (when the client's progress carries them: DownloadProgress.sourceCounters, coded modes
+ *   and http mode alike): the bytes each source sent in the range under way, read at most as
+ *   often as the line is drawn.
  *
  * With live counters a proxy's rate is measured over the last few seconds, and one that sent
  * nothing for that long while still counted as a source is `stalled`; a source the receiver
- * gave up on is `lost`. With range results only (http mode), the rate is that of the last range,
- * and nothing is called stalled (a long range would look like a stall between its ends).
+ * gave up on is `lost`. With range results only (a client whose progress has no counters), the
+ * rate is that of the last range, and nothing is called stalled (a long range would look like a
+ * stall between its ends).
  */
 import { formatRate, printable } from './format';
 

@@ -158,6 +158,7 @@ export class MutpClient {
         verifySignature: this.host.verifySignature,
         onPolluters: (polluters) => this.onPolluters(session, polluters),
         onConflict: (statements) => this.records.conflict(session, url, o.range, statements),
+        onProgress: o.onProgress,
       });
       this.records.complete(session, url, 'http', result, undefined, proxies.length);
       return result;
