@@ -72,8 +72,27 @@ start_build() {
   build_pids+=($!)
   build_names+=("$name")
 }
-# WebAssembly and native codec builds; each step skips itself when its outputs are current.
-start_build "wasm" bash wasm/build.sh
+# The browser extension (Chrome and Firefox packages in extension/dist), rebuilt when a source
+# is newer than the package.
+build_extension() {
+  local package=extension/dist/mutp-chrome.zip
+  if [ ! -f "$package" ] || [ -n "$(find extension/src extension/static extension/webpack.config.mjs shared/src wasm/src wasm/dist/*.wasm \
+    -newer "$package" -print -quit)" ]; then
+    log "building the extension"
+    npm run --silent build -w extension
+  else
+    log "extension up to date"
+  fi
+}
+# WebAssembly and native codec builds (each step skips itself when its outputs are current), then
+# the extension, which needs only the WebAssembly modules: built beside the cargo builds and the
+# media instead of after them (webpack is mostly one core; the quic build's last crates, LTO and
+# link leave a core idle).
+build_wasm_then_extension() {
+  bash wasm/build.sh
+  build_extension
+}
+start_build "wasm and the extension" build_wasm_then_extension
 # linkem, the testbed's link emulator (cargo rebuilds only what changed); then @mutp/quic's native
 # addon (napi-rs, wtransport/quinn: quic/native -> quic/dist/mutp_quic.node). One after the other:
 # two cargo builds at once would only fight over the same two cores.
@@ -97,15 +116,5 @@ done
 if [ "${#build_failed[@]}" -gt 0 ]; then
   echo "[setup] failed: ${build_failed[*]} (its output is above)" >&2
   exit 1
-fi
-# The browser extension (Chrome and Firefox packages in extension/dist), rebuilt when a source
-# is newer than the package.
-package=extension/dist/mutp-chrome.zip
-if [ ! -f "$package" ] || [ -n "$(find extension/src extension/static extension/webpack.config.mjs shared/src wasm/src wasm/dist/*.wasm \
-  -newer "$package" -print -quit)" ]; then
-  log "building the extension"
-  npm run --silent build -w extension
-else
-  log "extension up to date"
 fi
 log "done"
