@@ -1,4 +1,5 @@
-import { HookCore, MIN_DEADLINE_MS, Outcome } from '../src/hook/core';
+import { HookCore, MIN_DEADLINE_MS, Outcome, Ruling } from '../src/hook/core';
+import { MAX_WAITING_REQUESTS, SETTINGS_WAIT_MS } from '../src/hook/settings-wait';
 import { RequestFacts } from '../src/hook/decide';
 import { CONNECT_TIMEOUT_MS, PortTransport, RETRY_AFTER_MS } from '../src/hook/transport';
 import { GetFailure, GetRequest, GetSuccess, HookConfig } from '../src/common/messages';
@@ -229,5 +230,119 @@ describe('PortTransport', () => {
     t.request(get(1), (a) => answers.push(a.ok ? 'ok' : a.reason));
     t.fail('disabled');
     expect(answers).toEqual(['disabled']);
+  });
+});
+
+describe('a media request made before the settings come waits for them (issue 35)', () => {
+  const segments = Array.from({ length: MAX_WAITING_REQUESTS + 2 }, (_, i) => `https://cdn.example/v/s${i}.ts`);
+  function unconfigured() {
+    const timers = new ManualTimers();
+    const transport = new FakeTransport();
+    const core = new HookCore(transport, timers);
+    // Manifests are read before the settings too: their segments are media from the start.
+    const body = '#EXTM3U\n#EXT-X-TARGETDURATION:2\n' + segments.map((url) => `#EXTINF:2,\n${url}\n`).join('');
+    core.observeManifest('https://cdn.example/v/index.m3u8', body);
+    return { timers, transport, core };
+  }
+  const later = (ruling: Ruling) => {
+    if (!('later' in ruling)) throw new Error(`decided at once: ${JSON.stringify(ruling.now)}`);
+    return ruling.later;
+  };
+  const now = (ruling: Ruling) => {
+    if (!('now' in ruling)) throw new Error('waits for the settings');
+    return ruling.now;
+  };
+
+  test('it is decided, and counted, when they come: served like any other', async () => {
+    const t = unconfigured();
+    const waiting = later(t.core.decideOrWait(facts(segments[1], [['Range', 'bytes=0-9']])));
+    expect(t.core.counters).toMatchObject({ requests: 0, media: 0, fallbacks: {} });
+    t.core.setConfig(config);
+    const d = await waiting.promise;
+    expect(d).toMatchObject({ intercept: true, url: segments[1], range: { start: 0, end: 9 } });
+    expect(t.core.counters).toMatchObject({ requests: 1, media: 1, fallbacks: {} });
+    // Once the settings are known nothing waits.
+    expect(now(t.core.decideOrWait(facts(segments[2])))).toMatchObject({ intercept: true });
+  });
+
+  test('decided by the settings that came: switched off, or not media by their patterns', async () => {
+    const t = unconfigured();
+    const segment = later(t.core.decideOrWait(facts(segments[1])));
+    // Before the settings, the default URL pattern says what may be media.
+    const youtube = later(t.core.decideOrWait(facts('https://yt.example/videoplayback?id=1&range=0-99')));
+    t.core.setConfig({ ...config, enabled: false, disabledReason: 'site-disabled' });
+    expect(await segment.promise).toMatchObject({ intercept: false, media: true, reason: 'site-disabled' });
+    expect(await youtube.promise).toMatchObject({ intercept: false, media: false, reason: 'not-media' });
+    expect(t.core.counters).toMatchObject({ requests: 2, media: 1, fallbacks: { 'site-disabled': 1 } });
+  });
+
+  test('no settings within the window: everything waiting passes as not-ready, and nothing waits again', async () => {
+    const t = unconfigured();
+    const first = later(t.core.decideOrWait(facts('https://cdn.example/v/a.ts', [['Range', 'bytes=0-']])));
+    t.timers.advance(SETTINGS_WAIT_MS / 2);
+    // A later request waits only for the rest of the same window.
+    const second = later(t.core.decideOrWait(facts('https://cdn.example/v/b.ts', [['Range', 'bytes=0-']])));
+    t.timers.advance(SETTINGS_WAIT_MS / 2 - 1);
+    let decided = 0;
+    void first.promise.then(() => decided++);
+    await Promise.resolve();
+    expect(decided).toBe(0);
+    t.timers.advance(1);
+    expect(await first.promise).toMatchObject({ intercept: false, media: true, reason: 'not-ready' });
+    expect(await second.promise).toMatchObject({ reason: 'not-ready' });
+    expect(now(t.core.decideOrWait(facts('https://cdn.example/v/c.ts', [['Range', 'bytes=0-']])))).toMatchObject({
+      reason: 'not-ready',
+    });
+    expect(t.core.counters).toMatchObject({ requests: 3, media: 3, fallbacks: { 'not-ready': 3 } });
+  });
+
+  test(`at most ${MAX_WAITING_REQUESTS} wait at once; more pass as not-ready at once`, async () => {
+    const t = unconfigured();
+    const waiting = Array.from({ length: MAX_WAITING_REQUESTS }, (_, i) =>
+      later(t.core.decideOrWait(facts(segments[i]))),
+    );
+    expect(now(t.core.decideOrWait(facts(segments[MAX_WAITING_REQUESTS])))).toMatchObject({ reason: 'not-ready' });
+    // One that gives up makes room.
+    waiting[0].cancel();
+    later(t.core.decideOrWait(facts(segments[MAX_WAITING_REQUESTS + 1])));
+    t.core.setConfig(config);
+    const decisions = await Promise.all(waiting.slice(1).map((w) => w.promise));
+    expect(decisions.every((d) => d.intercept)).toBe(true);
+    expect(t.core.counters).toMatchObject({
+      media: MAX_WAITING_REQUESTS + 2,
+      aborted: 1,
+      fallbacks: { 'not-ready': 1 },
+    });
+  });
+
+  test('the page gives up while it waits: counted as aborted once, never decided', async () => {
+    const t = unconfigured();
+    const waiting = later(t.core.decideOrWait(facts(segments[1])));
+    let decided = false;
+    void waiting.promise.then(() => (decided = true));
+    waiting.cancel();
+    waiting.cancel();
+    t.core.setConfig(config);
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(decided).toBe(false);
+    expect(t.core.counters).toMatchObject({ requests: 1, media: 1, aborted: 1, intercepted: 0, fallbacks: {} });
+  });
+
+  test('what does not wait: not media, and media the settings could not make servable', () => {
+    const t = unconfigured();
+    const cases: [RequestFacts, string][] = [
+      [facts('https://cdn.example/v/index.m3u8'), 'not-media'],
+      [facts('https://cdn.example/w/a.ts'), 'not-media'], // a media extension without Range, in no manifest
+      [facts('data:video/mp4,x'), 'scheme'],
+      [{ ...facts(segments[1]), method: 'POST' }, 'method'],
+      [{ ...facts(segments[1]), sync: true }, 'sync'],
+      [facts(segments[1], [['X-Token', 'a']]), 'headers'],
+      [facts(segments[1], [['Range', 'bytes=0-1,5-6']]), 'multi-range'],
+    ];
+    for (const [f, reason] of cases) {
+      expect(now(t.core.decideOrWait(f))).toMatchObject({ intercept: false, reason });
+    }
+    expect(t.core.counters).toMatchObject({ requests: cases.length, media: 4 });
   });
 });

@@ -176,6 +176,21 @@ describe('what passes through, and why', () => {
       reason: 'site-disabled',
     });
   });
+
+  test('before the configuration, not-ready means only the settings are missing: other obstacles say what they are', () => {
+    const unconfigured = { ...context(), config: undefined };
+    const ranged = xhr(seg, { headers: [['Range', 'bytes=0-10']] });
+    expect(decide(ranged, unconfigured)).toMatchObject({ intercept: false, media: true, reason: 'not-ready' });
+    expect(decide(xhr(seg, { sync: true }), unconfigured)).toMatchObject({ media: true, reason: 'sync' });
+    expect(decide(xhr(seg, { method: 'POST' }), unconfigured)).toMatchObject({ media: true, reason: 'method' });
+    expect(decide(fetchFacts(seg, { integrity: 'sha256-x' }), unconfigured)).toMatchObject({ reason: 'integrity' });
+    expect(decide(xhr(seg, { headers: [['Range', 'bytes=0-1,4-5']] }), unconfigured)).toMatchObject({
+      reason: 'multi-range',
+    });
+    // Once configured the switch comes first, as it always did.
+    const off = context({ ...config, enabled: false, disabledReason: 'disabled' });
+    expect(decide(xhr(seg, { sync: true }), off)).toMatchObject({ reason: 'disabled' });
+  });
 });
 
 describe('compilePatterns', () => {

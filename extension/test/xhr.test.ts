@@ -6,6 +6,7 @@
 import { HookCore } from '../src/hook/core';
 import { GetFailure, GetSuccess, HookConfig } from '../src/common/messages';
 import { NativeXhr, XhrGlobals, XhrRequest } from '../src/hook/xhr-request';
+import { SETTINGS_WAIT_MS } from '../src/hook/settings-wait';
 import { FakeTransport, ManualTimers } from './helpers/hook-fakes';
 
 /** The page's native object: records what the hook forwards to it, answers like an unsent XHR. */
@@ -66,11 +67,11 @@ const config: HookConfig = {
 const SEGMENT = 'https://cdn.example/seg/1.m4s';
 
 /** One XHR object with everything around it; `log` has each event as `type@readyState`. */
-function setup() {
+function setup({ configured = true } = {}) {
   const timers = new ManualTimers();
   const transport = new FakeTransport();
   const core = new HookCore(transport, timers);
-  core.setConfig(config);
+  if (configured) core.setConfig(config);
   const native = new FakeNativeXhr();
   const globals: XhrGlobals = {
     setTimeout: (callback, ms) => timers.setTimeout(callback, ms),
@@ -454,5 +455,102 @@ describe('requests the decision leaves on the network: sent natively, untouched,
     expect(t.transport.requests.map((r) => r.req)).toEqual([
       expect.objectContaining({ url: 'https://cdn.example/v/chunk-1.ts', duration: 4 }),
     ]);
+  });
+});
+
+describe('a media request sent before the settings come waits for them (issue 35)', () => {
+  const CHUNK = 'https://cdn.example/v/chunk-1.ts';
+  /** No settings yet, a manifest already read (the player loaded it while the settings were on their way). */
+  function early() {
+    const t = setup({ configured: false });
+    t.core.observeManifest(
+      'https://cdn.example/v/index.m3u8',
+      '#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXTINF:4,\nchunk-1.ts\n',
+    );
+    t.xhr.open('GET', CHUNK);
+    t.xhr.responseType = 'arraybuffer';
+    return t;
+  }
+
+  /** The settings come after the request stopped waiting: it is neither downloaded nor sent. */
+  async function settingsComeToNothing(t: ReturnType<typeof setup>) {
+    t.core.setConfig(config);
+    await settle();
+    expect(t.transport.requests).toEqual([]);
+    expect(t.native.sent).toEqual([]);
+  }
+
+  test('the page sees it sent; served once the settings come', async () => {
+    const t = early();
+    t.xhr.send();
+    expect(t.log).toEqual(['loadstart(0/0?)@1']);
+    expect(t.xhr.readyState).toBe(1);
+    expect(() => t.xhr.setRequestHeader('Accept', '*/*')).toThrow(
+      expect.objectContaining({ name: 'InvalidStateError' }),
+    );
+    expect(() => t.xhr.send()).toThrow(expect.objectContaining({ name: 'InvalidStateError' }));
+    expect(t.transport.requests).toEqual([]);
+    t.core.setConfig(config);
+    await settle();
+    expect(t.transport.requests.map((r) => r.req)).toEqual([expect.objectContaining({ url: CHUNK, duration: 4 })]);
+    t.transport.requests[0].answer(answer(1, new Uint8Array(8)));
+    await settle();
+    expect(t.log).toEqual(SUCCESS_EVENTS(8));
+    expect(t.native.sent).toEqual([]);
+    expect(t.core.counters).toMatchObject({ media: 1, intercepted: 1, served: 1, fallbacks: {} });
+  });
+
+  test('no settings within the window: sent natively as made (not-ready), with the rest of the page timeout', async () => {
+    const t = early();
+    t.xhr.timeout = 5000;
+    t.xhr.send();
+    t.timers.advance(SETTINGS_WAIT_MS - 1);
+    await settle();
+    expect(t.native.sent).toEqual([]);
+    t.timers.advance(1);
+    await settle();
+    expect(t.native.sent).toEqual([undefined]);
+    expect(t.native.timeout).toBe(5000 - SETTINGS_WAIT_MS);
+    expect(t.log).toEqual(['loadstart(0/0?)@1']); // the native object's loadstart is dropped
+    expect(t.core.counters).toMatchObject({ media: 1, intercepted: 0, fallbacks: { 'not-ready': 1 } });
+    expect(t.transport.requests).toEqual([]);
+  });
+
+  test('abort() while it waits: abort events, counted as aborted, nothing sent when the settings come', async () => {
+    const t = early();
+    t.xhr.send();
+    t.xhr.abort();
+    expect(t.log).toEqual(['loadstart(0/0?)@1', 'readystatechange@4', 'abort(0/0?)@4', 'loadend(0/0?)@4']);
+    await settingsComeToNothing(t);
+    expect(t.core.counters).toMatchObject({ media: 1, aborted: 1, intercepted: 0, fallbacks: {} });
+  });
+
+  test("the page's timeout while it waits: timeout events; open() while it waits ends it without events", async () => {
+    const t = early();
+    t.xhr.timeout = 300;
+    t.xhr.send();
+    t.timers.advance(300);
+    expect(t.log).toEqual(['loadstart(0/0?)@1', 'readystatechange@4', 'timeout(0/0?)@4', 'loadend(0/0?)@4']);
+    t.log.length = 0;
+    t.xhr.timeout = 0;
+    t.xhr.open('GET', CHUNK);
+    t.xhr.send();
+    t.xhr.open('GET', CHUNK);
+    expect(t.log).toEqual(['loadstart(0/0?)@1']);
+    await settingsComeToNothing(t);
+    expect(t.core.counters).toMatchObject({ media: 2, aborted: 2, fallbacks: {} });
+  });
+
+  test.each<[string, string, boolean, string | undefined]>([
+    ['not media', 'https://page.example/api/user', true, undefined],
+    ['a manifest', 'https://cdn.example/v/index.m3u8', true, undefined],
+    ['synchronous', CHUNK, false, 'sync'],
+  ])('%s: sent natively at once', (_name, url, async, reason) => {
+    const t = early();
+    t.xhr.open('GET', url, async);
+    t.xhr.send();
+    expect(t.native.sent).toEqual([undefined]);
+    expect(t.log).toEqual([]);
+    expect(t.core.counters.fallbacks).toEqual(reason === undefined ? {} : { [reason]: 1 });
   });
 });

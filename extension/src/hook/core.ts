@@ -8,8 +8,10 @@ import { Counters, emptyCounters, NETWORK_SAMPLE_MIN_BYTES } from '../common/cou
 import { GetFailure, GetRequest, GetSuccess, HookConfig, MAX_UPCOMING } from '../common/messages';
 import { manifestHint } from '../common/media';
 import { hookDeadline, MIN_DEADLINE_MS } from '../common/deadlines';
+import { DEFAULT_SETTINGS } from '../common/settings';
 import { compilePatterns, CompiledPatterns, decide, Decision, RequestFacts } from './decide';
 import { extractManifest, SegmentRegistry } from './manifest';
+import { SettingsWait } from './settings-wait';
 
 export type InterceptDecision = Extract<Decision, { intercept: true }>;
 
@@ -31,6 +33,16 @@ export interface Pending {
   /** The page gave up on the request: tells the downloader, counts it as aborted. */
   cancel(): void;
 }
+
+/** A decision that waits for the settings (HookCore.decideOrWait). */
+export interface LaterDecision {
+  /** Resolves with the decision, made and counted when the settings came or the wait ended. */
+  readonly promise: Promise<Decision>;
+  /** The page gave up on the request while it waited: counts it as aborted. */
+  cancel(): void;
+}
+
+export type Ruling = { now: Decision } | { later: LaterDecision };
 
 export interface Timers {
   setTimeout(callback: () => void, ms: number): unknown;
@@ -57,7 +69,12 @@ export class HookCore {
   readonly counters: Counters = emptyCounters();
   readonly registry = new SegmentRegistry();
   private config?: HookConfig;
-  private patterns: CompiledPatterns = compilePatterns([]);
+  /**
+   * Until the settings come, the default patterns: a request they match may wait for the
+   * settings (and is then judged by the configured ones) rather than pass as not media.
+   */
+  private patterns: CompiledPatterns = compilePatterns(DEFAULT_SETTINGS.urlPatterns);
+  private readonly settingsWait: SettingsWait;
   private nextId = 1;
   /** Called (synchronously) whenever a counter changes. */
   onCountersChanged?: () => void;
@@ -71,12 +88,15 @@ export class HookCore {
     private readonly timers: Timers,
     /** Monotonic ms (the page's performance.now); without it served requests are not timed. */
     private readonly now?: () => number,
-  ) {}
+  ) {
+    this.settingsWait = new SettingsWait(timers);
+  }
 
   setConfig(config: HookConfig): void {
     this.config = config;
     this.patterns = compilePatterns(config.urlPatterns);
-    this.onConfig?.(config);
+    this.safely(() => this.onConfig?.(config));
+    this.settingsWait.end();
   }
 
   getConfig(): HookConfig | undefined {
@@ -85,19 +105,48 @@ export class HookCore {
 
   /** Decides and counts; never throws (an exception in our code means: leave the request alone). */
   decide(facts: RequestFacts): Decision {
-    let d: Decision;
-    try {
-      d = decide(facts, { config: this.config, lookup: (u) => this.registry.lookup(u), patterns: this.patterns });
-    } catch {
-      d = { intercept: false, media: false, reason: 'not-media' };
+    const d = this.judge(facts);
+    this.count(d);
+    return d;
+  }
+
+  /**
+   * As decide(), except for a request that only the missing settings keep from being served: it
+   * waits for them (settings-wait.ts bounds how many and how long) and is decided, and counted,
+   * when they come or the wait ends (then `not-ready`, as without waiting). Never throws.
+   */
+  decideOrWait(facts: RequestFacts): Ruling {
+    const d = this.judge(facts);
+    const waiting = !d.intercept && d.reason === 'not-ready' ? this.settingsWait.enter() : undefined;
+    if (!waiting) {
+      this.count(d);
+      return { now: d };
     }
+    const promise = waiting.promise.then(() => this.decide(facts));
+    const cancel = () => {
+      if (!waiting.cancel()) return;
+      this.counters.requests++;
+      this.counters.media++;
+      this.countAbortedEarly();
+    };
+    return { later: { promise, cancel } };
+  }
+
+  private judge(facts: RequestFacts): Decision {
+    try {
+      return decide(facts, { config: this.config, lookup: (u) => this.registry.lookup(u), patterns: this.patterns });
+    } catch {
+      return { intercept: false, media: false, reason: 'not-media' };
+    }
+  }
+
+  private count(d: Decision): void {
     this.counters.requests++;
     if (d.intercept || d.media) {
       this.counters.media++;
       if (!d.intercept) this.bump(d.reason);
       this.changed(); // (pages without video never publish anything)
     }
-    return d;
   }
 
   /** The page started a dedicated worker: what it fetches is not covered (counted for the popup). */

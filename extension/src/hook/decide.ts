@@ -111,10 +111,10 @@ export function decide(facts: RequestFacts, ctx: DecisionContext): Decision {
   if (!match) return { intercept: false, media: false, reason: 'not-media' };
   const pass = (reason: PassReason): Decision => ({ intercept: false, media: true, reason, match });
 
-  // 2. Is the extension on here?
+  // 2. Is the extension on here? (Without settings yet, the checks below still run: `not-ready`
+  // then means that only the settings are missing, and the hook may wait for them: core.ts.)
   const config = ctx.config;
-  if (!config) return pass('not-ready');
-  if (!config.enabled) return pass(config.disabledReason ?? 'disabled');
+  if (config && !config.enabled) return pass(config.disabledReason ?? 'disabled');
 
   // 3. Can an anonymous GET from a proxy stand in for it?
   if (facts.method.toUpperCase() !== 'GET' || facts.hasBody) return pass('method');
@@ -133,10 +133,14 @@ export function decide(facts: RequestFacts, ctx: DecisionContext): Decision {
   if (facts.cache === 'only-if-cached') return pass('cache-mode');
 
   // 4. Which bytes?
-  if (rangeHeader === undefined) return { intercept: true, url, match, segment };
-  const parsed = parseRangeHeader(rangeHeader);
-  if (!parsed.ok) return pass(parsed.reason);
-  return { intercept: true, url, match, segment, range: parsed.range };
+  let range: ByteRangeSpec | undefined;
+  if (rangeHeader !== undefined) {
+    const parsed = parseRangeHeader(rangeHeader);
+    if (!parsed.ok) return pass(parsed.reason);
+    range = parsed.range;
+  }
+  if (!config) return pass('not-ready');
+  return range ? { intercept: true, url, match, segment, range } : { intercept: true, url, match, segment };
 }
 
 // ----------------------------------------------------------------------------------- patterns

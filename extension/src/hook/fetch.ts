@@ -5,11 +5,12 @@
  * request resolves with a real `Response` (200, or 206 with Content-Range; Content-Type,
  * Content-Length; `url`, `type`, `redirected` as the network would give them) and honours the
  * AbortSignal: rejection with the signal's reason (an AbortError DOMException) before the answer,
- * an errored body stream after it.
+ * an errored body stream after it. A media request made before the hook has its settings waits
+ * for them (settings-wait.ts), its signal still honoured.
  */
 import { GetSuccess } from '../common/messages';
 import { Decision, RequestFacts } from './decide';
-import { HookCore, InterceptDecision } from './core';
+import { HookCore, InterceptDecision, LaterDecision, Ruling } from './core';
 import { PageGlobals } from './globals';
 
 /** How long a manifest response is held back while its body is read and parsed. */
@@ -176,18 +177,50 @@ export function createFetch(core: HookCore, g: PageGlobals): typeof fetch {
     });
   }
 
+  function proceed(args: unknown[], facts: FetchFacts, d: Decision): Promise<Response> {
+    return d.intercept ? emulate(args, facts, d) : passThrough(args);
+  }
+
+  /** A media request made before the settings came: goes on when they come (or the wait ends). */
+  function afterSettings(args: unknown[], facts: FetchFacts, later: LaterDecision): Promise<Response> {
+    const signal = facts.signal ?? undefined;
+    return new Promise<Response>((resolve, reject) => {
+      const onAbort = () => {
+        later.cancel();
+        reject(abortReason(g, signal!));
+      };
+      if (signal?.aborted) {
+        onAbort();
+        return;
+      }
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const settle = (go: () => Promise<Response>) => {
+        signal?.removeEventListener('abort', onAbort);
+        try {
+          resolve(go());
+        } catch (error) {
+          reject(error);
+        }
+      };
+      later.promise.then(
+        (d) => settle(() => proceed(args, facts, d)),
+        () => settle(() => callNative(args)),
+      );
+    });
+  }
+
   const hooked = function fetch(...args: unknown[]): Promise<Response> {
     let facts: FetchFacts;
-    let d: Decision;
+    let ruling: Ruling;
     try {
       facts = factsOf(g, args[0], args[1] as RequestInit | undefined);
-      d = core.decide(facts);
+      ruling = core.decideOrWait(facts);
     } catch {
       // Arguments our code cannot read: the native fetch judges them (and throws what it throws).
       return callNative(args);
     }
-    if (!d.intercept) return passThrough(args);
-    return emulate(args, facts, d);
+    if ('later' in ruling) return afterSettings(args, facts, ruling.later);
+    return proceed(args, facts, ruling.now);
   };
   return hooked as typeof fetch;
 }

@@ -4,13 +4,15 @@
  * hook does not serve — or one MUTP could not answer — is sent by the native send() exactly as the
  * page made it. An intercepted request is emulated: readyState 1→2→3→4 with readystatechange,
  * loadstart/progress/load/loadend ProgressEvents, status, headers, responseURL, every
- * responseType players use, abort(), timeout, in the XHR standard's order of events.
+ * responseType players use, abort(), timeout, in the XHR standard's order of events. A media
+ * request sent before the hook has its settings is emulated from send() on while it waits for
+ * them (settings-wait.ts), then served or sent natively.
  *
  * The native object and the event dispatch are injected (`NativeXhr`, `XhrEvents`), so unit tests
  * drive this class with plain objects, a HookCore over a fake transport and fake timers.
  */
 import { Decision, RequestFacts } from './decide';
-import { HookCore, InterceptDecision, Pending } from './core';
+import { HookCore, InterceptDecision, LaterDecision, Ruling } from './core';
 import { PageGlobals } from './globals';
 import { GetSuccess } from '../common/messages';
 import { EmulatedResponse } from './xhr-response';
@@ -58,7 +60,8 @@ interface Emulation {
   /** Set when the answer arrives; cleared by a network error (abort, timeout, error). */
   response?: EmulatedResponse;
   sentAt: number;
-  pending?: Pending;
+  /** What the page's abort() cancels: the wait for the settings, then the downloader's request. */
+  pending?: { cancel(): void };
   timer?: unknown;
 }
 
@@ -137,18 +140,20 @@ export class XhrRequest {
     if (this.phase === 'emulated')
       throw this.invalidState("Failed to execute 'send': the object's state must be OPENED.");
     if (this.phase !== 'opened') return this.native.send(body);
-    let d: Decision;
+    let ruling: Ruling;
     try {
-      d = this.core.decide(this.facts(body));
+      ruling = this.core.decideOrWait(this.facts(body));
     } catch {
-      d = { intercept: false, media: false, reason: 'not-media' };
+      ruling = { now: { intercept: false, media: false, reason: 'not-media' } };
     }
-    if (!d.intercept) {
+    const d: Decision | undefined = 'now' in ruling ? ruling.now : undefined;
+    if (d && !d.intercept) {
       this.phase = 'native';
       return this.native.send(body);
     }
     try {
-      this.startEmulation(d, body);
+      if (d) this.startEmulation(d, body);
+      else if ('later' in ruling) this.waitForSettings(ruling.later, body);
     } catch {
       const phase = this.phase as Phase; // startEmulation may have changed it
       const e = this.emu;
@@ -342,13 +347,46 @@ export class XhrRequest {
     };
   }
 
-  private startEmulation(d: InterceptDecision, body: unknown): void {
+  /** send() as the page sees it (OPENED, loadstart) for a request the hook answers or holds. */
+  private beginEmulation(pending?: Emulation['pending']): { e: Emulation; gen: number } | undefined {
     this.phase = 'emulated';
     const gen = ++this.gen;
-    const e: Emulation = { readyState: 1, sentAt: this.g.now() };
+    const e: Emulation = { readyState: 1, sentAt: this.g.now(), pending };
     this.emu = e;
     this.events.fireProgress('loadstart', 0, 0, false);
-    if (this.gen !== gen) return; // aborted or reopened from a loadstart handler
+    return this.isCurrent(e, gen) ? { e, gen } : undefined; // aborted or reopened from a loadstart handler
+  }
+
+  private startEmulation(d: InterceptDecision, body: unknown): void {
+    const begun = this.beginEmulation();
+    if (begun) this.serve(begun.e, begun.gen, d, body);
+  }
+
+  /**
+   * A media request made before the settings came: the page sees it sent (the emulation's
+   * timeout and abort() apply) while it waits; then it is served, or sent natively as made.
+   */
+  private waitForSettings(later: LaterDecision, body: unknown): void {
+    const begun = this.beginEmulation(later);
+    if (!begun) return; // abort() or open() from a loadstart handler cancelled the wait
+    const { e, gen } = begun;
+    this.armTimeout(e);
+    later.promise.then(
+      (d) => {
+        if (!this.isCurrent(e, gen)) return;
+        if (d.intercept) this.serve(e, gen, d, body);
+        else this.fallBack(e, body);
+      },
+      () => {
+        if (!this.isCurrent(e, gen)) return;
+        this.core.countFallback('internal');
+        this.fallBack(e, body);
+      },
+    );
+  }
+
+  /** Hands the request to the downloader; its answer is delivered, or the request sent natively. */
+  private serve(e: Emulation, gen: number, d: InterceptDecision, body: unknown): void {
     const pending = this.core.serve(d);
     e.pending = pending;
     this.armTimeout(e);
