@@ -370,7 +370,6 @@ export class XhrRequest {
     const begun = this.beginEmulation(later);
     if (!begun) return; // abort() or open() from a loadstart handler cancelled the wait
     const { e, gen } = begun;
-    this.armTimeout(e);
     later.promise.then(
       (d) => {
         if (!this.isCurrent(e, gen)) return;
@@ -383,6 +382,7 @@ export class XhrRequest {
         this.fallBack(e, body);
       },
     );
+    this.armTimeout(e);
   }
 
   /** Hands the request to the downloader; its answer is delivered, or the request sent natively. */
