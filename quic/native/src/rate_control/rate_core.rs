@@ -3,9 +3,9 @@
 
 use super::min_filter::MinFilter;
 use super::{
-    RateConfig, RateHandle, BACKOFF, COMPETE_AFTER, COMPETE_AFTER_RTTS, COMPETE_DECREASE, COMPETE_INCREASE,
-    COMPETE_MEMORY, COMPETE_RATE_FRACTION, EXIT_DRAINED_ROUNDS, GROWTH_GAIN, HOLD_ROUNDS, MIN_ROUND, MIN_RTT_WINDOW,
-    MIN_TARGET, PROBE_GAIN, PROBE_INTERVAL, PROBE_ROUNDS, SLOW_START_GAIN,
+    RateConfig, RateHandle, ACK_HOLD_GAIN, BACKOFF, COMPETE_AFTER, COMPETE_AFTER_RTTS, COMPETE_DECREASE,
+    COMPETE_INCREASE, COMPETE_MEMORY, COMPETE_RATE_FRACTION, EXIT_DRAINED_ROUNDS, GROWTH_GAIN, HOLD_ROUNDS,
+    MAX_ACK_HOLD, MIN_ROUND, MIN_RTT_WINDOW, MIN_TARGET, PROBE_GAIN, PROBE_INTERVAL, PROBE_ROUNDS, SLOW_START_GAIN,
 };
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -37,6 +37,9 @@ pub struct RateCore {
     after_compete: Option<(Duration, f64, Instant)>,
     /// The largest delivery rate of a round in the last `MIN_RTT_WINDOW`, and when.
     peak_delivery: Option<(f64, Instant)>,
+    /// Average time an acknowledged packet waited for the peer's ACK beyond the smoothed RTT,
+    /// seconds (`on_ack`): what the window must also cover.
+    ack_hold: f64,
 }
 
 /// State of the TCP-like mode (a standing queue that is not ours).
@@ -80,6 +83,7 @@ impl RateCore {
             compete: None,
             after_compete: None,
             peak_delivery: None,
+            ack_hold: 0.0,
         };
         core.rate = core.clamp_rate(core.rate);
         core.publish(None);
@@ -139,6 +143,11 @@ impl RateCore {
         self.srtt.unwrap_or(self.cfg.initial_rtt)
     }
 
+    /// Average time a packet waited for the peer's ACK beyond the smoothed RTT (`on_ack`).
+    pub fn ack_hold(&self) -> Duration {
+        Duration::from_secs_f64(self.ack_hold)
+    }
+
     /// Queueing-delay target for a given min RTT.
     pub fn target(min_rtt: Duration) -> Duration {
         MIN_TARGET.max(min_rtt / 4)
@@ -154,7 +163,7 @@ impl RateCore {
         } else {
             self.srtt().min(min_rtt + Self::target(min_rtt))
         };
-        let w = self.rate() * rtt.as_secs_f64();
+        let w = self.rate() * (rtt.as_secs_f64() + self.ack_hold);
         (w as u64).max(self.cfg.min_window)
     }
 
@@ -166,6 +175,12 @@ impl RateCore {
     /// own RTT sample (ack time - send time).
     pub fn on_ack(&mut self, now: Instant, bytes: u64, app_limited: bool, srtt: Duration, sample: Duration) {
         self.srtt = Some(srtt);
+        // quinn's smoothed RTT leaves out the ACK delay the peer reports, and that only for the
+        // packet that triggered the ACK; a peer that acknowledges every few packets (Chromium
+        // decimates its ACKs) holds the earlier ones longer. Bytes stay in flight for the raw
+        // sample, not the smoothed RTT: a window of rate x srtt alone sends a fraction of the rate.
+        let held = sample.saturating_sub(srtt).min(MAX_ACK_HOLD).as_secs_f64();
+        self.ack_hold += (held - self.ack_hold) * ACK_HOLD_GAIN;
         self.min_rtt.update(now, srtt);
         self.round_min_sample = Some(self.round_min_sample.map_or(sample, |m| m.min(sample)));
         self.round_acked = self.round_acked.saturating_add(bytes);

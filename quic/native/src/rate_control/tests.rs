@@ -135,8 +135,8 @@ fn queueing_delay_lowers_rate() {
 
 #[test]
 fn window_bounded_by_cap_and_floor() {
-    // (c) Never above max(min_window, cap * (min_rtt + target)) (cap * srtt when competing),
-    // never below min_window.
+    // (c) Never above max(min_window, cap * (min_rtt + target + ack hold)) (cap * (srtt + ack
+    // hold) when competing), never below min_window. (These acks come at the RTT: no hold.)
     let mut rng = Pcg64::seed_from_u64(3);
     for case in 0..100 {
         let cap = rng.gen_range(50_000..10_000_000);
@@ -160,7 +160,7 @@ fn window_bounded_by_cap_and_floor() {
             } else {
                 min_rtt + RateCore::target(min_rtt)
             };
-            let bound = (cap as f64 * rtt.as_secs_f64()) as u64;
+            let bound = (cap as f64 * (rtt + c.ack_hold()).as_secs_f64()) as u64;
             let w = c.window_at(now);
             assert!(w >= MIN_WINDOW, "case {case}: window {w} below the floor");
             assert!(
@@ -174,6 +174,51 @@ fn window_bounded_by_cap_and_floor() {
             );
         }
     }
+}
+
+#[test]
+fn window_covers_the_peers_ack_hold() {
+    // A peer that acknowledges every 5th packet (as Chromium does) holds the first of five for
+    // four packet times beyond the RTT quinn reports. Paced at 1500 packets/s over 40 ms, the
+    // mean hold is 2 packet times (1.33 ms); the window must cover it, or the sender is held
+    // below its rate. A hold beyond QUIC's max_ack_delay counts only up to it.
+    let rtt = Duration::from_millis(40);
+    let gap = Duration::from_micros(667);
+    let rate = 1500.0 * PKT as f64;
+    let mut c = core(RateConfig {
+        initial_rate: Some(rate as u64),
+        max_rate: rate as u64,
+        ..RateConfig::default()
+    });
+    let mut now = Instant::now();
+    for i in 0..2000u32 {
+        let held = gap * (4 - i % 5);
+        c.on_ack(now, PKT, false, rtt, rtt + held);
+        now += gap;
+    }
+    let hold = c.ack_hold().as_secs_f64();
+    assert!(
+        (hold - 0.001_333).abs() < 0.000_3,
+        "mean hold {hold} s, expected ~1.33 ms"
+    );
+    let base = rtt.min(c.min_rtt(now) + RateCore::target(c.min_rtt(now)));
+    let w = c.window_at(now) as f64;
+    let expected = c.rate() * (base.as_secs_f64() + hold);
+    assert!((w - expected).abs() <= 1.0, "window {w}, expected {expected}");
+    assert!(
+        w > c.rate() * base.as_secs_f64() * 1.03,
+        "the hold widened the window by >3 %"
+    );
+
+    for _ in 0..2000 {
+        c.on_ack(now, PKT, false, rtt, rtt + Duration::from_millis(200));
+        now += gap;
+    }
+    let capped = c.ack_hold();
+    assert!(
+        capped <= MAX_ACK_HOLD && capped > MAX_ACK_HOLD * 9 / 10,
+        "hold {capped:?} not capped at {MAX_ACK_HOLD:?}"
+    );
 }
 
 #[test]
