@@ -15,18 +15,13 @@ import type { PeerManager } from './peer-manager';
 import { CaCertificateFiles } from './quic-ca-certificate';
 import type { QuicCaConfig } from './quic-cert-config';
 import { CertificateRotation, QuicCertificate } from './quic-certificates';
-import { QuicSessionChannel } from './quic-session-channel';
+import { QuicSessionChannel, type QuicSessionServer } from './quic-session-channel';
 
 /** The part of @mutp/quic's QuicServer the endpoint uses (a seam for tests). */
-export interface QuicServerApi {
+export interface QuicServerApi extends QuicSessionServer {
   readonly port: number;
   acceptSession(sessionId: number): void;
   rejectSession(sessionId: number, httpStatus: number): void;
-  sendDatagram(sessionId: number, bytes: Uint8Array): boolean;
-  /** Bytes queued for the session and not yet sent (0 when it is gone). */
-  bufferedBytes(sessionId: number): number;
-  setLowWaterMark(sessionId: number, bytes: number): void;
-  closeSession(sessionId: number, code: number, reason: string): void;
   reloadCertificate(certificatePem: string, privateKeyPem: string): void;
   close(): Promise<void>;
 }

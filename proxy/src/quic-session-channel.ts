@@ -4,7 +4,6 @@
  * comes from the server.
  */
 import { DATA_CHANNEL_LABEL, type DatagramChannel } from '@mutp/shared';
-import type { QuicServerApi } from './quic-service';
 
 /** Datagram bytes the proxy keeps queued in a session (TransferHost's low-water mark). */
 export const QUIC_LOW_WATER_BYTES = 16 * 1024;
@@ -14,6 +13,15 @@ export const QUIC_LOW_WATER_BYTES = 16 * 1024;
  * wtransport's header before it (a varint of the session's quarter stream id, 8 bytes at most).
  */
 export const QUIC_DATAGRAM_OVERHEAD_BYTES = 8;
+
+/** What a session channel asks of the QUIC server its session belongs to (quic-service.ts). */
+export interface QuicSessionServer {
+  sendDatagram(sessionId: number, bytes: Uint8Array): boolean;
+  /** Bytes queued for the session and not yet sent (0 when it is gone). */
+  bufferedBytes(sessionId: number): number;
+  setLowWaterMark(sessionId: number, bytes: number): void;
+  closeSession(sessionId: number, code: number, reason: string): void;
+}
 
 export class QuicSessionChannel implements DatagramChannel {
   readonly label = DATA_CHANNEL_LABEL;
@@ -39,7 +47,7 @@ export class QuicSessionChannel implements DatagramChannel {
   private queuedAtMost = Infinity;
 
   constructor(
-    private readonly server: QuicServerApi,
+    private readonly server: QuicSessionServer,
     private readonly sessionId: number,
   ) {}
 

@@ -11,7 +11,7 @@ import { hookDeadline, MIN_DEADLINE_MS } from '../common/deadlines';
 import { DEFAULT_SETTINGS } from '../common/settings';
 import { compilePatterns, CompiledPatterns, decide, Decision, RequestFacts } from './decide';
 import { extractManifest, SegmentRegistry } from './manifest';
-import { SettingsWait } from './settings-wait';
+import { SettingsWait, type Timers } from './settings-wait';
 
 export type InterceptDecision = Extract<Decision, { intercept: true }>;
 
@@ -44,10 +44,8 @@ export interface LaterDecision {
 
 export type Ruling = { now: Decision } | { later: LaterDecision };
 
-export interface Timers {
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
+/** The hook's timers (settings-wait.ts defines them, where they are first needed). */
+export type { Timers };
 
 /** What the hook reads of a Resource Timing entry (the page's own network fetches). */
 export interface NetworkEntry {

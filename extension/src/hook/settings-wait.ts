@@ -10,7 +10,12 @@
  * settings (a content script that never answers), everything waiting goes on and nothing waits
  * again: a page without settings loses at most that one second, once.
  */
-import type { Timers } from './core';
+
+/** The timers the hook runs on (the page's own by default; tests advance theirs by hand). */
+export interface Timers {
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
 
 /** How long the first waiting request (and so every one after it) waits for the settings at most. */
 export const SETTINGS_WAIT_MS = 1000;
