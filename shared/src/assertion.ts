@@ -13,9 +13,18 @@ import { Layout } from './layout';
 import { DEFAULT_SYMBOL_SIZE } from './limits';
 import { DEFAULT_GENERATION_SIZE } from './modes';
 import { ByteRange, ObjectAttributes } from './range';
-import { encodeMeta, HEADER_BYTES, MetaMessage, MetaSignature, SIGNATURE_BYTES } from './wire';
+import {
+  encodeFetching,
+  encodeMeta,
+  FetchingMessage,
+  HEADER_BYTES,
+  MetaMessage,
+  MetaSignature,
+  SIGNATURE_BYTES,
+} from './wire';
 
 const DOMAIN = new TextEncoder().encode('MUTP META assertion 1\0');
+const FETCHING_DOMAIN = new TextEncoder().encode('MUTP FETCHING assertion 1\0');
 const ZERO_SIGNATURE = new Uint8Array(SIGNATURE_BYTES);
 
 /** The request a META answers, as the statement names it. */
@@ -40,15 +49,35 @@ export function assertionMessage(
   const body = encodeMeta({ ...meta, transferId: 0, signed: { ...provenance, signature: ZERO_SIGNATURE } }).subarray(
     HEADER_BYTES,
   );
+  return statement(DOMAIN, body, request, proxyId);
+}
+
+/**
+ * The bytes a source signs into a FETCHING: its own domain tag (a FETCHING signature can never
+ * pass for a META's), the proxy id, the URL and range asked for, and the FETCHING from offset 6
+ * with the signature zeroed. "For this request I am getting the object from the origin and will
+ * answer within answerWithinMs", checkable against the key origo publishes for the proxy.
+ */
+export function fetchingAssertionMessage(
+  answerWithinMs: number,
+  request: AssertedRequest,
+  proxyId: string,
+): Uint8Array {
+  const body = encodeFetching({ transferId: 0, answerWithinMs, signature: ZERO_SIGNATURE }).subarray(HEADER_BYTES);
+  return statement(FETCHING_DOMAIN, body, request, proxyId);
+}
+
+/** A domain tag, the proxy id (u8 length), the URL (u16 length) and range (u8 1/0, u48, u32), the body. */
+function statement(domain: Uint8Array, body: Uint8Array, request: AssertedRequest, proxyId: string): Uint8Array {
   const id = new TextEncoder().encode(proxyId);
   const url = new TextEncoder().encode(request.url);
   if (id.length > 255) throw new RangeError('proxy id longer than 255 bytes');
   if (url.length > 0xffff) throw new RangeError('URL longer than 65535 bytes');
-  const out = new Uint8Array(DOMAIN.length + 1 + id.length + 2 + url.length + 11 + body.length);
+  const out = new Uint8Array(domain.length + 1 + id.length + 2 + url.length + 11 + body.length);
   const v = new DataView(out.buffer);
   let at = 0;
-  out.set(DOMAIN, at);
-  at += DOMAIN.length;
+  out.set(domain, at);
+  at += domain.length;
   out[at++] = id.length;
   out.set(id, at);
   at += id.length;
@@ -142,6 +171,22 @@ export function verifyMeta(
     return verify(signature, assertionMessage(meta, provenance, request, proxyId), publicKey);
   } catch {
     // Malformed keys or points are a failed verification, never an exception for the caller.
+    return false;
+  }
+}
+
+/** Whether `m` carries a signature by `publicKey` (32 bytes) over its statement for `request`. */
+export function verifyFetching(
+  m: FetchingMessage,
+  request: AssertedRequest,
+  proxyId: string,
+  publicKey: Uint8Array,
+  verify: VerifySignature = verifyEd25519,
+): boolean {
+  if (!m.signature || publicKey.length !== 32) return false;
+  try {
+    return verify(m.signature, fetchingAssertionMessage(m.answerWithinMs, request, proxyId), publicKey);
+  } catch {
     return false;
   }
 }

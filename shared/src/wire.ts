@@ -38,6 +38,8 @@ export const MessageType = {
   DataFountain: 0x05,
   Digests: 0x06,
   SymbolDigests: 0x07,
+  /** The source took the REQUEST and is still getting the object from the origin (§4.2c). */
+  Fetching: 0x08,
   FeedbackUncoded: 0x10,
   FeedbackRlnc: 0x11,
   FeedbackFountain: 0x12,
@@ -134,6 +136,10 @@ export const MAX_DIGESTS_PER_MESSAGE = 64;
 export const SYMBOL_DIGESTS_HEADER_BYTES = HEADER_BYTES + 6;
 /** SYMBOL_DIGESTS_REQUEST: header, check (u32). */
 export const SYMBOL_DIGESTS_REQUEST_BYTES = HEADER_BYTES + 4;
+/** FETCHING without its signature: header, flags (u8), answerWithinMs (u32). */
+export const FETCHING_BYTES = HEADER_BYTES + 5;
+/** FETCHING flag bit 0: a signature by the source's assertion key ends the message. */
+const FETCHING_FLAG_SIGNED = 0x01;
 
 export interface RequestMessage {
   type: typeof MessageType.Request;
@@ -260,6 +266,22 @@ export interface SymbolDigestsRequestMessage {
   check: number;
 }
 
+/**
+ * Source to client: "I took your REQUEST and am getting the object from the origin; my META comes
+ * within `answerWithinMs`" (§4.2c). Sent only to a client that declared `fetching`, in answer to a
+ * REQUEST repeated while the object is not there yet. A client holding the source's key counts it
+ * only when that key signed it (assertion.ts `fetchingAssertionMessage`); it then waits for that
+ * source's META past agreementWaitMs, within its own bound, before it takes an object.
+ */
+export interface FetchingMessage {
+  type: typeof MessageType.Fetching;
+  transferId: number;
+  /** The longest the source will take to answer (META or ERROR), ms; the client caps it. */
+  answerWithinMs: number;
+  /** Ed25519 (SIGNATURE_BYTES) by the source's assertion key, when it has one. */
+  signature?: Uint8Array;
+}
+
 export interface DataUncodedMessage {
   type: typeof MessageType.DataUncoded;
   transferId: number;
@@ -359,6 +381,7 @@ export type Message =
   | DigestsMessage
   | SymbolDigestsMessage
   | SymbolDigestsRequestMessage
+  | FetchingMessage
   | DataUncodedMessage
   | DataRlncMessage
   | DataFountainMessage
@@ -433,6 +456,8 @@ export const FEATURES = [
   'symbol-digests',
   /** The partitioned scheduler (id 3, §9.3). */
   'partitioned',
+  /** FETCHING: a source still getting the object says so, and the client waits for its META (§4.2c). */
+  'fetching',
 ] as const;
 export type Feature = (typeof FEATURES)[number];
 /** A set of features as a bitmap (bit i = FEATURES[i]). */
@@ -449,9 +474,10 @@ export function featureBit(feature: Feature): number {
 export const ALL_CAPABILITIES: Capabilities = (1 << FEATURES.length) - 1;
 /**
  * What a peer that declares nothing is taken to understand: every feature from before
- * capabilities were negotiated (all but `extensions`), the release every deployed peer runs.
+ * capabilities were negotiated (bits 1..7: all of that release's but `extensions`), the release
+ * every deployed peer runs. Fixed: a feature added since is never assumed of a silent peer.
  */
-export const LEGACY_CAPABILITIES: Capabilities = ALL_CAPABILITIES & ~featureBit('extensions');
+export const LEGACY_CAPABILITIES: Capabilities = 0xff & ~featureBit('extensions');
 
 export function hasFeature(capabilities: Capabilities, feature: Feature): boolean {
   return (capabilities & featureBit(feature)) !== 0;
@@ -738,6 +764,18 @@ export function encodeSymbolDigestsRequest(m: Omit<SymbolDigestsRequestMessage, 
 }
 
 /** Writes a DATA_UNCODED header into buf[0..14); the caller writes the payload after it. */
+export function encodeFetching(m: Omit<FetchingMessage, 'type'>): Uint8Array {
+  assertU32('answerWithinMs', m.answerWithinMs);
+  if (m.signature && m.signature.length !== SIGNATURE_BYTES)
+    throw new RangeError(`signature must be ${SIGNATURE_BYTES} bytes`);
+  const buf = new Uint8Array(FETCHING_BYTES + (m.signature ? SIGNATURE_BYTES : 0));
+  const v = header(buf, MessageType.Fetching, m.transferId);
+  buf[6] = m.signature ? FETCHING_FLAG_SIGNED : 0;
+  v.setUint32(7, m.answerWithinMs);
+  if (m.signature) buf.set(m.signature, FETCHING_BYTES);
+  return buf;
+}
+
 export function writeDataUncodedHeader(buf: Uint8Array, transferId: number, seq: number, index: number): void {
   assertRange('payload bytes', buf.length - DATA_UNCODED_HEADER_BYTES, 1, MAX_SYMBOL_SIZE);
   assertU32('seq', seq);
@@ -898,6 +936,8 @@ export function encode(m: Message): Uint8Array {
       return encodeSymbolDigests(m);
     case MessageType.SymbolDigestsRequest:
       return encodeSymbolDigestsRequest(m);
+    case MessageType.Fetching:
+      return encodeFetching(m);
     case MessageType.DataUncoded:
       return encodeDataUncoded(m);
     case MessageType.DataRlnc:
@@ -957,6 +997,8 @@ export function decode(buf: Uint8Array): Result<Message> {
       return decodeSymbolDigests(buf, v, transferId);
     case MessageType.SymbolDigestsRequest:
       return decodeSymbolDigestsRequest(buf, v, transferId);
+    case MessageType.Fetching:
+      return decodeFetching(buf, v, transferId);
     case MessageType.DataUncoded:
       return decodeDataUncoded(buf, v, transferId);
     case MessageType.DataRlnc:
@@ -1199,6 +1241,22 @@ function decodeSymbolDigestsRequest(buf: Uint8Array, v: DataView, transferId: nu
   const bad = exact(buf, SYMBOL_DIGESTS_REQUEST_BYTES, 'SYMBOL_DIGESTS_REQUEST');
   if (bad) return err(bad);
   return ok({ type: MessageType.SymbolDigestsRequest, transferId, check: v.getUint32(6) });
+}
+
+function decodeFetching(buf: Uint8Array, v: DataView, transferId: number): Result<Message> {
+  const short = need(buf, FETCHING_BYTES, 'FETCHING');
+  if (short) return err(short);
+  const flags = buf[6];
+  if (flags & ~FETCHING_FLAG_SIGNED) return fail('out-of-range', `FETCHING flags 0x${flags.toString(16)}`);
+  const signed = (flags & FETCHING_FLAG_SIGNED) !== 0;
+  const bad = exact(buf, FETCHING_BYTES + (signed ? SIGNATURE_BYTES : 0), 'FETCHING');
+  if (bad) return err(bad);
+  return ok({
+    type: MessageType.Fetching,
+    transferId,
+    answerWithinMs: v.getUint32(7),
+    ...(signed ? { signature: buf.subarray(FETCHING_BYTES) } : {}),
+  });
 }
 
 function decodeDataUncoded(buf: Uint8Array, v: DataView, transferId: number): Result<Message> {

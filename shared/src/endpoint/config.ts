@@ -8,8 +8,9 @@ import { MetaSigner, SenderConfig } from '../sender/sender';
 import { Feature, Mode } from '../wire';
 import { Admission } from './admission';
 import { ErrorReplyLimits } from './error-replies';
+import { FetchingReplyLimits } from './fetching-replies';
 
-export interface EndpointLimits extends ErrorReplyLimits {
+export interface EndpointLimits extends ErrorReplyLimits, FetchingReplyLimits {
   /**
    * Smallest symbol a client may ask for. Per-unit bookkeeping scales with object / symbol, so a
    * 16-byte symbol would make a 64 MiB object cost 4 M units of state.
@@ -32,6 +33,9 @@ export const DEFAULT_ENDPOINT_LIMITS: EndpointLimits = {
   maxRecentErrors: 64,
   recentErrorMs: 5000,
   pathMemoryMs: 10_000,
+  // The reference proxy's whole origin fetch timeout (--origin-total-timeout-ms); clients cap it.
+  fetchingAnswerWithinMs: 60_000,
+  fetchingMinIntervalMs: 50,
 };
 
 export interface SourceEndpointOptions {

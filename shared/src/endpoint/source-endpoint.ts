@@ -28,6 +28,7 @@ import {
 import { metaShape, ownCapabilities, unknownFeature } from './capability-rules';
 import { Grant } from './admission';
 import { clip, errorDatagram, ErrorReplies, messageOf } from './error-replies';
+import { FetchingReply } from './fetching-replies';
 import { LayoutRules, objectLayout, refusedLayout } from './layout-rules';
 import { EncoderBudgetError, sharingCodec } from './shared-encoders';
 import { attributesFor, SourceObject } from './source-object';
@@ -76,6 +77,8 @@ export interface SourceEndpointStats {
   warmStarts: number;
   /** Transfers that started at the source's known upload capacity (no recent path estimate). */
   capStarts: number;
+  /** FETCHING datagrams sent (answers to REQUESTs repeated while their object was fetched). */
+  fetchingSent: number;
 }
 
 interface Transfer {
@@ -85,6 +88,8 @@ interface Transfer {
   grant: Grant;
   sender?: Sender;
   unhold?: () => void;
+  /** While it waits for its object: what a repeated REQUEST is answered with (FETCHING). */
+  fetching: FetchingReply;
 }
 
 export class SourceEndpoint {
@@ -113,6 +118,7 @@ export class SourceEndpoint {
     controlDropped: 0,
     warmStarts: 0,
     capStarts: 0,
+    fetchingSent: 0,
   };
 
   /**
@@ -177,8 +183,10 @@ export class SourceEndpoint {
       }
       this.endIfDone(transfer, now);
     } else if (transfer) {
-      // Still waiting for the object: a STOP ends it now; repeated REQUESTs and early feedback wait.
+      // Still waiting for the object: a STOP ends it now; a repeated REQUEST hears that the fetch
+      // is under way (FETCHING, where the client reads it); early feedback waits.
       if (m.type === MessageType.Stop) this.dropPending(transfer);
+      else if (m.type === MessageType.Request) this.answerFetching(transfer, now);
     } else if (m.type === MessageType.Request) {
       this.start(m, now);
     } else {
@@ -314,7 +322,7 @@ export class SourceEndpoint {
     return this.events.shift() ?? null;
   }
 
-  /** A control datagram (ERROR) to send on any channel, or null. Not paced. */
+  /** A control datagram (ERROR, FETCHING) to send on any channel, or null. Not paced. */
   pollControl(): Uint8Array | null {
     return this.errors.poll();
   }
@@ -423,7 +431,14 @@ export class SourceEndpoint {
       this.refuse(request, ErrorCode.Overloaded, slot.reason, now);
       return;
     }
-    this.transfers.set(request.transferId, { id: request.transferId, request, startedAt: now, grant: slot.grant });
+    const fetching = new FetchingReply(request, this.capabilities, this.limits, this.opts.signer);
+    this.transfers.set(request.transferId, {
+      id: request.transferId,
+      request,
+      startedAt: now,
+      grant: slot.grant,
+      fetching,
+    });
     this.counters.transfersStarted++;
     this.events.push({
       type: 'fetch',
@@ -432,6 +447,14 @@ export class SourceEndpoint {
       mode: request.mode,
       ...(request.range ? { range: request.range } : {}),
     });
+  }
+
+  /** A REQUEST repeated while its object is fetched: FETCHING, at most once per interval. */
+  private answerFetching(t: Transfer, now: number): void {
+    const datagram = t.fetching.answer(now);
+    if (!datagram) return;
+    this.queueControl(datagram);
+    this.counters.fetchingSent++;
   }
 
   /**
