@@ -14,13 +14,21 @@ import { CheckLayout } from '../integrity';
 import { Layout } from '../layout';
 import { UNIT_DIGEST_BYTES } from '../limits';
 import { ObjectAttributes } from '../range';
-import { DigestsMessage, MetaMessage, SchedulerName, StopReason } from '../wire';
+import {
+  ALL_CAPABILITIES,
+  DigestsMessage,
+  FetchingMessage,
+  hasFeature,
+  MetaMessage,
+  SchedulerName,
+  StopReason,
+} from '../wire';
 import { Completion } from './completion';
 import { ReceiverConfig } from './config';
 import { EarlyData } from './early-data';
 import { MetaSignatures } from './meta-signatures';
 import { checkReceiverOptions, metaMismatch, receiverConfig, ReceiverOptions } from './options';
-import { IdentityQuorum } from './quorum';
+import { DEFAULT_FETCHING_WAIT_MS, IdentityQuorum } from './quorum';
 import { PollutionKind, Source } from './source';
 import { SourceFeatures } from './source-features';
 
@@ -44,6 +52,8 @@ export abstract class SourceMembership {
   private readonly signatures: MetaSignatures;
   /** What each source may be sent (source-features.ts). */
   protected readonly features: SourceFeatures;
+  /** This client reads FETCHING (a client with `fetching` switched off drops it, as the release before). */
+  private readonly readsFetching: boolean;
   protected lastProgressAt: number;
   protected readonly startedAt: number;
   protected completedAt?: number;
@@ -62,7 +72,14 @@ export abstract class SourceMembership {
       new CheckLayout(new Layout(opts.mode, length, opts.symbolSize, opts.generationSize)).checkCount;
     this.checked = config.integrity === 'checked';
     const quorum = this.checked ? config.quorum : 1;
-    this.quorum = new IdentityQuorum(opts.sourceCount, checkCountOf, hash, quorum, config.agreementWaitMs);
+    this.quorum = new IdentityQuorum(
+      opts.sourceCount,
+      checkCountOf,
+      hash,
+      quorum,
+      config.agreementWaitMs,
+      DEFAULT_FETCHING_WAIT_MS,
+    );
     this.completion = new Completion({
       mode: opts.mode,
       symbolSize: opts.symbolSize,
@@ -79,6 +96,7 @@ export abstract class SourceMembership {
       opts.verifySignature,
     );
     this.features = new SourceFeatures(opts.capabilities, opts.sourceCapabilities, opts.sourceCount);
+    this.readsFetching = hasFeature(opts.capabilities ?? ALL_CAPABILITIES, 'fetching');
     // A window's worth per source: what a source sends before it hears any feedback.
     this.early = new EarlyData(opts.sourceCount, Math.max(1, opts.window));
   }
@@ -120,6 +138,27 @@ export abstract class SourceMembership {
     else this.evaluateAgreement(now);
     this.startIfReady(now);
     this.releaseIfHeld(now);
+  }
+
+  /**
+   * A source that took the REQUEST and is still getting the object from the origin (FETCHING):
+   * its META is waited for past agreementWaitMs, within the bound (quorum.ts), when its key
+   * signed the statement. It does not count as hearing the source: the REQUESTs go on until its
+   * META (each answered with a FETCHING), and no feedback goes to a transfer that has no data.
+   */
+  protected onFetching(sourceIndex: number, m: FetchingMessage, now: number): void {
+    const source = this.sources[sourceIndex];
+    if (!this.readsFetching) {
+      source.stats.malformed++;
+      return;
+    }
+    // The unchecked baseline believes the first META and waits for nobody.
+    if (!this.checked || this.status !== 'active' || !this.quorum.takesFetching(sourceIndex)) return;
+    if (!this.signatures.fetchingCounts(sourceIndex, m)) {
+      source.stats.invalid++;
+      return;
+    }
+    this.quorum.onFetching(sourceIndex, m.answerWithinMs, now);
   }
 
   /** A held object is released once no identity is still to come (see finish). */

@@ -9,8 +9,8 @@
  * verified only when it matters: each one that arrives before agreement (it may make or break
  * it), and after agreement only one that disagrees.
  */
-import { AssertedRequest, verifyEd25519, verifyMeta, VerifySignature } from '../assertion';
-import { decode, encodeMeta, MessageType, MetaMessage } from '../wire';
+import { AssertedRequest, verifyEd25519, verifyFetching, verifyMeta, VerifySignature } from '../assertion';
+import { decode, encodeMeta, FetchingMessage, MessageType, MetaMessage } from '../wire';
 import { Identity, sameIdentity } from './agreement';
 
 /** A source's signing identity, as origo handed it out. */
@@ -25,6 +25,8 @@ export class MetaSignatures {
   private readonly metas: (Uint8Array | undefined)[];
   /** 1 signed by its key, -1 not, 0 not checked yet. */
   private readonly verdicts: Int8Array;
+  /** Each source's FETCHING: 1 counted, -1 refused, 0 none yet (one verification per source at most). */
+  private readonly fetchingVerdicts: Int8Array;
 
   constructor(
     private readonly signers: readonly (SourceSigner | undefined)[],
@@ -33,6 +35,21 @@ export class MetaSignatures {
   ) {
     this.metas = new Array<Uint8Array | undefined>(signers.length);
     this.verdicts = new Int8Array(signers.length);
+    this.fetchingVerdicts = new Int8Array(signers.length);
+  }
+
+  /**
+   * Whether a source's FETCHING counts: signed by its key when the client holds one (an unsigned
+   * or forged "wait for me" is worth nothing), any for a source without a known key. Decided on
+   * the first FETCHING and kept, so a source sending many costs one verification.
+   */
+  fetchingCounts(source: number, m: FetchingMessage): boolean {
+    if (this.fetchingVerdicts[source] === 0) {
+      const signer = this.signers[source];
+      const ok = !signer || verifyFetching(m, this.request, signer.proxyId, signer.publicKey, this.verify);
+      this.fetchingVerdicts[source] = ok ? 1 : -1;
+    }
+    return this.fetchingVerdicts[source] === 1;
   }
 
   /** Whether the source must sign its META (origo gave its key). */

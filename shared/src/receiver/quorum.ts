@@ -6,16 +6,33 @@
  * that answers while they are slow must still find a second source to agree with it. When the
  * bar cannot be met ('unconfirmed') or two sources disagree ('conflict'), the client does not
  * pick a side: it fails, and the caller falls back to the origin.
+ *
+ * A source that said it is still fetching the object (FETCHING, verified by the caller) is waited
+ * for past `agreementWaitMs`: until the time it gave, and never more than `fetchingWaitMs` after
+ * the first META. Otherwise an honest proxy on a cold cache is as silent as a dead one, and two
+ * rogues answering from memory meet the bar alone once the wait is over. A rogue that says it is
+ * fetching and never answers only delays the decision, by that bound at most.
  */
 import { Sha256 } from '../integrity';
 import { Agreement, Identity } from './agreement';
 import { Source } from './source';
+
+/**
+ * Default bound of the wait a FETCHING buys, from the first META: about what a cold origin fetch
+ * of a segment takes, and well inside the stall timeout (15 s) and the 10 s after which the
+ * client orchestration gives up on a source that has not answered.
+ */
+export const DEFAULT_FETCHING_WAIT_MS = 5000;
 
 export class IdentityQuorum {
   private readonly agreement: Agreement;
   /** When the first META from any source arrived (-1: none yet). */
   private firstMetaAt = -1;
   private lastTimedCheckAt = -Infinity;
+  /** Per source, when the wait its FETCHING bought ends (before the first-META cap; -Infinity: none). */
+  private readonly fetchingUntil: Float64Array;
+  /** The latest end of a vote votesPending last found pending (its hold's deadline). */
+  private pendingUntil = -Infinity;
 
   /** Agreeing sources needed: the quorum, or every source when fewer were asked. */
   private readonly required: number;
@@ -26,9 +43,11 @@ export class IdentityQuorum {
     sha256: Sha256,
     private readonly quorum: number,
     private readonly waitMs: number,
+    private readonly fetchingWaitMs = DEFAULT_FETCHING_WAIT_MS,
   ) {
     this.agreement = new Agreement(sourceCount, checkCountOf, sha256);
     this.required = Math.max(1, Math.min(quorum, sourceCount));
+    this.fetchingUntil = new Float64Array(sourceCount).fill(-Infinity);
   }
 
   /** The agreed identity (a method, so a caller's narrowing does not stick across calls). */
@@ -48,6 +67,29 @@ export class IdentityQuorum {
   onMeta(source: number, identity: Identity, now: number): void {
     if (this.firstMetaAt < 0) this.firstMetaAt = now;
     this.agreement.propose(source, identity);
+  }
+
+  /**
+   * Whether a FETCHING from this source would still count: it stated no identity and said nothing
+   * of a fetch before (only its first FETCHING counts, so a source cannot push its wait further
+   * by repeating it, and the caller verifies at most one signature per source).
+   */
+  takesFetching(source: number): boolean {
+    return !this.agreement.proposalOf(source) && this.fetchingUntil[source] === -Infinity;
+  }
+
+  /** The source is fetching and will answer within `answerWithinMs` (capped): its vote is waited for. */
+  onFetching(source: number, answerWithinMs: number, now: number): void {
+    if (!this.takesFetching(source)) return;
+    this.fetchingUntil[source] = now + Math.min(answerWithinMs, this.fetchingWaitMs);
+  }
+
+  /** When the wait for source `i`'s vote ends: the agreement wait, or later what its FETCHING bought. */
+  private voteDueBy(i: number): number {
+    const wait = this.firstMetaAt + this.waitMs;
+    const fetching = this.fetchingUntil[i];
+    if (fetching === -Infinity) return wait;
+    return Math.max(wait, Math.min(fetching, this.firstMetaAt + this.fetchingWaitMs));
   }
 
   addDigests(source: number, first: number, digests: Uint8Array): 'ok' | 'bad' | 'early' {
@@ -71,9 +113,9 @@ export class IdentityQuorum {
     // does not hash to its own root): its META is no vote.
     const counted = (i: number) => sources[i].stats.state !== 'dropped';
     if (this.agreement.disagreement(counted)) return 'conflict';
-    const waited = this.firstMetaAt >= 0 && now - this.firstMetaAt >= this.waitMs;
-    // Live and not (yet) written off as silent: it may still cast its vote.
-    const mayVote = (s: Source, i: number) => s.live && !this.agreement.proposalOf(i) && !(waited && !s.heard);
+    // Live and not (yet) written off as silent (a source fetching is not silent): it may still vote.
+    const mayVote = (s: Source, i: number) =>
+      s.live && !this.agreement.proposalOf(i) && !(now >= this.voteDueBy(i) && !s.heard);
     const undecided = sources.filter(mayVote).length;
     const verdict = this.agreement.evaluate(this.required, counted, undecided);
     return verdict === 'impossible' ? 'unconfirmed' : verdict;
@@ -84,18 +126,29 @@ export class IdentityQuorum {
    * that is live and has not, while the wait since the first META runs. Agreement needs only the
    * quorum, so without this hold a small object could complete from agreeing rogues before an
    * honest source's META (slower, not silent) contradicts them; with it a rogue pair must outlast
-   * every live honest source by the whole wait, as before agreement.
+   * every live honest source by the whole wait, as before agreement, and a source that said it
+   * is fetching by the wait its FETCHING bought.
    */
   votesPending(sources: readonly Source[], now: number): boolean {
     // Against the deadline itself (not now - first >= wait): a timer firing at holdDeadline must
     // end the hold whatever the floating-point rounding.
-    if (this.firstMetaAt < 0 || now >= this.holdDeadline) return false;
-    return sources.some((s, i) => s.live && !this.agreement.proposalOf(i));
+    if (this.firstMetaAt < 0) return false;
+    let until = -Infinity;
+    sources.forEach((s, i) => {
+      if (!s.live || this.agreement.proposalOf(i)) return;
+      const due = this.voteDueBy(i);
+      if (now < due) until = Math.max(until, due);
+    });
+    this.pendingUntil = until;
+    return until > -Infinity;
   }
 
-  /** When votesPending turns false at the latest. */
+  /**
+   * When votesPending turns false at the latest, as of its last call (a FETCHING that arrived
+   * since can make it later: the hold is checked again at this time and follows it).
+   */
   get holdDeadline(): number {
-    return this.firstMetaAt + this.waitMs;
+    return Math.max(this.pendingUntil, this.firstMetaAt + this.waitMs);
   }
 
   /** Votes are outstanding: the wait for silent sources runs. */
@@ -103,10 +156,20 @@ export class IdentityQuorum {
     return !this.agreement.agreed && this.firstMetaAt >= 0;
   }
 
-  /** When the silent sources are written off, unless that was checked already (null: no such time). */
+  /**
+   * When the next silent source is written off (the agreement wait, or the end of a wait a
+   * FETCHING bought), unless that was checked already (null: no such time).
+   */
   nextDeadline(): number | null {
+    if (!this.waiting) return null;
     const wait = this.firstMetaAt + this.waitMs;
-    return this.waiting && wait > this.lastTimedCheckAt ? wait : null;
+    let next = wait > this.lastTimedCheckAt ? wait : Infinity;
+    for (let i = 0; i < this.fetchingUntil.length; i++) {
+      if (this.agreement.proposalOf(i)) continue;
+      const due = this.voteDueBy(i);
+      if (due > this.lastTimedCheckAt && due < next) next = due;
+    }
+    return next === Infinity ? null : next;
   }
 
   /** The caller evaluates at a timeout; remembered so the same wait is not armed again. */
