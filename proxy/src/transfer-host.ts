@@ -83,6 +83,8 @@ export interface TransferHostStats {
   warmStarts: number;
   /** Transfers that started at the proxy's upload capacity (no earlier estimate on this connection). */
   capStarts: number;
+  /** FETCHINGs sent: REQUESTs repeated while their object came from the origin were told so. */
+  fetchingSent: number;
   /** Times the pump stopped because the upload limit had no tokens. */
   uploadLimited: number;
   /** Times it stopped because the data channel was full (bufferedAmount at the low-water mark). */
@@ -220,6 +222,7 @@ export class TransferHost {
       codecFailures: e.codecFailures,
       warmStarts: e.warmStarts,
       capStarts: e.capStarts,
+      fetchingSent: e.fetchingSent,
       ...this.counters,
     };
   }
