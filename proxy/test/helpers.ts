@@ -105,6 +105,8 @@ export interface DownloadOptions {
   symbolSize?: number;
   /** Called on every datagram sent to a source (tests inject garbage here). */
   beforeSend?: (source: number, send: (bytes: Uint8Array) => void) => void;
+  /** The sources' keys and declared features, as origo's offer would give them. */
+  receiver?: Pick<ConstructorParameters<typeof Receiver>[0], 'signers' | 'sourceCapabilities'>;
 }
 
 /**
@@ -124,6 +126,7 @@ export function download(sources: ClientSource[], o: DownloadOptions): Promise<R
     symbolSize: o.symbolSize ?? 1120,
     codec: o.codec,
     now: clock(),
+    ...o.receiver,
   });
   return new Promise<Receiver>((resolve) => {
     let timer: NodeJS.Timeout | undefined;

@@ -71,6 +71,7 @@ test('--disable-features makes a proxy one feature behind: parsed by name, decla
     'signatures',
     'symbol-digests',
     'partitioned',
+    'fetching',
   ]);
   expect(parseConfig(['node', 'proxy', '--secret', 's']).disabledFeatures).toBeUndefined();
   const command = buildCommand()

@@ -37,6 +37,8 @@ const FILE = objectOf(160_000, 34);
 const CONTENT_TYPE = 'video/mp4';
 const RANGE = { start: 5_000, length: 120_000 };
 const PROXIES = 3;
+/** How long a slow proxy's origin fetch takes (the fetching cells): it answers repeated REQUESTs meanwhile. */
+const SLOW_FETCH_MS = 300;
 
 /** One proxy of the fleet: its features, key and what it received (decoded, on the wire). */
 interface FleetProxy {
@@ -44,6 +46,8 @@ interface FleetProxy {
   disabled: Feature[];
   /** Serves other bytes under the honest identity (a polluter). */
   polluter?: boolean;
+  /** Its origin fetch takes this long (ms); at once without. */
+  fetchMs?: number;
   signer: MetaSigner;
   /** Every SourceEndpoint it ran (a new one after each reconnection: the transfer is lost). */
   endpoints: SourceEndpoint[];
@@ -161,8 +165,18 @@ class EndpointTransport implements LinkTransport {
     for (let e = this.endpoint.pollEvent(); e; e = this.endpoint.pollEvent()) {
       if (e.type !== 'fetch') continue;
       const served = serve(this.admission, e.range, this.proxy.polluter);
-      if (typeof served === 'number') this.endpoint.objectFailed(e.transferId, served, 'range not satisfiable', now);
-      else this.endpoint.objectReady(e.transferId, served, now);
+      const answer = (at: number) => {
+        if (typeof served === 'number') this.endpoint.objectFailed(e.transferId, served, 'range not satisfiable', at);
+        else this.endpoint.objectReady(e.transferId, served, at);
+      };
+      const fetchMs = this.proxy.fetchMs;
+      if (fetchMs === undefined) answer(now);
+      else
+        this.clock.setTimer(fetchMs, () => {
+          if (!this.isOpen) return;
+          answer(this.clock.now());
+          this.flush();
+        });
     }
     for (let c = this.endpoint.pollControl(); c; c = this.endpoint.pollControl()) this.deliver(c);
     for (let i = 0; i < 64; i++) {
@@ -185,6 +199,8 @@ interface Cell {
   dropAt?: number;
   /** Proxies that pollute (by index). */
   polluters?: number[];
+  /** Proxies whose origin fetch takes SLOW_FETCH_MS (by index). */
+  slowFetch?: number[];
 }
 
 interface Outcome {
@@ -198,6 +214,7 @@ async function download(cell: Cell): Promise<Outcome> {
   const fleet = cell.proxyDisabled.map((disabled, i) => ({
     ...keyedProxy(i, disabled),
     polluter: cell.polluters?.includes(i) ?? false,
+    ...(cell.slowFetch?.includes(i) ? { fetchMs: SLOW_FETCH_MS } : {}),
   }));
   const transports = new Map<FleetProxy, EndpointTransport>();
   const connector = (proxy: FleetProxy) => () => {
@@ -283,7 +300,8 @@ function cellFor(feature: Feature, side: (typeof SIDES)[number]): Cell {
     side === 'proxies' || side === 'both' ? all(off) : side === 'some proxies' ? half(off) : all([]);
   const clientDisabled = side === 'client' || side === 'both' ? off : [];
   // Each cell uses the feature: a range for ranges, a reconnection mid-transfer for resume,
-  // uncoded mode (the symbol-digest path) for symbol-digests; weights, attributes, signatures,
+  // uncoded mode (the symbol-digest path) for symbol-digests, a proxy whose origin fetch is slow for
+  // fetching; weights, attributes, signatures,
   // partitioned and extensions are used by every download.
   return {
     proxyDisabled,
@@ -291,13 +309,24 @@ function cellFor(feature: Feature, side: (typeof SIDES)[number]): Cell {
     ...(feature === 'ranges' ? { range: RANGE } : {}),
     ...(feature === 'resume' ? { dropAt: 0.8 } : {}),
     ...(feature === 'symbol-digests' ? { mode: 'uncoded' as const } : {}),
+    ...(feature === 'fetching' ? { slowFetch: [PROXIES - 1] } : {}),
   };
 }
 
 describe('mixed-fleet matrix: each optional feature switched off on each side', () => {
   test('the matrix covers every optional feature', () => {
     expect([...FEATURES].sort()).toEqual(
-      ['attributes', 'extensions', 'partitioned', 'ranges', 'resume', 'signatures', 'symbol-digests', 'weights'].sort(),
+      [
+        'attributes',
+        'extensions',
+        'fetching',
+        'partitioned',
+        'ranges',
+        'resume',
+        'signatures',
+        'symbol-digests',
+        'weights',
+      ].sort(),
     );
   });
 
@@ -348,6 +377,12 @@ describe('mixed-fleet matrix: each optional feature switched off on each side', 
           const resumed = requests(fleet[0]).some((r) => r.resume);
           expect(resumed).toBe(understands(fleet[0], 'resume'));
           expect(fleet[0].endpoints.length).toBe(2);
+        }
+        if (feature === 'fetching') {
+          // The slow proxy said it was fetching only where both sides read FETCHING.
+          const slow = fleet[PROXIES - 1];
+          const sent = slow.endpoints.reduce((n, ep) => n + ep.stats().fetchingSent, 0);
+          expect(sent > 0).toBe(understands(slow, 'fetching'));
         }
         // Without attributes on every source no Content-Type can be agreed on: none is delivered
         // (the caller takes the type from elsewhere); the bytes are checked exactly as before.

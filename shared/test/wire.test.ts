@@ -64,7 +64,7 @@ const vectors: Vector[] = JSON.parse(readFileSync(join(__dirname, 'vectors', 'wi
 const valid = vectors.filter((v): v is ValidVector => 'message' in v);
 const invalid = vectors.filter((v): v is InvalidVector => 'error' in v);
 
-const BYTE_FIELDS = ['payload', 'digest', 'unitRoot', 'digests', 'weights', 'bitmap', 'ranks'];
+const BYTE_FIELDS = ['payload', 'digest', 'unitRoot', 'digests', 'weights', 'bitmap', 'ranks', 'signature'];
 
 function fromHex(hex: string): Uint8Array {
   if (!/^([0-9a-f]{2})*$/.test(hex)) throw new Error(`not lowercase hex: ${hex}`);

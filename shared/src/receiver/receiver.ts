@@ -115,6 +115,9 @@ export class Receiver extends SourceMembership {
       case MessageType.SymbolDigests:
         this.onSymbolDigests(sourceIndex, m, now);
         break;
+      case MessageType.Fetching:
+        this.onFetching(sourceIndex, m, now);
+        break;
       case MessageType.DataUncoded:
         this.onData(sourceIndex, m.seq, m.index, 0, m.payload, size, now, mode === 'uncoded', arrivedAt);
         break;

@@ -119,6 +119,13 @@ export const validMessage: fc.Arbitrary<Message> = fc.oneof(
       message: fc.string({ maxLength: MAX_ERROR_MESSAGE_BYTES / 4 }),
     })
     .map((r) => ({ ...r, type: MessageType.Error })),
+  fc
+    .record({
+      transferId: u32,
+      answerWithinMs: u32,
+      signature: fc.option(fc.uint8Array({ minLength: 64, maxLength: 64 }), { nil: undefined }),
+    })
+    .map(({ signature, ...r }) => ({ ...r, type: MessageType.Fetching, ...(signature ? { signature } : {}) })),
 );
 
 /** Encodes, or gives an empty datagram when the generated message is outside an encoder's range. */
