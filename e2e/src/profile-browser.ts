@@ -23,6 +23,8 @@ import { CHROME_EXTENSION, ensureExtensionBuilt, launchChromium } from './browse
 import { capsFor, playOnce, PlayResult, segmentUrlsOf, warmProxies } from './browser-play';
 import { startCluster } from './cluster';
 import { startOrigin } from './origin';
+import { enterTestbed, loopbackRelay, startPlacedOrigin } from './testbed-run';
+import { readFrameTimeline } from './profile-browser-timeline';
 import { startPlayerPages } from './player-pages';
 import { chromiumLabel } from './proc-cpu';
 import { SourceMapConsumer } from 'source-map';
@@ -42,6 +44,8 @@ const program = new Command()
       .default('webrtc'),
   )
   .option('--settings <json>', 'extra extension settings (JSON)', '{}')
+  .option('--profile <name>', 'network profile (testbed/); loopback = no testbed', 'loopback')
+  .option('--seed <n>', "seed of the profile's schedules and losses", (v) => Number(v), 1)
   .option('--out <dir>', 'output directory', join(__dirname, '..', 'results', 'profile'))
   .option('--extension <dir>', 'an unpacked Chromium extension to use instead of extension/dist/chrome')
   .parse();
@@ -54,6 +58,8 @@ const opts = program.opts<{
   trace: boolean;
   settings: string;
   transport: string;
+  profile: string;
+  seed: number;
   out: string;
   extension?: string;
 }>();
@@ -382,27 +388,36 @@ async function main(): Promise<void> {
   mkdirSync(opts.out, { recursive: true });
   const maps = loadMaps(opts.extension ?? CHROME_EXTENSION);
   const caps = capsFor(opts.sources);
+  // With a profile this process re-runs itself in the testbed's client namespace (as bench:browser).
+  const testbed =
+    opts.profile === 'loopback' ? undefined : await enterTestbed(__filename, opts.profile, caps, opts.seed);
+  if (opts.profile !== 'loopback' && !testbed) return;
   const summaries: unknown[] = [];
   // Started one by one inside the try: whatever started is stopped, whatever failed.
-  let origin: Awaited<ReturnType<typeof startOrigin>> | undefined;
+  let origin: { url: string; close(): Promise<void> } | undefined;
   let pages: Awaited<ReturnType<typeof startPlayerPages>> | undefined;
   let chromium: Awaited<ReturnType<typeof launchChromium>> | undefined;
   let cluster: Awaited<ReturnType<typeof startCluster>> | undefined;
+  let relay: Awaited<ReturnType<typeof loopbackRelay>> | undefined;
   try {
-    origin = await startOrigin();
+    origin = testbed ? await startPlacedOrigin(testbed.origin) : await startOrigin();
     pages = await startPlayerPages();
-    chromium = await launchChromium({ extensionDir: opts.extension });
+    chromium = await launchChromium({ extensionDir: opts.extension, loopbackPeers: !testbed });
     cluster = await startCluster({
       proxies: caps.map((uploadKBps, i) => ({ name: `p${i}-${uploadKBps}`, uploadKBps })),
       allowPrivateOrigins: true,
       readyTimeoutMs: 60_000,
+      placement: testbed ? { origo: testbed.origo, proxies: testbed.proxies } : undefined,
       quic: opts.transport === 'quic',
     });
+    // The extension takes plain ws:// only to this machine: in the testbed, origo through a loopback relay.
+    const origoUrl = new URL(cluster.clientUrl);
+    relay = testbed ? await loopbackRelay({ host: origoUrl.hostname, port: Number(origoUrl.port) }) : undefined;
     const manifestUrl = `${origin.url}/${opts.stream}`;
     const segmentUrls = await segmentUrlsOf(manifestUrl);
     await warmProxies(cluster, segmentUrls);
     await chromium.setSettings({
-      origoUrl: cluster.clientUrl,
+      origoUrl: relay ? `ws://127.0.0.1:${relay.port}${origoUrl.pathname}` : cluster.clientUrl,
       mode: opts.mode as 'rlnc',
       proxies: opts.sources,
       exposeCounters: true,
@@ -414,6 +429,7 @@ async function main(): Promise<void> {
       let trace: Uint8Array | undefined;
       let profile: CpuProfile | undefined;
       let sends: unknown;
+      let timeline: unknown;
       const cpuBefore = cpuSeconds();
       const t0 = Date.now();
       let cpu: ReturnType<typeof cpuDelta> | undefined;
@@ -435,6 +451,7 @@ async function main(): Promise<void> {
             cpu = cpuDelta(cpuBefore, (Date.now() - t0) / 1000);
             const session = await frame!;
             sends = await sendStats(session);
+            timeline = await readFrameTimeline(session);
             profile = ((await session.send('Profiler.stop')) as { profile: CpuProfile }).profile;
             await session.detach().catch(() => undefined);
             if (opts.trace) trace = await page.tracing.stop();
@@ -461,6 +478,7 @@ async function main(): Promise<void> {
           norm: round(s.normalizedGoodput),
           shares: s.proxies.map((p) => `${p.name}:${round(p.share, 3)}`).join(' '),
         })),
+        frameTimeline: timeline,
         cpu,
         dataChannelSends: sends,
         downloaderProfile: profile ? summarizeProfile(profile, maps) : 'no profile',
@@ -470,6 +488,7 @@ async function main(): Promise<void> {
       log(`play ${play + 1}/${opts.plays}: median ${(Number(summary.medianSegmentGoodputBps) / 1e6).toFixed(2)} MB/s`);
     }
   } finally {
+    await relay?.close();
     await cluster?.stop();
     await chromium?.close();
     await pages?.close();

@@ -40,6 +40,7 @@ import { ByteLru } from './lru';
 import { ClientLike, FramePlayback } from './playback';
 import { Answered, segmentRecord } from './records';
 import { planRange, RangePlan, validRequest } from './requests';
+import { FrameTimeline, TimelineEntry } from './timeline';
 
 export type { ClientLike } from './playback';
 
@@ -101,6 +102,7 @@ export class Downloader {
   private readonly playback: FramePlayback;
   /** Downloads that were staged (a proxy held the segment) when they started, for their records. */
   private readonly stagedResults = new WeakMap<GetResult, boolean>();
+  private readonly frameTimeline = new FrameTimeline();
 
   constructor(private readonly deps: DownloaderDeps) {
     this.cacheCapacity = deps.settings().rangeCacheBytes;
@@ -195,6 +197,11 @@ export class Downloader {
   /** What staging did in this frame (undefined before the first staged request). */
   stagingStats(): StagerStats | undefined {
     return this.playback.stats();
+  }
+
+  /** The last downloads' start, first byte and end (for profiling). */
+  timeline(): TimelineEntry[] {
+    return this.frameTimeline.snapshot();
   }
 
   /** Closes the client (the frame is going away, or the settings changed). */
@@ -326,7 +333,25 @@ export class Downloader {
   }
 
   private async download(job: Job, req: GetRequest, limits: ReturnType<typeof limitsFor>): Promise<Fetched> {
+    const entry = this.frameTimeline.start(req.mode, this.deps.now());
+    try {
+      const fetched = await this.downloadThrough(job, req, limits, entry);
+      FrameTimeline.end(entry, true, this.deps.now());
+      return fetched;
+    } catch (e) {
+      FrameTimeline.end(entry, false, this.deps.now());
+      throw e;
+    }
+  }
+
+  private async downloadThrough(
+    job: Job,
+    req: GetRequest,
+    limits: ReturnType<typeof limitsFor>,
+    entry: TimelineEntry,
+  ): Promise<Fetched> {
     const settings = this.deps.settings();
+    const now = () => this.deps.now();
     const client = await this.clientFor(settings);
     const session = this.playback.sessionFor(client, clientKey(settings), req, settings);
     const options: Pick<GetOptions, 'signal' | 'origoTimeoutMs' | 'connectTimeoutMs' | 'onProgress'> = {
@@ -336,6 +361,7 @@ export class Downloader {
       // Called for every datagram: the first one stops the first-byte timer, the others must cost
       // nothing (a clearTimeout per datagram was 3 % of the frame's time in Chromium).
       onProgress: ({ bytes }) => {
+        FrameTimeline.progress(entry, bytes, now);
         if (job.stopTimer) {
           job.stopTimer();
           job.stopTimer = undefined;

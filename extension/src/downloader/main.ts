@@ -25,6 +25,7 @@ import { LoadedCodecs, loadCodecs, WASM_DIR } from './codecs';
 import { Downloader } from './downloader';
 import { createBrowserHost } from './host';
 import { loadSha256, Sha256 } from './sha256';
+import { datagramBatchCounters } from './webtransport';
 
 const api = ext();
 let settings: Settings = normalizeSettings(undefined);
@@ -132,3 +133,9 @@ window.addEventListener('message', (event: MessageEvent) => {
 });
 
 window.addEventListener('pagehide', () => downloader.close());
+
+// For profiling through the DevTools protocol (e2e's profile:browser); the embedding page cannot reach it.
+(globalThis as { __mutpFrameTimeline?: () => unknown }).__mutpFrameTimeline = () => ({
+  downloads: downloader.timeline(),
+  datagramBatches: { ...datagramBatchCounters },
+});

@@ -3,10 +3,12 @@
  * as its datagrams. The proxy's self-signed certificate is accepted only by the hashes origo gave
  * (`serverCertificateHashes`, Chrome >= 100, Firefox >= 125), as the DTLS fingerprint in the SDP
  * authenticates it on WebRTC; a proxy offered without hashes has a CA's certificate, which the
- * browser validates as for any https site. Datagrams are read in a loop that does nothing but hand them on,
- * with a deep incoming queue, so a burst is not dropped before the frame gets to it.
+ * browser validates as for any https site. Datagrams are read in a loop that only queues them, with
+ * a deep incoming queue, so a burst is not dropped before the frame gets to it; they reach the
+ * link in batches (datagram-batches.ts), so the core answers a batch, not every datagram.
  */
 import type { LinkTransport, QuicTarget } from '@mutp/shared/client';
+import { BatchCounters, DatagramBatches, nextTask, readInto } from './datagram-batches';
 
 /** Datagrams the browser may queue for the reader (its default is small: a burst would be dropped). */
 const INCOMING_HIGH_WATER_MARK = 4096;
@@ -19,6 +21,14 @@ function hashBytes(base64: string): Uint8Array<ArrayBuffer> {
   for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
   return bytes;
 }
+
+/** Every WebTransport link's batches and sends in this frame (profile:browser reads them). */
+export const datagramBatchCounters: BatchCounters & { sent: number } = {
+  datagrams: 0,
+  batches: 0,
+  largestBatch: 0,
+  sent: 0,
+};
 
 /** Whether this browser has WebTransport with certificate hashes at all. */
 export function webTransportAvailable(): boolean {
@@ -44,11 +54,19 @@ export async function openWebTransport(target: QuicTarget): Promise<LinkTranspor
 
 class WebTransportLink implements LinkTransport {
   readonly kind = 'quic';
-  onDatagram?: (bytes: Uint8Array) => void;
+  onDatagram?: (bytes: Uint8Array, receivedAt?: number) => void;
   onClose?: (reason: string) => void;
   private open = true;
   private closedByUs = false;
   private readonly writer: WritableStreamDefaultWriter<Uint8Array>;
+  private readonly batches = new DatagramBatches(
+    (bytes, receivedAt) => {
+      if (this.open) this.onDatagram?.(bytes, receivedAt);
+    },
+    nextTask,
+    () => performance.now(),
+    datagramBatchCounters,
+  );
 
   constructor(private readonly session: WebTransport) {
     const datagrams = session.datagrams as WebTransportDatagramDuplexStream & {
@@ -58,7 +76,7 @@ class WebTransportLink implements LinkTransport {
     datagrams.incomingHighWaterMark = INCOMING_HIGH_WATER_MARK;
     datagrams.outgoingHighWaterMark = OUTGOING_HIGH_WATER_MARK;
     this.writer = datagrams.writable.getWriter();
-    void this.read(datagrams.readable.getReader());
+    void readInto(datagrams.readable.getReader(), this.batches);
     session.closed.then(
       (info) => this.ended(info.reason || 'session closed'),
       (e: unknown) => this.ended(e instanceof Error ? e.message : String(e)),
@@ -71,6 +89,7 @@ class WebTransportLink implements LinkTransport {
 
   send(bytes: Uint8Array): boolean {
     if (!this.open) return false;
+    datagramBatchCounters.sent++;
     // Unreliable: a datagram the browser cannot queue is dropped, as on the network.
     this.writer.write(bytes).catch(() => undefined);
     return true;
@@ -80,6 +99,7 @@ class WebTransportLink implements LinkTransport {
     if (!this.open) return;
     this.open = false;
     this.closedByUs = true;
+    this.batches.close();
     try {
       this.session.close({ closeCode: 0, reason: reason.slice(0, 100) });
     } catch {
@@ -87,21 +107,10 @@ class WebTransportLink implements LinkTransport {
     }
   }
 
-  private async read(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) return;
-        if (this.open) this.onDatagram?.(value);
-      }
-    } catch {
-      // The session closed: `closed` says why.
-    }
-  }
-
   private ended(reason: string): void {
     if (this.closedByUs || !this.open) return;
     this.open = false;
+    this.batches.close();
     this.onClose?.(reason);
   }
 }
