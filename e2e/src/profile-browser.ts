@@ -1,7 +1,10 @@
 /**
- * `npm run profile:browser -- [--mode rlnc] [--sources 4] [--plays 2] [--transport quic] [--out DIR]`: where the
- * browser path spends its time. One bench:browser cell (hls.js playing the high stream through
- * the extension from N shaped loopback proxies) is played `--plays` times with:
+ * `npm run profile:browser -- [--mode rlnc] [--sources 4] [--plays 2] [--transport quic] [--profile P]
+ * [--out DIR]`: where the browser path spends its time. With `--profile P` (not `loopback`) the
+ * run happens in the namespace testbed, as bench:browser's (Chromium in the client's namespace,
+ * each proxy behind its emulated path, origo through a loopback relay). One bench:browser cell
+ * (hls.js playing the high stream through the extension from N shaped proxies) is played
+ * `--plays` times with:
  *
  * - a CPU profile (CDP Profiler, `--interval-us` sampling) of the extension's downloader frame,
  *   its functions named through the bundle's source map and summed per source file and per kind
@@ -9,6 +12,9 @@
  * - a Chromium trace (all processes) for the busy time of every thread, the lateness of the
  *   downloader's timers (TimerInstall → TimerFire against the delay asked for), and its event
  *   dispatches (data channel and port messages);
+ * - the frame's own timeline of its downloads (profile-browser-timeline.ts): per segment the gap
+ *   since the previous one, the time to its first datagram and the transfer; and how its
+ *   WebTransport links batched their datagrams and how many they sent;
  * - the CPU seconds of every process of the run (Chromium's, the proxies', origo's) from /proc,
  *   against the wall time: on a 2-core machine, whether the cores were the limit.
  *
