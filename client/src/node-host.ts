@@ -5,7 +5,7 @@
 import { createHash, createPublicKey, randomBytes, verify } from 'node:crypto';
 import WebSocket from 'ws';
 import { ClientHost, FetchLike, systemClock, WebSocketLike } from '@mutp/shared/client';
-import { createNodeRtcFactory, NodeRtcOptions } from '@mutp/node-rtc';
+import { createNodeRtcFactory, nodeRtcReceiveDrops, NodeRtcOptions } from '@mutp/node-rtc';
 import { nodeNetworkWatch } from './network-watch';
 import { nodeQuicOpener, NodeQuicOptions } from './quic-transport';
 
@@ -19,7 +19,7 @@ import { nodeQuicOpener, NodeQuicOptions } from './quic-transport';
 export const MAX_MESSAGES_PER_TURN = 256;
 
 export function createNodeHost(rtc: NodeRtcOptions = {}, quic: NodeQuicOptions = {}): ClientHost {
-  return {
+  const host: ClientHost & { receiveDrops: () => number } = {
     clock: systemClock,
     random: () => randomBytes(4).readUInt32BE(0),
     webSocket: (url) => new WebSocket(url, { maxPayload: 1 << 20 }) as unknown as WebSocketLike,
@@ -29,7 +29,11 @@ export function createNodeHost(rtc: NodeRtcOptions = {}, quic: NodeQuicOptions =
     sha256: nodeSha256,
     verifySignature: verifyEd25519Native,
     onNetworkChange: nodeNetworkWatch(),
+    // What the budget dropped: while it grows, the receivers tell each source the rate they
+    // handle, so the sources slow down to it (shared/src/receiver/handled-rate.ts).
+    receiveDrops: nodeRtcReceiveDrops,
   };
+  return host;
 }
 
 /**

@@ -65,6 +65,14 @@ export function nodeRtcReceiveStats(): TurnBudgetStats {
   return { ...receiveStats };
 }
 
+/**
+ * Messages the channels with a `maxMessagesPerTurn` dropped unread in this process so far (no
+ * copy: the client's receivers read it with every feedback, ClientHost.receiveDrops).
+ */
+export function nodeRtcReceiveDrops(): number {
+  return receiveStats.dropped;
+}
+
 /** Options for the channels MUTP uses: unordered, unreliable (no retransmissions). */
 /** Retries of a remote candidate that arrived before libdatachannel's ICE transport existed. */
 const CANDIDATE_RETRIES = 20;

@@ -22,6 +22,13 @@ export interface ReceiverConfig {
   maxObjectBytes: number;
   trainLength: number;
   medianWindow: number;
+  /**
+   * While the host drops received messages unread (ReceiverOptions.receiveDrops), each source is
+   * told at most the rate this receiver handled its data at over this window (handled-rate.ts).
+   */
+  handledRateWindowMs: number;
+  /** ... and for this long after the last drop; then that cap doubles every as long until it lifts. */
+  receiveDropHoldMs: number;
   /** A source silent this long (after it had sent data) gets no share of the work. */
   inactiveAfterMs: number;
   /** Levels of the quantised weights; coarse, so ownership changes rarely. */
@@ -80,6 +87,8 @@ export const DEFAULT_RECEIVER_CONFIG: ReceiverConfig = {
   maxObjectBytes: 256 * 1024 * 1024,
   trainLength: 16,
   medianWindow: 5,
+  handledRateWindowMs: 500,
+  receiveDropHoldMs: 1000,
   inactiveAfterMs: 500,
   // Fine enough for a 1:2 cap mix (32 levels gave 4:7, and the slower sources a fifth more work).
   weightLevels: 255,

@@ -18,6 +18,8 @@ export interface FeedbackInput {
   transferId: number;
   mode: Mode;
   source: Source;
+  /** The delivery rate to report (bytes/s): the source's estimate, or less (handled-rate.ts). */
+  rateBps: number;
   /** The source's META is agreed and decoding has started. */
   metaKnown: boolean;
   rewind: boolean;
@@ -40,7 +42,7 @@ export function encodeSourceFeedback(f: FeedbackInput): Uint8Array {
     largestSeq: acks.largestSeq < 0 ? NO_SEQ : acks.largestSeq,
     ackDelay: acks.largestSeq < 0 ? 0 : (f.now - acks.largestSeqAt) * 10,
     ackBits: acks.ackBits,
-    rateBps: f.source.rate.bytesPerSecond,
+    rateBps: f.rateBps,
     inFlightCap: UNLIMITED_IN_FLIGHT,
     weights: f.weights,
     wMin: f.wMin,

@@ -50,6 +50,13 @@ export interface ReceiverOptions {
    * legacy set. The receiver sends each source only what both understand.
    */
   sourceCapabilities?: readonly (Capabilities | undefined)[];
+  /**
+   * The host's count of received messages it dropped unread so far, all transfers together (a
+   * monotonic count; node-rtc's receive budget): while it grows, the client and not the path is
+   * the bottleneck, and each source is told the rate its data is handled at (handled-rate.ts).
+   * Absent: the host hands on everything it receives (the simulator, the browser).
+   */
+  receiveDrops?: () => number;
 }
 
 /** The scheduler the options name, or the mode's default; throws RangeError for options that make no download. */

@@ -18,6 +18,7 @@ import {
 import { Completion } from './completion';
 import { ReceiverConfig } from './config';
 import { encodeSourceFeedback } from './feedback';
+import { HandledRates } from './handled-rate';
 import { ReceiverOptions } from './options';
 import { IdentityQuorum } from './quorum';
 import { Source } from './source';
@@ -34,6 +35,8 @@ export interface OutgoingParts {
   sources: readonly Source[];
   quorum: IdentityQuorum;
   steering: Steering;
+  /** What the client handles of each source, which the reported rate may not exceed (handled-rate.ts). */
+  handledRates: HandledRates;
   completion: Completion;
   symbolAsks: SymbolAsks;
   /** Fountain: per source index, the round after the highest block id it sent (REQUEST resume). */
@@ -52,6 +55,7 @@ export class Outgoing {
   private readonly sources: readonly Source[];
   private readonly quorum: IdentityQuorum;
   private readonly steering: Steering;
+  private readonly handledRates: HandledRates;
   private readonly completion: Completion;
   private readonly symbolAsks: SymbolAsks;
   private readonly nextBlockRound: Uint32Array;
@@ -65,6 +69,7 @@ export class Outgoing {
     this.sources = parts.sources;
     this.quorum = parts.quorum;
     this.steering = parts.steering;
+    this.handledRates = parts.handledRates;
     this.completion = parts.completion;
     this.symbolAsks = parts.symbolAsks;
     this.nextBlockRound = parts.nextBlockRound;
@@ -152,6 +157,7 @@ export class Outgoing {
       transferId: this.transferId,
       mode: this.opts.mode,
       source,
+      rateBps: this.handledRates.reportedRate(index, source.rate.bytesPerSecond, now),
       metaKnown: source.metaOk && this.completion.started,
       rewind: this.completion.rewound,
       wMin: this.completion.wMin,

@@ -20,6 +20,7 @@
  */
 import { decode, describeErrorCode, MAX_BLOCK_ROUND, MessageType, Message, SymbolDigestsMessage } from '../wire';
 import { CheckOutcome } from './check-units';
+import { HandledRates } from './handled-rate';
 import { SourceMembership } from './membership';
 import { ReceiverOptions } from './options';
 import { Outgoing } from './outgoing';
@@ -53,6 +54,7 @@ export class Receiver extends SourceMembership {
   /** Fountain: per source index, the round after the highest block id it sent (REQUEST resume). */
   private readonly nextBlockRound: Uint32Array;
   private readonly steering: Steering;
+  private readonly handledRates: HandledRates;
   private readonly symbolAsks: SymbolAsks;
   private readonly outgoing: Outgoing;
   private pollCursor = 0;
@@ -61,6 +63,11 @@ export class Receiver extends SourceMembership {
     super(opts);
     this.nextBlockRound = new Uint32Array(opts.sourceCount);
     this.steering = new Steering(this.config, opts.capacityHints);
+    this.handledRates = new HandledRates(
+      opts.sourceCount,
+      { windowMs: this.config.handledRateWindowMs, holdMs: this.config.receiveDropHoldMs },
+      opts.receiveDrops,
+    );
     this.symbolAsks = new SymbolAsks(this.config.symbolDigestRetryMs);
     this.outgoing = new Outgoing({
       transferId: this.transferId,
@@ -70,6 +77,7 @@ export class Receiver extends SourceMembership {
       sources: this.sources,
       quorum: this.quorum,
       steering: this.steering,
+      handledRates: this.handledRates,
       completion: this.completion,
       symbolAsks: this.symbolAsks,
       nextBlockRound: this.nextBlockRound,
@@ -161,6 +169,7 @@ export class Receiver extends SourceMembership {
     const source = this.sources[sourceIndex];
     this.steering.onData(now);
     source.onData(seq, bytes, now, Math.min(arrivedAt, now));
+    this.handledRates.onData(sourceIndex, bytes, now);
     const s = source.stats;
     if (this.status !== 'active') {
       s.afterComplete++;
