@@ -18,6 +18,12 @@ export interface Identity {
   attributes?: ObjectAttributes;
 }
 
+/** Operators the agreeing sources must span, and each source's operator (by index). */
+export interface OperatorBar {
+  required: number;
+  of: (source: number) => string;
+}
+
 interface DigestList {
   bytes: Uint8Array;
   have: Uint8Array;
@@ -80,32 +86,44 @@ export class Agreement {
   }
 
   /**
-   * Agrees once `required` of the counted sources report one identity. Returns 'agreed',
-   * 'waiting', or 'impossible' when no identity can reach `required` with the sources still able
-   * to vote (`undecided`).
+   * Agrees once `required` of the counted sources report one identity and, with `operators`,
+   * those sources span `operators.required` operators (so one operator's proxies cannot make the
+   * quorum alone). Returns 'agreed', 'waiting', or 'impossible' when no identity can reach the bar
+   * with the sources still able to vote (`undecided`: their indexes).
    */
   evaluate(
     required: number,
     counted: (source: number) => boolean,
-    undecided: number,
+    undecided: readonly number[],
+    operators?: OperatorBar,
   ): 'agreed' | 'waiting' | 'impossible' {
     if (this.agreed) return 'agreed';
-    let best = 0;
+    // Whether an identity backed by these votes could still meet the bar with the undecided.
+    const reachable = (votes: number, agreeing: Set<string>) => {
+      if (votes + undecided.length < required) return false;
+      if (!operators) return true;
+      for (const j of undecided) agreeing.add(operators.of(j));
+      return agreeing.size >= operators.required;
+    };
+    let possible = reachable(0, new Set()); // an identity no counted source stated yet
     for (let i = 0; i < this.proposals.length; i++) {
       const p = this.proposals[i];
       if (!p || !counted(i)) continue;
       let votes = 0;
+      const agreeing = new Set<string>();
       for (let j = 0; j < this.proposals.length; j++) {
         const q = this.proposals[j];
-        if (q && counted(j) && sameIdentity(p, q)) votes++;
+        if (!q || !counted(j) || !sameIdentity(p, q)) continue;
+        votes++;
+        if (operators) agreeing.add(operators.of(j));
       }
-      if (votes >= required) {
+      if (votes >= required && (!operators || agreeing.size >= operators.required)) {
         this.agreed = p;
         return 'agreed';
       }
-      best = Math.max(best, votes);
+      if (reachable(votes, agreeing)) possible = true;
     }
-    return best + undecided < required ? 'impossible' : 'waiting';
+    return possible ? 'waiting' : 'impossible';
   }
 
   /**

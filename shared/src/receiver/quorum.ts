@@ -12,9 +12,15 @@
  * the first META. Otherwise an honest proxy on a cold cache is as silent as a dead one, and two
  * rogues answering from memory meet the bar alone once the wait is over. A rogue that says it is
  * fetching and never answers only delays the decision, by that bound at most.
+ *
+ * Independence (issue 31): origo names each offered proxy's operator, and the agreeing sources
+ * must span `min(quorum, distinct operators among the sources)` operators, so an operator running
+ * several of a download's proxies does not meet the quorum alone while another operator's source
+ * may still vote; with one operator only (origo could offer no other), agreement by count alone
+ * is all there is. A source of no named operator (an origo before operators) is its own.
  */
 import { Sha256 } from '../integrity';
-import { Agreement, Identity } from './agreement';
+import { Agreement, Identity, OperatorBar } from './agreement';
 import { Source } from './source';
 
 /**
@@ -36,6 +42,8 @@ export class IdentityQuorum {
 
   /** Agreeing sources needed: the quorum, or every source when fewer were asked. */
   private readonly required: number;
+  /** The operators agreeing sources must span, and each source's operator. */
+  private readonly operators: OperatorBar;
 
   constructor(
     sourceCount: number,
@@ -44,9 +52,11 @@ export class IdentityQuorum {
     private readonly quorum: number,
     private readonly waitMs: number,
     private readonly fetchingWaitMs = DEFAULT_FETCHING_WAIT_MS,
+    operators: readonly (string | undefined)[] = [],
   ) {
     this.agreement = new Agreement(sourceCount, checkCountOf, sha256);
     this.required = Math.max(1, Math.min(quorum, sourceCount));
+    this.operators = operatorBar(sourceCount, operators, this.required);
     this.fetchingUntil = new Float64Array(sourceCount).fill(-Infinity);
   }
 
@@ -116,8 +126,11 @@ export class IdentityQuorum {
     // Live and not (yet) written off as silent (a source fetching is not silent): it may still vote.
     const mayVote = (s: Source, i: number) =>
       s.live && !this.agreement.proposalOf(i) && !(now >= this.voteDueBy(i) && !s.heard);
-    const undecided = sources.filter(mayVote).length;
-    const verdict = this.agreement.evaluate(this.required, counted, undecided);
+    const undecided: number[] = [];
+    sources.forEach((s, i) => {
+      if (mayVote(s, i)) undecided.push(i);
+    });
+    const verdict = this.agreement.evaluate(this.required, counted, undecided, this.operators);
     return verdict === 'impossible' ? 'unconfirmed' : verdict;
   }
 
@@ -176,4 +189,27 @@ export class IdentityQuorum {
   noteTimedCheck(now: number): void {
     this.lastTimedCheckAt = now;
   }
+}
+
+/** Receiver options naming each source's operator (ReceiverOptions extends it). */
+export interface SourceOperatorOptions {
+  /**
+   * Each source's operator as origo named it in its offer (undefined: its own operator). Sources
+   * that agree must span min(quorum, distinct operators) of them.
+   */
+  sourceOperators?: readonly (string | undefined)[];
+}
+
+/**
+ * The operator bar of a download: each source's operator (an unnamed one its own, under a key no
+ * operator name can take) and how many the agreeing sources must span, fixed at the start like
+ * the quorum.
+ */
+export function operatorBar(
+  sourceCount: number,
+  operators: readonly (string | undefined)[],
+  required: number,
+): OperatorBar {
+  const names = Array.from({ length: sourceCount }, (_, i) => operators[i] ?? `#source ${i}`);
+  return { required: Math.min(required, new Set(names).size), of: (i) => names[i] };
 }
