@@ -14,8 +14,12 @@ test('origo killed during a segment series whose links are up: 0 failed, 0 fallb
   const log: string[] = [];
   const result = await withDeployment(4, (cluster, origin) =>
     runOutage(cluster, origin, {
-      beforeMs: 2500,
-      outageMs: 6000,
+      // Long enough for the set's links to be up before the kill (a few segments), and for the
+      // 5 segments checked below while origo is down, during which the client's and the proxies'
+      // reconnections to it fail. A longer outage mostly grows the proxies' back-off, which the
+      // new set after the restart waits for.
+      beforeMs: 1500,
+      outageMs: 4000,
       afterMs: 4000,
       periodMs: 400,
       segmentBytes: 128 * 1024,
