@@ -11,6 +11,14 @@ import { join } from 'node:path';
 /** Where `bash quic/build.sh` puts the addon. */
 export const NATIVE_ADDON_PATH = join(__dirname, '..', 'dist', 'mutp_quic.node');
 
+/**
+ * The addon this process loads: `MUTP_QUIC_ADDON` names another build (a candidate measured
+ * against the installed one, e.g. with bench:cpu, whose proxies inherit the environment).
+ */
+function addonPath(): string {
+  return process.env.MUTP_QUIC_ADDON || NATIVE_ADDON_PATH;
+}
+
 /** Rate controller options, all in bytes per second. */
 export interface RateOptions {
   /** Start at this rate instead of slow start (the proxy knows its upload limit). */
@@ -165,12 +173,13 @@ let addon: NativeAddon | undefined;
 /** The native addon, loaded on first use. */
 function native(): NativeAddon {
   if (addon) return addon;
-  if (!existsSync(NATIVE_ADDON_PATH)) {
+  const path = addonPath();
+  if (!existsSync(path)) {
     throw new Error(
-      `@mutp/quic: the native addon ${NATIVE_ADDON_PATH} is missing: build it with \`bash quic/build.sh\` (needs Rust; scripts/setup.sh runs it)`,
+      `@mutp/quic: the native addon ${path} is missing: build it with \`bash quic/build.sh\` (needs Rust; scripts/setup.sh runs it)`,
     );
   }
-  addon = createRequire(__filename)(NATIVE_ADDON_PATH) as NativeAddon;
+  addon = createRequire(__filename)(path) as NativeAddon;
   return addon;
 }
 

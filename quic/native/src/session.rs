@@ -3,16 +3,20 @@
 //! the event sink that carries events to JavaScript through one threadsafe function.
 
 use crate::rate_control::{rate_handle_of, MutpRateFactory, RateConfig, RateHandle};
+use bytes::Bytes;
 use napi::bindgen_prelude::{Buffer, Uint32Array};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, Notify};
 use wtransport::error::ConnectionError;
-use wtransport::{Connection, VarInt};
+use wtransport::proto::datagram::Datagram as H3Datagram;
+use wtransport::{Connection, SessionId, VarInt};
 
 /// Transport settings common to both sides.
 #[derive(Clone, Debug)]
@@ -207,23 +211,33 @@ impl EventSink {
     /// Queues a datagram for JavaScript: delivered with the batch it joins, after at most
     /// `DELIVERY_HOLD` or once `DELIVERY_BATCH` datagrams wait. Runs on the runtime's threads.
     pub fn push_datagram(self: &Arc<Self>, id: u32, payload: &[u8]) {
+        self.push_datagrams(id, std::iter::once(payload));
+    }
+
+    /// As `push_datagram` for datagrams that arrived together (one reading of the socket): one
+    /// lock of the queue and one arrival time for all of them.
+    pub fn push_datagrams<'a>(self: &Arc<Self>, id: u32, payloads: impl IntoIterator<Item = &'a [u8]>) {
         let (schedule, hold) = {
             let mut q = self.queue.lock().unwrap();
-            if q.data.len() + payload.len() > MAX_QUEUED_BYTES {
-                q.dropped += 1;
-                (false, false)
-            } else {
+            let now = Instant::now();
+            let mut queued = false;
+            for payload in payloads {
+                if q.data.len() + payload.len() > MAX_QUEUED_BYTES {
+                    q.dropped += 1;
+                    continue;
+                }
                 q.ids_lens.push((id, payload.len() as u32));
                 q.data.extend_from_slice(payload);
-                q.arrived.push(Instant::now());
-                if q.scheduled {
-                    (false, false)
-                } else if q.ids_lens.len() >= DELIVERY_BATCH {
-                    q.scheduled = true;
-                    (true, false)
-                } else {
-                    (false, !std::mem::replace(&mut q.holding, true))
-                }
+                q.arrived.push(now);
+                queued = true;
+            }
+            if !queued || q.scheduled {
+                (false, false)
+            } else if q.ids_lens.len() >= DELIVERY_BATCH {
+                q.scheduled = true;
+                (true, false)
+            } else {
+                (false, !std::mem::replace(&mut q.holding, true))
             }
         };
         if schedule {
@@ -454,10 +468,30 @@ impl Session {
         let s = self.clone();
         let rx_sink = sink.clone();
         napi::bindgen_prelude::spawn(async move {
+            let quic = s.quic().clone();
+            let mut ready = Vec::new();
             let err = loop {
-                match s.conn.receive_datagram().await {
-                    Ok(d) => datagrams.push_datagram(s.id, &d.payload()),
-                    Err(e) => break e,
+                // Straight from quinn, every datagram it holds per wake-up: wtransport's own
+                // worker hands them over one at a time, each through a channel of one and a
+                // rebuilt `select!` over all its streams (~12 % of a receiving client's runtime
+                // thread; issue 33). Once that channel holds a datagram the worker waits for room
+                // and reads no more; the one it took is delivered by the second branch.
+                tokio::select! {
+                    biased;
+                    r = quic.read_datagram() => match r {
+                        Ok(first) => {
+                            ready.push(first);
+                            ready.extend(std::iter::from_fn(|| ready_datagram(&quic)));
+                            let id = s.conn.session_id();
+                            datagrams.push_datagrams(s.id, ready.iter().filter_map(|d| session_payload(d, id)));
+                            ready.clear();
+                        }
+                        Err(_) => break s.conn.closed().await,
+                    },
+                    r = stolen_datagram(&s.conn) => match r {
+                        Ok(d) => datagrams.push_datagram(s.id, &d.payload()),
+                        Err(e) => break e,
+                    },
                 }
             };
             s.closed.store(true, Ordering::Relaxed);
@@ -485,3 +519,37 @@ impl Session {
         });
     }
 }
+
+/// How long the session must have received nothing before the receive loop takes the datagram
+/// wtransport's worker may hold: taking it gives the worker room, and it then races the loop for
+/// quinn's next datagram at every wake-up (as costly as before). A datagram it took while the
+/// session is busy is late by at most the first such pause.
+const STOLEN_DATAGRAM_AFTER: Duration = Duration::from_millis(5);
+
+async fn stolen_datagram(conn: &Connection) -> Result<wtransport::datagram::Datagram, ConnectionError> {
+    tokio::time::sleep(STOLEN_DATAGRAM_AFTER).await;
+    conn.receive_datagram().await
+}
+
+/// A datagram quinn already holds, without waiting (None when it holds none, or on an error:
+/// the next `read_datagram` reports that).
+fn ready_datagram(quic: &quinn::Connection) -> Option<Bytes> {
+    let mut read = std::pin::pin!(quic.read_datagram());
+    match read.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(Ok(d)) => Some(d),
+        _ => None,
+    }
+}
+
+/// The payload of an HTTP/3 datagram (RFC 9297: the session's quarter stream id, then the
+/// payload) if it belongs to `session`. Another session's is dropped, as wtransport's worker drops
+/// it; so is a malformed one (the worker closed the connection for it): a varint's parse each.
+pub fn session_payload(quic_datagram: &[u8], session: SessionId) -> Option<&[u8]> {
+    let d = H3Datagram::read(quic_datagram).ok()?;
+    let header = quic_datagram.len() - d.payload().len();
+    (d.qstream_id().into_session_id() == session).then_some(&quic_datagram[header..])
+}
+
+#[cfg(test)]
+#[path = "session_tests.rs"]
+mod tests;
