@@ -18,8 +18,11 @@
  * and the counters say why (`disabled`, `origo-unreachable`); these network-only plays run at
  * twice real time (playback-rate.ts: the same media time and requests in half the wall time).
  *
- * Plays run side by side, two or three at a time (each in a window of its own), and what the
- * proxies and origo counted is checked over the plays that ran together (by mode).
+ * The four MUTP plays run side by side (each in a window of its own): two Chromium windows in
+ * rlnc, a second Chromium in fountain and Firefox in rlnc; what the proxies and origo counted is
+ * checked over them by mode. Each Chromium gets its settings once, before it opens any page. The
+ * six network-only plays run side by side too: three with the extension off in the first
+ * Chromium, three in the second while origo is stopped.
  *
  * Waits are bounded and say what they waited for; a failing play reports the player's state.
  */
@@ -43,7 +46,19 @@ import {
 import { Cluster, mixedFleetOfFour, startCluster } from '../src/cluster';
 import { MEDIA_DIR, Origin, startOrigin } from '../src/origin';
 import { PlayerPages, startPlayerPages } from '../src/player-pages';
-import { countsDelta, hashTree, origoRecords, ProxyCounts, proxyCounts, transfersIn } from '../src/proxy-metrics';
+import {
+  adminProxies,
+  countsDelta,
+  hashTree,
+  monitoring,
+  origoRecords,
+  parsePrometheus,
+  ProxyCounts,
+  proxyCounts,
+  ProxyListing,
+  transfersIn,
+} from '../src/proxy-metrics';
+import { allStarted } from './all-started';
 import { NETWORK_PLAY_RATE, playbackRates, setPlaybackRate } from './playback-rate';
 
 jest.setTimeout(120_000);
@@ -69,7 +84,10 @@ const STREAMS: Stream[] = [
 let origin: Origin;
 let pages: PlayerPages;
 let cluster: Cluster;
+/** rlnc for the MUTP plays, then switched off. */
 let chromium: ChromiumSession;
+/** fountain for the MUTP play, then rlnc with origo stopped. */
+let fountainChromium: ChromiumSession;
 let firefox: FirefoxSession;
 let files: ReturnType<typeof hashTree>;
 
@@ -81,18 +99,34 @@ beforeAll(async () => {
   ensureExtensionBuilt();
   origin = await startOrigin();
   pages = await startPlayerPages();
-  cluster = await startCluster({ proxies: PROXIES, allowPrivateOrigins: true });
-  // Side by side; each is kept as soon as it is up, so afterAll closes it also when the other failed.
-  await Promise.all([
-    launchChromium().then((c) => (chromium = c)),
-    launchFirefox({ origoUrl: cluster.clientUrl, mode: 'rlnc', proxies: 4, exposeCounters: true }).then(
-      (f) => (firefox = f),
-    ),
+  // Side by side: the Chromiums launch while the cluster starts, Firefox (its preset names origo)
+  // once it is up; each is kept as soon as it is up, so afterAll closes it also when another failed.
+  // The settings go in before any page opens: a case never plays in a profile whose settings
+  // were just changed (a page that loads meanwhile could take the old ones).
+  const clusterUp = startCluster({ proxies: PROXIES, allowPrivateOrigins: true }).then((c) => (cluster = c));
+  const settings = async (mode: ExtensionSettings['mode']): Promise<ExtensionSettings> => ({
+    origoUrl: (await clusterUp).clientUrl,
+    mode,
+    proxies: 4,
+    exposeCounters: true,
+  });
+  await allStarted([
+    clusterUp,
+    launchChromium().then(async (c) => {
+      chromium = c;
+      await c.setSettings(await settings('rlnc'));
+    }),
+    launchChromium().then(async (c) => {
+      fountainChromium = c;
+      await c.setSettings(await settings('fountain'));
+    }),
+    settings('rlnc').then((s) => launchFirefox(s).then((f) => (firefox = f))),
   ]);
 }, 300_000);
 
 afterAll(async () => {
   await firefox?.close();
+  await fountainChromium?.close();
   await chromium?.close();
   await cluster?.stop();
   await pages?.close();
@@ -160,16 +194,27 @@ async function play(
   } catch (e) {
     throw new Error(`${String(e)}; player: ${last ? summary(last, counters) : 'no state'}`);
   }
-  const state = await waitFor(
-    'the page to finish hashing',
+  // The player still asks for segments ahead: wait until the hook answered every request it took
+  // (served, aborted or handed to the network) and the page hashed every object it got, so that
+  // the counters and the page's objects below describe the same requests. Read together; on a
+  // timeout the last reading goes to the assertions, which show what was missing.
+  let settled: { state: PlayerState; counters?: Counters } | undefined;
+  await waitFor(
+    'the hook to answer every request it took and the page to hash every object',
     async () => {
-      const s = await playerState(page);
-      return s.hashing === 0 ? s : undefined;
+      const counters = await pageCounters(page);
+      settled = { state: await playerState(page), counters };
+      const answered =
+        counters !== undefined && counters.media === counters.served + counters.aborted + totalFallbacks(counters);
+      return answered && settled.state.hashing === 0 && settled.state.loaded.length >= counters.served
+        ? true
+        : undefined;
     },
     10_000,
-  );
+  ).catch(() => undefined);
+  const state = settled?.state ?? (await playerState(page));
   expect({ errors: state.errors, pageErrors }).toEqual({ errors: [], pageErrors: [] });
-  const c = await pageCounters(page);
+  const c = settled?.counters;
   if (!c) throw new Error('window.__mutp is missing: the hook never got settings with exposeCounters');
   const rates = await playbackRates(page);
   return { page, url, state, counters: c, pageErrors, originLog: origin.log.slice(originFrom), rates };
@@ -281,12 +326,12 @@ async function expectProxiesServed(before: ProxyCounts[], byMode: ModePlays[]): 
 }
 
 /** Chromium's per-tab statistics of a play: one successful 4-proxy download per segment, and staging at work. */
-async function expectTabStats(played: Played, mode: string): Promise<void> {
+async function expectTabStats(session: ChromiumSession, played: Played, mode: string): Promise<void> {
   // The background's per-tab statistics: one successful 4-proxy download per segment.
   const tab = await waitFor(
     'per-tab statistics in storage.session',
     async () => {
-      const t = await chromium.tabStats(played.url);
+      const t = await session.tabStats(played.url);
       return t && t.segments.length >= played.counters.served ? t : undefined;
     },
     5_000,
@@ -325,47 +370,71 @@ async function allPlayed(plays: Promise<Played>[]): Promise<Played[]> {
   return settled.map((p) => (p as PromiseFulfilledResult<Played>).value);
 }
 
-// Each play takes its 20 s of real time: plays run side by side, two at a time (two Chromium
-// windows in one mode; then Chromium in fountain beside Firefox in rlnc, whose counts the
-// proxies keep by mode), and the proxies' and origo's counts are checked over the plays together.
-describe('with the extension, rlnc/fountain from four proxies', () => {
-  test('Chromium: HLS fMP4 and DASH play 20 s side by side with every segment served by MUTP (rlnc)', async () => {
-    await chromium.setSettings({ origoUrl: cluster.clientUrl, mode: 'rlnc', proxies: 4, exposeCounters: true });
+/** The four MUTP plays, side by side, and what was counted before them. */
+interface MutpPlays {
+  before: ProxyCounts[];
+  recordsBefore: { rlnc: number; fountain: number };
+  /** Chromium, rlnc: HLS fMP4 and DASH. */
+  rlnc: Played[];
+  /** The second Chromium, fountain: HLS TS. */
+  fountain: Played;
+  /** Firefox ESR, rlnc: HLS fMP4 (hls.js). */
+  firefox: Played;
+}
+
+let mutpPlays: Promise<MutpPlays> | undefined;
+
+/**
+ * Starts the four MUTP plays once (the first test that needs them), each in a window of its own;
+ * every test of the block checks its part, and the block closes the pages after its last test
+ * (the per-tab statistics are read while the tab is open).
+ */
+function playedByMutp(): Promise<MutpPlays> {
+  mutpPlays ??= (async () => {
     const before = await proxyCounts(cluster);
-    const recordsBefore = (await origoRecords(cluster, 'rlnc')).length;
-    const played = await allPlayed(
-      [STREAMS[0], STREAMS[2]].map((s) => play(chromium, s, PLAY_SECONDS, { window: true })),
-    );
-    try {
-      for (const p of played) expectPlayedByMutp(p);
-      await expectProxiesServed(before, [{ mode: 'rlnc', plays: played, recordsBefore }]);
-      for (const p of played) await expectTabStats(p, 'rlnc');
-    } finally {
-      await Promise.all(played.map((p) => p.page.close()));
-    }
+    const recordsBefore = {
+      rlnc: (await origoRecords(cluster, 'rlnc')).length,
+      fountain: (await origoRecords(cluster, 'fountain')).length,
+    };
+    const [fmp4, dash, fountain, inFirefox] = await allPlayed([
+      play(chromium, STREAMS[0], PLAY_SECONDS, { window: true }),
+      play(chromium, STREAMS[2], PLAY_SECONDS, { window: true }),
+      play(fountainChromium, STREAMS[1], PLAY_SECONDS, { window: true }),
+      play(firefox, STREAMS[0], PLAY_SECONDS),
+    ]);
+    return { before, recordsBefore, rlnc: [fmp4, dash], fountain, firefox: inFirefox };
+  })();
+  return mutpPlays;
+}
+
+// Each play takes its 20 s of real time, so the four run at once: two Chromium windows in rlnc, a
+// second Chromium in fountain, Firefox in rlnc (the proxies keep their counts by mode).
+describe('with the extension, rlnc/fountain from four proxies', () => {
+  afterAll(async () => {
+    const plays = await mutpPlays?.catch(() => undefined);
+    if (plays) await Promise.all([...plays.rlnc, plays.fountain, plays.firefox].map((p) => p.page.close()));
+  });
+
+  test('Chromium: HLS fMP4 and DASH play 20 s side by side with every segment served by MUTP (rlnc)', async () => {
+    const { rlnc } = await playedByMutp();
+    for (const p of rlnc) expectPlayedByMutp(p);
+    for (const p of rlnc) await expectTabStats(chromium, p, 'rlnc');
   });
 
   test('Chromium HLS TS (fountain) beside Firefox ESR HLS fMP4 (hls.js, rlnc): both play 20 s with every segment served by MUTP', async () => {
-    await chromium.setSettings({ origoUrl: cluster.clientUrl, mode: 'fountain', proxies: 4, exposeCounters: true });
-    const before = await proxyCounts(cluster);
-    const fountainBefore = (await origoRecords(cluster, 'fountain')).length;
-    const rlncBefore = (await origoRecords(cluster, 'rlnc')).length;
-    const [inChromium, inFirefox] = await allPlayed([
-      play(chromium, STREAMS[1], PLAY_SECONDS, { window: true }),
-      play(firefox, STREAMS[0], PLAY_SECONDS),
+    const { fountain, firefox: inFirefox } = await playedByMutp();
+    expect(inFirefox.originLog.some((r) => r.userAgent.includes('Firefox'))).toBe(true);
+    expectPlayedByMutp(fountain);
+    expectPlayedByMutp(inFirefox);
+    await expectTabStats(fountainChromium, fountain, 'fountain');
+  });
+
+  test('the proxies finished, and origo recorded, one 4-source download per segment of the four plays, by mode', async () => {
+    const { before, recordsBefore, rlnc, fountain, firefox: inFirefox } = await playedByMutp();
+    await expectProxiesServed(before, [
+      { mode: 'rlnc', plays: [...rlnc, inFirefox], recordsBefore: recordsBefore.rlnc },
+      { mode: 'fountain', plays: [fountain], recordsBefore: recordsBefore.fountain },
     ]);
-    try {
-      expect(inFirefox.originLog.some((r) => r.userAgent.includes('Firefox'))).toBe(true);
-      expectPlayedByMutp(inChromium);
-      expectPlayedByMutp(inFirefox);
-      await expectProxiesServed(before, [
-        { mode: 'fountain', plays: [inChromium], recordsBefore: fountainBefore },
-        { mode: 'rlnc', plays: [inFirefox], recordsBefore: rlncBefore },
-      ]);
-      await expectTabStats(inChromium, 'fountain');
-    } finally {
-      await Promise.all([inChromium.page.close(), inFirefox.page.close()]);
-    }
   });
 });
 
@@ -373,62 +442,99 @@ describe('with the extension, rlnc/fountain from four proxies', () => {
  * Plays every stream at once, each in a window of its own (network only: light on the CPU), at
  * NETWORK_PLAY_RATE: the same media time in half the wall time.
  */
-async function playAll(session: ChromiumSession, seconds: number): Promise<Played[]> {
-  return Promise.all(STREAMS.map((s) => play(session, s, seconds, { window: true, rate: NETWORK_PLAY_RATE })));
+function playAll(session: ChromiumSession, seconds: number): Promise<Played>[] {
+  return STREAMS.map((s) => play(session, s, seconds, { window: true, rate: NETWORK_PLAY_RATE }));
 }
 
-describe('Chromium with the extension switched off', () => {
-  test('all three streams play from the network, counted as pass-through (disabled)', async () => {
-    const settings: ExtensionSettings = { enabled: false, origoUrl: cluster.clientUrl, exposeCounters: true };
-    await chromium.setSettings(settings);
-    const before = await proxyCounts(cluster);
-    const played = await playAll(chromium, SHORT_PLAY_SECONDS);
-    try {
-      for (const p of played) {
-        const c = p.counters;
-        expect(p.state.currentTime).toBeGreaterThanOrEqual(SHORT_PLAY_SECONDS);
-        expect(p.rates).toEqual([NETWORK_PLAY_RATE]);
-        expect(c.media).toBeGreaterThanOrEqual(3);
-        expect(c).toMatchObject({ intercepted: 0, served: 0, fallbacks: { disabled: c.media } });
-        expect(totalFallbacks(c)).toBe(c.media);
-        expectOriginBytes(p.state);
-        // The browser fetched every object the player got from the origin itself.
-        const fetched = new Set(browserMediaRequests(p.originLog));
-        for (const l of p.state.loaded) expect(fetched.has(new URL(l.url).pathname)).toBe(true);
-      }
-      // No proxy served anything.
-      const delta = countsDelta(before, await proxyCounts(cluster));
-      expect(delta.every((d) => Object.keys(d.transfers).length === 0)).toBe(true);
-    } finally {
-      await Promise.all(played.map((p) => p.page.close()));
-    }
-  });
-});
+/**
+ * Each proxy's transfers so far (every mode and outcome), from its /metrics at the address origo
+ * listed: origo may be down by the time they are read.
+ */
+async function transfersAt(listing: ProxyListing[]): Promise<{ name: string; transfers: number }[]> {
+  return Promise.all(
+    listing.map(async (p) => {
+      const r = await fetch(`${p.httpUrl.replace(/\/+$/, '')}/metrics`, monitoring(cluster));
+      if (!r.ok) throw new Error(`${p.name} /metrics: HTTP ${r.status}`);
+      const samples = parsePrometheus(await r.text()).filter((x) => x.name === 'mutp_proxy_transfers_total');
+      return { name: p.name, transfers: samples.reduce((a, x) => a + x.value, 0) };
+    }),
+  );
+}
 
-describe('Chromium with the extension while origo is down', () => {
-  test('all three streams play through the fallback, counted as origo-unreachable', async () => {
+/** The six network-only plays, side by side, and where the proxies' counts stood before them. */
+interface NetworkPlays {
+  listing: ProxyListing[];
+  before: { name: string; transfers: number }[];
+  /** The first Chromium, the extension switched off. */
+  disabled: Played[];
+  /** The second Chromium, the extension on, origo stopped. */
+  origoDown: Played[];
+}
+
+let networkPlays: Promise<NetworkPlays> | undefined;
+
+/**
+ * Switches the extension off in the first Chromium, stops origo and points the second Chromium's
+ * extension at it, then plays every stream in both at once (before any page opens in either).
+ * The proxies count nothing meanwhile: the second Chromium cannot reach them without origo, so a
+ * transfer would be the switched-off extension's.
+ */
+function playedFromNetwork(): Promise<NetworkPlays> {
+  networkPlays ??= (async () => {
+    const listing = await adminProxies(cluster);
+    const before = await transfersAt(listing);
+    await chromium.setSettings({ enabled: false, origoUrl: cluster.clientUrl, exposeCounters: true });
     await cluster.stopOrigo();
-    await chromium.setSettings({ origoUrl: cluster.clientUrl, mode: 'rlnc', proxies: 4, exposeCounters: true });
-    const played = await playAll(chromium, SHORT_PLAY_SECONDS);
-    try {
-      for (const p of played) {
-        const c = p.counters;
-        expect(p.state.currentTime).toBeGreaterThanOrEqual(SHORT_PLAY_SECONDS);
-        expect(p.rates).toEqual([NETWORK_PLAY_RATE]);
-        expect(c.media).toBeGreaterThanOrEqual(3);
-        expect(c).toMatchObject({
-          intercepted: c.media,
-          served: 0,
-          aborted: 0,
-          fallbacks: { 'origo-unreachable': c.media },
-        });
-        expect(totalFallbacks(c)).toBe(c.media);
-        expectOriginBytes(p.state);
-        const fetched = new Set(browserMediaRequests(p.originLog));
-        for (const l of p.state.loaded) expect(fetched.has(new URL(l.url).pathname)).toBe(true);
-      }
-    } finally {
-      await Promise.all(played.map((p) => p.page.close()));
+    await fountainChromium.setSettings({ origoUrl: cluster.clientUrl, mode: 'rlnc', proxies: 4, exposeCounters: true });
+    const played = await allPlayed([
+      ...playAll(chromium, SHORT_PLAY_SECONDS),
+      ...playAll(fountainChromium, SHORT_PLAY_SECONDS),
+    ]);
+    return { listing, before, disabled: played.slice(0, STREAMS.length), origoDown: played.slice(STREAMS.length) };
+  })();
+  return networkPlays;
+}
+
+/** A network-only play reached its mark at NETWORK_PLAY_RATE, and the browser fetched every object itself. */
+function expectPlayedFromNetwork(p: Played): void {
+  expect(p.state.currentTime).toBeGreaterThanOrEqual(SHORT_PLAY_SECONDS);
+  expect(p.rates).toEqual([NETWORK_PLAY_RATE]);
+  expect(p.counters.media).toBeGreaterThanOrEqual(3);
+  expect(totalFallbacks(p.counters)).toBe(p.counters.media);
+  expectOriginBytes(p.state);
+  const fetched = new Set(browserMediaRequests(p.originLog));
+  for (const l of p.state.loaded) expect(fetched.has(new URL(l.url).pathname)).toBe(true);
+}
+
+describe('network only, side by side: Chromium with the extension switched off, and with origo down', () => {
+  afterAll(async () => {
+    const plays = await networkPlays?.catch(() => undefined);
+    if (plays) await Promise.all([...plays.disabled, ...plays.origoDown].map((p) => p.page.close()));
+  });
+
+  test('extension off: all three streams play from the network, counted as pass-through (disabled)', async () => {
+    const { listing, before, disabled } = await playedFromNetwork();
+    for (const p of disabled) {
+      const c = p.counters;
+      expect(c).toMatchObject({ intercepted: 0, served: 0, fallbacks: { disabled: c.media } });
+      expectPlayedFromNetwork(p);
+    }
+    // No proxy served anything.
+    expect(listing.length).toBe(PROXIES.length);
+    expect(await transfersAt(listing)).toEqual(before);
+  });
+
+  test('origo down: all three streams play through the fallback, counted as origo-unreachable', async () => {
+    const { origoDown } = await playedFromNetwork();
+    for (const p of origoDown) {
+      const c = p.counters;
+      expect(c).toMatchObject({
+        intercepted: c.media,
+        served: 0,
+        aborted: 0,
+        fallbacks: { 'origo-unreachable': c.media },
+      });
+      expectPlayedFromNetwork(p);
     }
   });
 });
