@@ -295,13 +295,36 @@ describe('faults', () => {
     }
   });
 
-  test("a proxy with a wrong key for a live proxy's id is refused and exits", async () => {
-    const cluster = await startCluster({ proxies: [{ name: 'good', uploadKBps: 0 }], allowPrivateOrigins: true });
-    try {
+  // Neither test changes the deployment: one proxy started without --allow-private-origins serves both.
+  describe('one proxy, started as in production (no private origins)', () => {
+    let cluster: Cluster;
+
+    beforeAll(async () => {
+      cluster = await startCluster({ proxies: [{ name: 'strict', uploadKBps: 0 }] });
+    });
+
+    afterAll(async () => {
+      await cluster?.stop();
+    });
+
+    test('a proxy refuses to fetch from a loopback origin (SSRF) unless started for tests', async () => {
+      const client = newClient(cluster);
+      try {
+        await expectClientError(
+          client.get(`${origin.url}/object/1000/1`, { mode: 'uncoded', proxies: 1 }),
+          'download-failed',
+          /bad request \(4\)/,
+        );
+      } finally {
+        client.close();
+      }
+    });
+
+    test("a proxy with a wrong key for a live proxy's id is refused and exits", async () => {
       const child = spawnService(
         'proxy/src/main.ts',
         ['--origo', cluster.clientUrl.replace('/v1/client', '/v1/proxy'), '--name', 'bad'],
-        { MUTP_PROXY_ID: 'good', MUTP_PROXY_SECRET: 'wrong' },
+        { MUTP_PROXY_ID: 'strict', MUTP_PROXY_SECRET: 'wrong' },
       );
       let output = '';
       child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
@@ -319,25 +342,8 @@ describe('faults', () => {
       if (code === null) throw new Error(`the proxy with a wrong key did not exit within 30 s:\n${output}`);
       expect(code).not.toBe(0);
       expect(output).toMatch(/unauthori[sz]ed/i);
-      expect((await cluster.listProxies()).map((p) => p.name)).toEqual(['good']);
-    } finally {
-      await cluster.stop();
-    }
-  });
-
-  test('a proxy refuses to fetch from a loopback origin (SSRF) unless started for tests', async () => {
-    const cluster = await startCluster({ proxies: [{ name: 'strict', uploadKBps: 0 }] });
-    const client = newClient(cluster);
-    try {
-      await expectClientError(
-        client.get(`${origin.url}/object/1000/1`, { mode: 'uncoded', proxies: 1 }),
-        'download-failed',
-        /bad request \(4\)/,
-      );
-    } finally {
-      client.close();
-      await cluster.stop();
-    }
+      expect((await cluster.listProxies()).map((p) => p.name)).toEqual(['strict']);
+    });
   });
 
   test('after an origo restart the proxies re-register by themselves and new downloads work', async () => {
