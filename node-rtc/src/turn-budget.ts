@@ -8,10 +8,12 @@
  * high-water mark (freed arena memory is rarely handed back). Node runs at most 1000 queued
  * calls per channel per turn, so a turn that brings one channel more than `perTurn` messages
  * means the thread fell that far behind: the rest of that turn's messages are dropped unread.
- * A drop costs a call and a copy instead of a decode, so the queue drains in a few turns, and the
- * client's delivery-rate feedback (docs/protocol.md §9.2) then reports what it actually takes in,
- * which is what lowers the sources' in-flight limits. MUTP's channels are unreliable: a drop is
- * a loss the protocol repairs.
+ * A drop costs a call and a copy instead of a decode, so the queue drains in a few turns. The
+ * drops are counted (nodeRtcReceiveDrops): the client's receivers read the count and, while it
+ * grows, report each source the rate they handle its data at instead of the train estimate, which
+ * reads a backlog at the thread's speed (docs/protocol.md §9.2, "Receive drops"); that lowers the
+ * sources' in-flight limits, so the budget acts on bursts. MUTP's channels are unreliable: a
+ * drop is a loss the protocol repairs.
  */
 export interface TurnBudgetStats {
   /** Messages handed on. */
