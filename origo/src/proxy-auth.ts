@@ -1,7 +1,10 @@
 /**
  * Who may register as which proxy. Each proxy has its own key (a `--proxy-keys` JSON file
  * `{"<proxyId>": "<key>", ...}`, reloaded on SIGHUP: deleting a line revokes that proxy), so a
- * leaked key exposes one proxy id, never another's. The shared `--proxy-secret` remains only as
+ * leaked key exposes one proxy id, never another's. A line may also name the proxy's operator,
+ * `"<proxyId>": {"key": "<key>", "operator": "<name>"}`: who runs it, so that offers spread over
+ * operators and clients count agreeing operators, not proxies (issue 31, independence). A proxy
+ * of no named operator is its own (its id). The shared `--proxy-secret` remains only as
  * an explicitly insecure dev mode: any holder can register under any id not currently live.
  * Also checks the `httpUrl` a proxy advertises: clients fetch it, so it must be a public
  * http(s) URL (loopback and private networks only when origo runs with --allow-local-proxies: a dev
@@ -16,7 +19,19 @@ import { secretsEqual } from '@mutp/cli-options';
 /** Minimum length of a per-proxy key (a random 128-bit value in base64 is 22 characters). */
 export const MIN_PROXY_KEY_LENGTH = 16;
 
-export type ProxyKeys = ReadonlyMap<string, string>;
+/**
+ * Each proxy id's key, and the operators the file named (`operators`: absent in a plain map, where
+ * every proxy is its own operator).
+ */
+export type ProxyKeys = ReadonlyMap<string, string> & { readonly operators?: ReadonlyMap<string, string> };
+
+/** What a proxy id and an operator name may be: short, printable, no separators of other syntaxes. */
+const NAME = /^[A-Za-z0-9_.:-]{1,64}$/;
+
+/** The operator of a proxy as the keys name it: the one named, else the proxy itself. */
+export function operatorOf(keys: ProxyKeys | undefined, proxyId: string): string {
+  return keys?.operators?.get(proxyId) ?? proxyId;
+}
 
 /**
  * Why a file of secrets (proxy keys, the token signing key) is readable by more than its owner,
@@ -46,18 +61,40 @@ export function loadProxyKeys(file: string): ProxyKeys {
     throw new Error(`${file}: expected a JSON object {"<proxyId>": "<key>"}`);
   }
   const keys = new Map<string, string>();
-  for (const [id, key] of Object.entries(json)) {
-    if (!/^[A-Za-z0-9_.:-]{1,64}$/.test(id)) throw new Error(`${file}: bad proxy id ${JSON.stringify(id)}`);
+  const operators = new Map<string, string>();
+  for (const [id, line] of Object.entries(json)) {
+    if (!NAME.test(id)) throw new Error(`${file}: bad proxy id ${JSON.stringify(id)}`);
+    const { key, operator } = keyLine(file, id, line);
     if (typeof key !== 'string' || key.length < MIN_PROXY_KEY_LENGTH) {
       throw new Error(`${file}: the key of ${id} must be a string of at least ${MIN_PROXY_KEY_LENGTH} characters`);
     }
+    if (operator !== undefined && (typeof operator !== 'string' || !NAME.test(operator))) {
+      throw new Error(`${file}: bad operator of ${id}: ${JSON.stringify(operator)}`);
+    }
     keys.set(id, key);
+    if (operator !== undefined) operators.set(id, operator);
   }
-  return keys;
+  return Object.assign(keys, { operators });
+}
+
+/** A line's key and operator: `"<key>"` or `{"key": "<key>", "operator": "<name>"}` (nothing else). */
+function keyLine(file: string, id: string, line: unknown): { key: unknown; operator?: unknown } {
+  if (typeof line !== 'object' || line === null || Array.isArray(line)) return { key: line };
+  const unknown = Object.keys(line).filter((field) => field !== 'key' && field !== 'operator');
+  if (unknown.length > 0) throw new Error(`${file}: ${id} has unknown fields ${unknown.join(', ')}`);
+  return line as { key: unknown; operator?: unknown };
 }
 
 export type ProxyAuthResult =
-  | { ok: true; proxyId?: string; mayReplace: boolean; /** Per-proxy keys only. */ keyFingerprint?: string }
+  | {
+      ok: true;
+      proxyId?: string;
+      mayReplace: boolean;
+      /** Per-proxy keys only. */
+      keyFingerprint?: string;
+      /** Its operator (per-proxy keys only: in shared-secret mode each proxy is its own). */
+      operator?: string;
+    }
   | { ok: false; reason: string };
 
 /**
@@ -92,8 +129,16 @@ export function authenticateProxy(
     const key = proxyId === undefined ? undefined : auth.keys.get(proxyId);
     // Compare against something even for an unknown id, so timing does not tell ids apart.
     const matches = secretsEqual(secret, key ?? '\u0000unknown proxy');
-    if (key === undefined || !matches) return { ok: false, reason: 'unknown proxy id or wrong key' };
-    return { ok: true, proxyId, mayReplace: true, keyFingerprint: keyFingerprint(key) };
+    if (proxyId === undefined || key === undefined || !matches) {
+      return { ok: false, reason: 'unknown proxy id or wrong key' };
+    }
+    return {
+      ok: true,
+      proxyId,
+      mayReplace: true,
+      keyFingerprint: keyFingerprint(key),
+      operator: operatorOf(auth.keys, proxyId),
+    };
   }
   if (auth.sharedSecret !== undefined && secretsEqual(secret, auth.sharedSecret)) {
     return { ok: true, proxyId, mayReplace: false };

@@ -31,6 +31,7 @@ import {
   SelectionRequest,
 } from './selection';
 import { PrefixTable } from './prefix-table';
+import { operatorKey, spreadOverOperators } from './operator-spread';
 
 /** Views kept at once (mode × region filter); the least recently used goes beyond. */
 export const MAX_VIEWS = 64;
@@ -273,6 +274,19 @@ export class SelectionIndex<P extends ProxyLoad> {
 
   /** selectProxies over the indexed proxies. */
   select(request: SelectionRequest, random: Random): P[] {
+    return spreadOverOperators(
+      request,
+      (r) => this.selectByLoad(r, random),
+      (operators) => {
+        const ids: string[] = [];
+        for (const [id, slot] of this.slots) if (operators.has(operatorKey(slot.proxy))) ids.push(id);
+        return ids;
+      },
+    );
+  }
+
+  /** Rules 1-6 (selection.ts). */
+  private selectByLoad(request: SelectionRequest, random: Random): P[] {
     const excluded = this.excludedSlots(request.exclude);
     const all = this.view(request.mode, 'all', '');
     const eligible = all.members.length - countIn(all, excluded);

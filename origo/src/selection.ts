@@ -26,6 +26,9 @@
  *    region is unknown, so they are near everyone). When these cannot fill the request, every one
  *    of them is taken and the rest is chosen from the other proxies by rules 2-5: a download then
  *    still has a source no score chose (the near ones are taken whatever their scores).
+ * 7. Operators (issue 31, operator-spread.ts): no operator holds more than ceil(count/2) of the
+ *    proxies offered while other operators' eligible proxies exist; the places its surplus held
+ *    are chosen again by rules 1-6 without them. A proxy of no named operator is its own.
  *
  * This module is the reference: the rules in their plainest form, read by tests and by
  * selection-bench. What origo runs is selection-index.ts (with offer-index.ts and prefix-table.ts),
@@ -35,6 +38,7 @@
  */
 import ipaddr from 'ipaddr.js';
 import { Random, randomBelow } from '@mutp/shared';
+import { operatorKey, spreadOverOperators } from './operator-spread';
 
 export type SelectableMode = 'uncoded' | 'rlnc' | 'fountain';
 
@@ -60,6 +64,8 @@ export interface ProxyLoad {
   region?: string;
   /** Client address prefixes (CIDR) its region serves, as declared at registration. */
   prefixes?: readonly string[];
+  /** Who runs it, as origo's keys file names it (rule 7); none: its own operator. */
+  operator?: string;
 }
 
 export interface SelectionRequest {
@@ -87,6 +93,16 @@ export function selectProxies<P extends ProxyLoad>(
   request: SelectionRequest,
   random: Random,
 ): P[] {
+  const fleet = [...proxies];
+  return spreadOverOperators(
+    request,
+    (r) => selectByLoad(fleet, r, random),
+    (operators) => fleet.filter((p) => operators.has(operatorKey(p))).map((p) => p.proxyId),
+  );
+}
+
+/** Rules 1-6. */
+function selectByLoad<P extends ProxyLoad>(proxies: readonly P[], request: SelectionRequest, random: Random): P[] {
   const excluded = new Set(request.exclude ?? []);
   const eligible: P[] = [];
   for (const p of proxies) {

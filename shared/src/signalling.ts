@@ -308,6 +308,11 @@ export const proxyInfo = z.object({
   token: token.optional(),
   /** The optional MUTP features the proxy declared at registration (absent: the legacy set, docs/protocol.md §13). */
   capabilities: capabilityNames.optional(),
+  /**
+   * Who runs the proxy, as origo's configuration names it (absent: the operator is named like the
+   * proxy id, as every proxy of an older origo). Agreeing sources must span operators, not only proxies (issue 31).
+   */
+  operator: id.optional(),
 });
 
 /** A renewed per-proxy token (`token` message). */
@@ -430,7 +435,16 @@ export const origoToClient = z.discriminatedUnion('type', [
     expiresAt: z.number().int().min(0),
     proxyTokens: z.array(proxyToken).max(MAX_RENEWED_PROXY_TOKENS).optional(),
   }),
-  z.object({ type: z.literal('proxies'), requestId: id, proxies: z.array(proxyInfo).max(32) }),
+  z.object({
+    type: z.literal('proxies'),
+    requestId: id,
+    proxies: z.array(proxyInfo).max(32),
+    /**
+     * One operator holds more than half of these proxies: origo had no other operator's proxy to
+     * offer (availability over independence), so their agreement is one operator's word.
+     */
+    operatorsConcentrated: z.literal(true).optional(),
+  }),
   z.object(signalFields).refine(...exactlyOne),
   z.object({ type: z.literal('connection-closed'), connectionId: id, reason: z.string().max(256) }),
   z.object({

@@ -6,6 +6,7 @@ import { LRUCache } from 'lru-cache';
 import { addressPrefix, ClientToOrigo, MAX_RENEWED_PROXY_TOKENS, ProxyInfo } from '@mutp/shared';
 import { reachesOtherInstances } from '../cluster/cluster';
 import { DepartedOffers } from '../departed-offers';
+import { operatorKey, operatorsConcentrated } from '../operator-spread';
 import { BudgetBook } from '../limits';
 import type { OfferIndex } from '../offer-index';
 import { CLOSE, type ClientPeer } from './peers';
@@ -284,6 +285,8 @@ export class ClientDesk {
       ...(p.quic !== undefined ? { quic: p.quic } : {}),
       ...(p.assertionKey !== undefined ? { assertionKey: p.assertionKey } : {}),
       ...(p.capabilities !== undefined ? { capabilities: [...p.capabilities] } : {}),
+      // Absent means the proxy is its own operator (as from an older origo): clients read it so.
+      ...(operatorKey(p) !== p.proxyId ? { operator: operatorKey(p) } : {}),
       token: tokens[i],
     }));
     this.state.reports.noteOffered(
@@ -299,7 +302,14 @@ export class ClientDesk {
         client.proxyTokens.delete(forgotten);
       }
     }
-    client.peer.send({ type: 'proxies', requestId: m.requestId, proxies });
+    // Selection spread the offer over operators where it could (rule 7): when it could not, say so.
+    const concentrated = operatorsConcentrated(chosen);
+    client.peer.send({
+      type: 'proxies',
+      requestId: m.requestId,
+      proxies,
+      ...(concentrated ? { operatorsConcentrated: true as const } : {}),
+    });
     this.deps.log.debug(
       { clientId: client.clientId, requestId: m.requestId, mode: m.mode, chosen: proxies.map((p) => p.proxyId) },
       'proxies selected',

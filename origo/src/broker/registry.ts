@@ -10,6 +10,7 @@ import {
   authenticateProxy,
   httpPortProblem,
   httpUrlProblem,
+  operatorOf,
   ProxyKeys,
   quicUrlProblem,
   removedKeys,
@@ -146,6 +147,8 @@ export class ProxyRegistry {
       proxyId,
       peer,
       ...(auth.keyFingerprint !== undefined ? { keyFingerprint: auth.keyFingerprint } : {}),
+      // Shared-secret (dev) mode names no operators: each proxy is its own.
+      operator: auth.operator ?? proxyId,
       name: m.name,
       httpUrl: m.httpUrl,
       ...(m.quic !== undefined ? { quic: m.quic } : {}),
@@ -181,6 +184,7 @@ export class ProxyRegistry {
         capacityBps: m.capacityBps,
         region: entry.region,
         prefixes: entry.prefixes,
+        operator: entry.operator,
       },
       'proxy registered',
     );
@@ -236,11 +240,26 @@ export class ProxyRegistry {
    * stale file reloaded anywhere un-revoked keys everywhere). Proxies registered with one are dropped.
    */
   revokeRemoved(previous: ProxyKeys | undefined, next: ProxyKeys): void {
+    this.renameOperators(next);
     const fingerprints = removedKeys(previous, next);
     if (fingerprints.length === 0) return;
     this.deps.cluster.revokeKeys(fingerprints);
     this.deps.cluster.broadcast({ kind: 'keys-revoked', from: this.state.instanceId, fingerprints });
     this.dropRevoked(fingerprints);
+  }
+
+  /**
+   * The reloaded keys may name other operators: this instance's proxies registered with a key
+   * take theirs at once (offers read it; the other instances see it at the next heartbeat's share).
+   */
+  private renameOperators(keys: ProxyKeys): void {
+    for (const proxy of this.proxies.values()) {
+      if (proxy.keyFingerprint === undefined) continue;
+      const operator = operatorOf(keys, proxy.proxyId);
+      if (operator === proxy.operator) continue;
+      this.deps.log.info({ proxyId: proxy.proxyId, from: proxy.operator, to: operator }, 'proxy operator renamed');
+      proxy.operator = operator;
+    }
   }
 
   /** Drops this instance's proxies registered with a revoked key; every instance tells its clients. */
