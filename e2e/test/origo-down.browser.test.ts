@@ -20,8 +20,10 @@
  * The plays from the network (every one but the killed case's) run at twice real time
  * (playback-rate.ts): the same media time, segments and causes in half the wall time.
  * Chromium changes the extension's settings in one browser; Firefox gets them as the add-on's
- * preset, so each origo case launches a Firefox of its own, except the refused case: it plays in
- * the Firefox of the killed case, whose origo is then down (nothing listens on its port).
+ * preset, so each origo case gets a Firefox of its own (launched together, before the baseline
+ * play), except the refused case: it plays in the Firefox of the killed case, whose origo is then
+ * down (nothing listens on its port). Chromium's killed origo comes back in the background while
+ * Firefox sets up.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -71,6 +73,8 @@ let hungUrl: string;
 let clusterStarting: Promise<Cluster>;
 /** Set while a killed case left the outage cluster's origo down. */
 let origoKilled = false;
+/** The outage cluster's origo coming back after a killed case (started as soon as that case ends). */
+let origoRestarting: Promise<void> | undefined;
 
 beforeAll(async () => {
   if (!existsSync(join(MEDIA_DIR, '.generated'))) {
@@ -92,6 +96,7 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
+  await origoRestarting?.catch(() => undefined);
   await (await clusterStarting?.catch(() => undefined))?.stop();
   await pages?.close();
   await origin?.close();
@@ -104,19 +109,37 @@ async function refusedUrl(): Promise<string> {
 }
 
 /**
- * The outage cluster's origo, if a killed case left it down, started again on its port, and every
- * proxy registered with it again (their reconnection back-off: a few seconds).
+ * Starts the outage cluster's origo again on its port, and waits until every proxy registered
+ * with it again (their reconnection back-off: a few seconds).
  */
-async function origoBackUp(cluster: Cluster): Promise<void> {
-  if (!origoKilled) return;
+async function restartOrigoAndProxies(cluster: Cluster): Promise<void> {
   await cluster.restartOrigo();
-  origoKilled = false;
   await waitFor(
     'the four proxies registered again after origo restarted',
     async () => ((await cluster.listProxies()).length >= 4 ? true : undefined),
     30_000,
     100,
   );
+}
+
+/**
+ * Brings the killed origo back in the background (the next browser sets up meanwhile; only its
+ * killed case uses the outage cluster); `origoBackUp` waits for it.
+ */
+function restartKilledOrigo(cluster: Cluster): void {
+  if (!origoKilled || origoRestarting) return;
+  origoRestarting = restartOrigoAndProxies(cluster).finally(() => {
+    origoKilled = false;
+  });
+  origoRestarting.catch(() => undefined); // awaited by origoBackUp (and afterAll)
+}
+
+/** The outage cluster's origo, if a killed case left it down, up again with every proxy registered. */
+async function origoBackUp(cluster: Cluster): Promise<void> {
+  restartKilledOrigo(cluster);
+  const restarting = origoRestarting;
+  origoRestarting = undefined;
+  await restarting;
 }
 
 /** A browser the player page is opened in, with or without the extension. */
@@ -160,13 +183,19 @@ function chromium(): BrowserUnderTest {
   return {
     name: 'Chromium',
     async setUp() {
-      const without = await launchChromium({ extension: false });
+      // Both launch at once; the baseline plays once both are up (its start-up is the figure).
+      const [without, withExtension] = await Promise.allSettled([
+        launchChromium({ extension: false }),
+        launchChromium(),
+      ]);
+      if (withExtension.status === 'fulfilled') session = withExtension.value;
+      if (without.status === 'rejected') throw without.reason;
       try {
-        baseline = (await play(chromiumHost(without), 'Chromium without the extension')).startMs;
+        if (withExtension.status === 'rejected') throw withExtension.reason;
+        baseline = (await play(chromiumHost(without.value), 'Chromium without the extension')).startMs;
       } finally {
-        await without.close();
+        await without.value.close();
       }
-      session = await launchChromium();
     },
     baselineStartMs: () => baseline,
     async withOrigo(origoUrl) {
@@ -181,22 +210,50 @@ function chromium(): BrowserUnderTest {
   };
 }
 
+/** Firefox ESR with the add-on's preset pointing at `origoUrl`, once the preset reached the page hook. */
+async function launchFirefoxFor(origoUrl: string): Promise<FirefoxSession> {
+  const session = await launchFirefox({ ...SETTINGS, origoUrl });
+  try {
+    // A page without media (the page server's 404): no origo connection before the case counts them.
+    await presetSettingsApplied(session, `${pages.url}/no-media`);
+    return session;
+  } catch (e) {
+    await session.close();
+    throw e;
+  }
+}
+
 /**
  * Firefox ESR takes the settings as the add-on's preset at install: a browser per origo case, but
  * the killed case's browser stays open for the refused case, which uses the killed origo's URL.
+ * The hung and killed cases' browsers launch in setUp beside the one without the extension (each
+ * a fresh profile whose preset never changes); the baseline plays once all are up.
  */
 function firefox(): BrowserUnderTest {
   let baseline = NaN;
+  /** Browsers launched ahead for an origo URL, taken by the case that uses it. */
+  const launched = new Map<string, Promise<FirefoxSession>>();
   let killedCase: { origoUrl: string; session: FirefoxSession } | undefined;
+  const launchAhead = (origoUrl: string) => {
+    const session = launchFirefoxFor(origoUrl);
+    session.catch(() => undefined); // the case that takes it fails with it
+    launched.set(origoUrl, session);
+    return session;
+  };
   return {
     name: 'Firefox ESR',
     async setUp() {
-      const without = await launchFirefoxWithoutExtension();
+      const cluster = await clusterStarting.catch(() => undefined);
+      const without = launchFirefoxWithoutExtension();
+      const ahead = [launchAhead(hungUrl), ...(cluster ? [launchAhead(cluster.clientUrl)] : [])];
+      // The baseline plays on a quiet machine: once the browsers are up and origo is back.
+      await Promise.allSettled([...ahead, origoRestarting]);
+      const session = await without;
       try {
-        baseline = (await play({ browser: without.browser, extension: false }, 'Firefox without the extension'))
+        baseline = (await play({ browser: session.browser, extension: false }, 'Firefox without the extension'))
           .startMs;
       } finally {
-        await without.close();
+        await session.close();
       }
     },
     baselineStartMs: () => baseline,
@@ -206,14 +263,9 @@ function firefox(): BrowserUnderTest {
         killedCase = undefined;
         return { browser: session.browser, extension: true, release: () => session.close() };
       }
-      const session = await launchFirefox({ ...SETTINGS, origoUrl });
-      try {
-        // A page without media (the page server's 404): no origo connection before the case counts them.
-        await presetSettingsApplied(session, `${pages.url}/no-media`);
-      } catch (e) {
-        await session.close();
-        throw e;
-      }
+      const ahead = launched.get(origoUrl);
+      launched.delete(origoUrl);
+      const session = await (ahead ?? launchFirefoxFor(origoUrl));
       const cluster = await clusterStarting.catch(() => undefined);
       if (origoUrl === cluster?.clientUrl) {
         // Kept for the refused case (closed there, or at tear-down).
@@ -227,6 +279,8 @@ function firefox(): BrowserUnderTest {
     },
     async tearDown() {
       await killedCase?.session.close();
+      const unused = await Promise.allSettled(launched.values());
+      await Promise.all(unused.map((u) => (u.status === 'fulfilled' ? u.value.close() : undefined)));
     },
   };
 }
@@ -364,7 +418,12 @@ describe.each([chromium(), firefox()])('$name with the extension', (under) => {
   const startup = (p: Played) =>
     `start-up ${p.startMs} ms (without the extension ${under.baselineStartMs()} ms, target +${STARTUP_MARGIN_MS} ms)`;
 
-  beforeAll(() => under.setUp(), 120_000);
+  beforeAll(async () => {
+    // The previous browser's killed case left origo down: it comes back while this browser sets
+    // up (launches, not the timed plays), and its killed case waits for it.
+    if (origoKilled) restartKilledOrigo(await clusterStarting);
+    await under.setUp();
+  }, 120_000);
   afterAll(() => under.tearDown());
 
   test('origo hung (accepts TCP, never answers): no stall, the cause counted, one attempt per back-off period', async () => {
