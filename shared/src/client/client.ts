@@ -185,6 +185,7 @@ export class MutpClient {
         signal: o.signal,
         sha256: this.host.sha256 ?? sha256,
         verifySignature: this.host.verifySignature,
+        receiveDrops: this.host.receiveDrops,
         receiverConfig: {
           maxObjectBytes: this.config.maxObjectBytes,
           ...(this.config.stallTimeoutMs !== undefined ? { stallTimeoutMs: this.config.stallTimeoutMs } : {}),

@@ -37,6 +37,8 @@ export interface DownloadOptions {
   range?: ByteRange;
   signal?: AbortSignal;
   receiverConfig?: Partial<ReceiverConfig>;
+  /** The host's count of messages it dropped unread (ClientHost.receiveDrops), for the receiver. */
+  receiveDrops?: () => number;
   sha256?: (data: Uint8Array) => Uint8Array;
   verifySignature?: VerifySignature;
   /**
@@ -121,6 +123,7 @@ export function runDownload(offered: ProxyLink[], clock: Clock, o: DownloadOptio
     // A client without signatures is one from before them: it holds no keys (and is sent no signed META).
     signers: hasFeature(own, 'signatures') ? links.map((link) => signerOf(link.proxy)) : undefined,
     verifySignature: o.verifySignature,
+    receiveDrops: o.receiveDrops,
     sourceNames: links.map((link) => link.proxy.name),
     capabilities: own,
     sourceCapabilities: links.map((link) => declaredBy(link.proxy)),

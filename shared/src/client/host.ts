@@ -63,6 +63,13 @@ export interface ClientHost {
    * connections bound to a lost address are found dead by their silence (seconds later).
    */
   onNetworkChange?(listener: () => void): () => void;
+  /**
+   * Received messages the host's transports dropped unread so far, all links together (a
+   * monotonic count; node-rtc's per-turn receive budget). While it grows, the receivers report
+   * their sources the rates they handle (shared/src/receiver/handled-rate.ts). Absent: the host
+   * hands on everything it receives (the browser).
+   */
+  receiveDrops?: () => number;
 }
 
 /** A clock over the platform's timers (browsers and Node alike). */
