@@ -6,16 +6,13 @@
  * `MutpClient.get()` per segment, and a PlaybackSession (`mutp playlist`, the extension's loader),
  * whose proxy set chosen in region a must move to b's at a segment boundary.
  * Needs root, iproute2, /dev/net/tun and linkem built (scripts/setup.sh); skipped otherwise.
+ * The two series run side by side, each in a testbed of its own (they mostly wait on set-up and
+ * the emulated links; CI time), and each test checks its own.
  */
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { LINKEM, netnsUnavailable } from '@mutp/testbed';
 import type { SeriesResult } from '../src/bench-locality';
-
-const run = promisify(execFile);
-const ROOT = join(__dirname, '..', '..');
+import { runJson, startEarly } from './script-runs';
 
 let unavailable: string | undefined;
 beforeAll(async () => {
@@ -25,26 +22,41 @@ beforeAll(async () => {
 
 const describeTestbed = process.getuid?.() === 0 ? describe : describe.skip;
 
+const MOVE_DURING = 3;
+
+/** The two ways a client downloads a series: the extra arguments of bench-locality for each. */
+const PATHS: [string, string[]][] = [
+  ['one get() per segment', []],
+  ['a PlaybackSession (one proxy set, staging)', ['--playback']],
+];
+
 describeTestbed('locality on the testbed', () => {
   jest.setTimeout(120_000);
 
-  test.each([
-    ['one get() per segment', []],
-    ['a PlaybackSession (one proxy set, staging)', ['--playback']],
-  ])(
-    "%s: the client's region's proxies, and after a move region b's from the segment after the next",
-    async (_path, extra) => {
-      if (unavailable) return;
-      const MOVE_DURING = 3;
-      const args = ['--import', 'tsx', join(ROOT, 'e2e/src/bench-locality.ts'), '--run', ...extra];
-      args.push('--segments', '8', '--move-during', String(MOVE_DURING), '--segment-bytes', '524288');
-      const { stdout } = await run(process.execPath, args, { cwd: ROOT, timeout: 100_000, maxBuffer: 8 << 20 }).catch(
-        (e: unknown) => {
-          const err = e as { stderr?: string; message: string };
-          throw new Error(`bench-locality --run failed: ${err.message}\n${(err.stderr ?? '').slice(-4000)}`);
-        },
+  const series = new Map<string, () => Promise<SeriesResult>>();
+
+  beforeAll(() => {
+    if (unavailable) return;
+    for (const [path, extra] of PATHS) {
+      const args = ['--run', ...extra, '--segments', '8', '--move-during', String(MOVE_DURING)];
+      args.push('--segment-bytes', '524288');
+      series.set(
+        path,
+        startEarly(() => runJson<SeriesResult>('e2e/src/bench-locality.ts', args, 'bench-locality --run', 100_000)),
       );
-      const r = JSON.parse(stdout.trim().split('\n').pop() ?? '') as SeriesResult;
+    }
+  });
+
+  afterAll(async () => {
+    // Each run takes its own testbed down: wait for them (also when a test failed before them).
+    await Promise.all([...series.values()].map((r) => r().catch(() => undefined)));
+  }, 120_000);
+
+  test.each(PATHS)(
+    "%s: the client's region's proxies, and after a move region b's from the segment after the next",
+    async (path) => {
+      if (unavailable) return;
+      const r = await series.get(path)!();
       const shown = JSON.stringify(r.segments);
       expect(r.segments).toHaveLength(8);
       for (const s of r.segments) expect([s.index, s.verified, s.error]).toEqual([s.index, true, undefined]);

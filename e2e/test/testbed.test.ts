@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { destroy, LINKEM, NETNS_PREFIX, netnsUnavailable } from '@mutp/testbed';
 import { waitFor } from '@mutp/testing/wait';
+import { runJson, startEarly } from './script-runs';
 
 const run = promisify(execFile);
 const ROOT = join(__dirname, '..', '..');
@@ -57,18 +58,6 @@ interface RunGet {
   links: Record<string, { up: { bytesOut: number }; down: { bytesOut: number; dropped: Record<string, number> } }>;
 }
 
-/** Runs one of the e2e scripts (`tsx`) to its end and parses the JSON document on its last stdout line. */
-async function runJson<T>(script: string, args: string[], what: string): Promise<T> {
-  const argv = ['--import', 'tsx', join(ROOT, script), ...args];
-  const { stdout } = await run(process.execPath, argv, { cwd: ROOT, timeout: 300_000, maxBuffer: 8 << 20 }).catch(
-    (e: unknown) => {
-      const err = e as { stderr?: string; message: string };
-      throw new Error(`${what} failed: ${err.message}\n${(err.stderr ?? '').slice(-4000)}`);
-    },
-  );
-  return JSON.parse(stdout.trim().split('\n').pop() ?? '') as T;
-}
-
 /**
  * A deployment in a testbed of its own and downloads with the real client in the client's
  * namespace (e2e/src/testbed-run-get.ts: the same runner the benchmarks use), then down.
@@ -76,22 +65,6 @@ async function runJson<T>(script: string, args: string[], what: string): Promise
 async function runGet(profile: string, modes: string[], bytes: number, extra: string[] = []): Promise<RunGet> {
   const args = ['--profile', profile, '--caps', '896,1792', '--modes', modes.join(','), '--bytes', String(bytes)];
   return runJson<RunGet>('e2e/src/testbed-run-get.ts', [...args, ...extra], `testbed-run-get ${profile}`);
-}
-
-/**
- * Starts `f` now and hands back a function that awaits it: a run started in beforeAll and checked
- * by its test later. Its failure is kept for that test (never an unhandled rejection meanwhile).
- */
-function startEarly<T>(f: () => Promise<T>): () => Promise<T> {
-  const settled = f().then(
-    (value) => ({ value }),
-    (error: unknown) => ({ error }),
-  );
-  return async () => {
-    const r = await settled;
-    if ('error' in r) throw r.error;
-    return r.value;
-  };
 }
 
 interface MobilityRow {
