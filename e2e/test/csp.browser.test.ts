@@ -31,6 +31,7 @@ import {
 import { presetSettingsApplied } from '../src/firefox-sessions';
 import { Cluster, startCluster } from '../src/cluster';
 import { Origin, startOrigin, syntheticObject } from '../src/origin';
+import { allStarted } from './all-started';
 
 jest.setTimeout(120_000);
 
@@ -97,10 +98,14 @@ beforeAll(async () => {
   manifestOrigin = await startOrigin();
   blockedBase = origin.url.replace('127.0.0.1', 'localhost');
   ({ server: site, url: siteUrl } = await startSite(policy([origin.url, manifestOrigin.url])));
-  cluster = await startCluster({
-    proxies: ['a', 'b'].map((x) => ({ name: `csp-${x}`, uploadKBps: 0 })),
-    allowPrivateOrigins: true,
-  });
+  // Chromium launches while the cluster starts (CI time).
+  await allStarted([
+    startCluster({
+      proxies: ['a', 'b'].map((x) => ({ name: `csp-${x}`, uploadKBps: 0 })),
+      allowPrivateOrigins: true,
+    }).then((c) => (cluster = c)),
+    launchChromium().then((c) => (chromium = c)),
+  ]);
   settings = {
     origoUrl: cluster.clientUrl,
     mode: 'rlnc',
@@ -108,7 +113,6 @@ beforeAll(async () => {
     exposeCounters: true,
     urlPatterns: ['*/object/*'],
   };
-  chromium = await launchChromium();
   await chromium.setSettings(settings);
 }, 300_000); // the extension build, on a busy machine
 

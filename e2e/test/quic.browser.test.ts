@@ -23,6 +23,7 @@ import { Cluster, mixedFleetOfFour, startCluster } from '../src/cluster';
 import { MEDIA_DIR, Origin, startOrigin } from '../src/origin';
 import { PlayerPages, startPlayerPages } from '../src/player-pages';
 import { countsDelta, proxyCounts, transfersIn } from '../src/proxy-metrics';
+import { allStarted } from './all-started';
 
 jest.setTimeout(180_000);
 
@@ -45,18 +46,22 @@ beforeAll(async () => {
   ensureExtensionBuilt();
   origin = await startOrigin();
   pages = await startPlayerPages();
-  cluster = await startCluster({ proxies: PROXIES, allowPrivateOrigins: true, quic: true });
-  const manifestUrl = `${origin.url}/${MANIFEST}`;
-  segmentUrls = await segmentUrlsOf(manifestUrl);
-  playerUrl = pages.playerUrl('hls', manifestUrl);
-  // Both browsers start while the proxies warm up (CI time).
-  // Each is kept as soon as it is up, so afterAll closes it also when the other failed.
-  await Promise.all([
+  // Chromium launches while the cluster starts, Firefox (its preset names origo) while the proxies
+  // warm up (CI time). Each is kept as soon as it is up, so afterAll closes it also when another failed.
+  await allStarted([
     launchChromium().then((c) => (chromium = c)),
-    launchFirefox({ origoUrl: cluster.clientUrl, mode: 'rlnc', proxies: 4, exposeCounters: true }).then(
-      (f) => (firefox = f),
-    ),
-    warmProxies(cluster, segmentUrls),
+    (async () => {
+      cluster = await startCluster({ proxies: PROXIES, allowPrivateOrigins: true, quic: true });
+      const manifestUrl = `${origin.url}/${MANIFEST}`;
+      segmentUrls = await segmentUrlsOf(manifestUrl);
+      playerUrl = pages.playerUrl('hls', manifestUrl);
+      await allStarted([
+        launchFirefox({ origoUrl: cluster.clientUrl, mode: 'rlnc', proxies: 4, exposeCounters: true }).then(
+          (f) => (firefox = f),
+        ),
+        warmProxies(cluster, segmentUrls),
+      ]);
+    })(),
   ]);
 }, 300_000);
 

@@ -41,6 +41,7 @@ import {
   proxyOriginBytes,
   RangePlayerState,
 } from '../src/range-pages';
+import { allStarted } from './all-started';
 
 jest.setTimeout(180_000);
 
@@ -71,8 +72,11 @@ beforeAll(async () => {
   ensureExtensionBuilt();
   origin = await startOrigin();
   pages = await startPlayerPages();
-  cluster = await startCluster({ proxies: PROXIES, allowPrivateOrigins: true });
-  chromium = await launchChromium();
+  // Chromium launches while the cluster starts (CI time).
+  await allStarted([
+    startCluster({ proxies: PROXIES, allowPrivateOrigins: true }).then((c) => (cluster = c)),
+    launchChromium().then((c) => (chromium = c)),
+  ]);
   await chromium.setSettings({ origoUrl: cluster.clientUrl, mode: 'rlnc', proxies: 4, exposeCounters: true });
 }, 300_000);
 

@@ -140,16 +140,22 @@ test('a page that loads the downloader frame itself gets no answer from it', asy
   const src = await page.evaluate(() => document.querySelector('iframe')?.src);
   expect(src).toMatch(/^moz-extension:\/\/[^/]+\/downloader\.html$/);
   const before = origoConnections.length;
-  for (const value of ['attacker-session', '0123456789abcdef0123456789abcdef']) {
-    const answers = await page.evaluate(
-      (s, marker, v, url, ms) => (window as unknown as PageWindow).attack(s, marker, v, url, ms),
-      src!,
-      DOWNLOADER_PORT,
-      value,
-      `${server.url}/private/secret.m4s`,
-      ATTACK_WATCH_MS,
-    );
-    expect({ value, answers }).toEqual({ value, answers: [] });
-  }
+  // Each marker value in a frame of its own, attacked at once, each port watched for ATTACK_WATCH_MS.
+  const values = ['attacker-session', '0123456789abcdef0123456789abcdef'];
+  const answers = await Promise.all(
+    values.map((value) =>
+      page.evaluate(
+        (s, marker, v, url, ms) => (window as unknown as PageWindow).attack(s, marker, v, url, ms),
+        src!,
+        DOWNLOADER_PORT,
+        value,
+        `${server.url}/private/secret.m4s`,
+        ATTACK_WATCH_MS,
+      ),
+    ),
+  );
+  expect(values.map((value, i) => ({ value, answers: answers[i] }))).toEqual(
+    values.map((value) => ({ value, answers: [] })),
+  );
   expect(origoConnections.length).toBe(before);
 });
