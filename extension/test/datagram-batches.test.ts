@@ -1,4 +1,4 @@
-import { DatagramBatches, nextTask, readInto, ScheduleTask } from '../src/downloader/datagram-batches';
+import { DatagramBatches, frameTasks, readInto, ScheduleTask } from '../src/downloader/datagram-batches';
 
 /** A scheduler the test runs by hand: tasks wait until `runTasks`. */
 function manualTasks(): { schedule: ScheduleTask; runTasks(): number } {
@@ -112,6 +112,7 @@ describe('DatagramBatches', () => {
   });
 
   it('with a real stream and task queue, a burst costs the core one answer, not one per datagram', async () => {
+    const nextTask = frameTasks(() => false);
     const core = coreLike();
     const batches = new DatagramBatches(
       (b) => core.handle(b),
@@ -132,5 +133,47 @@ describe('DatagramBatches', () => {
     await Promise.resolve();
     expect(direct.seen).toHaveLength(50);
     expect(direct.flushes).toBe(50);
+  });
+});
+
+describe('frameTasks', () => {
+  afterEach(() => jest.useRealTimers());
+
+  it('uses a timer while the page is visible and a message while it is hidden (timers are throttled there)', async () => {
+    let hidden = false;
+    const schedule = frameTasks(() => hidden);
+    jest.useFakeTimers({ doNotFake: ['queueMicrotask', 'nextTick', 'setImmediate'] });
+    const ran: string[] = [];
+    schedule(() => ran.push('visible'));
+    expect(jest.getTimerCount()).toBe(1);
+    jest.runOnlyPendingTimers();
+    expect(ran).toEqual(['visible']);
+
+    hidden = true;
+    const done = new Promise<void>((resolve) =>
+      schedule(() => {
+        ran.push('hidden');
+        resolve();
+      }),
+    );
+    expect(jest.getTimerCount()).toBe(0); // no timer: a message
+    await done;
+    expect(ran).toEqual(['visible', 'hidden']);
+  });
+
+  it('runs after the microtasks queued before it', async () => {
+    for (const hidden of [false, true]) {
+      const schedule = frameTasks(() => hidden);
+      const order: string[] = [];
+      const done = new Promise<void>((resolve) =>
+        schedule(() => {
+          order.push('task');
+          resolve();
+        }),
+      );
+      queueMicrotask(() => order.push('microtask'));
+      await done;
+      expect(order).toEqual(['microtask', 'task']);
+    }
   });
 });

@@ -8,7 +8,7 @@
  * link in batches (datagram-batches.ts), so the core answers a batch, not every datagram.
  */
 import type { LinkTransport, QuicTarget } from '@mutp/shared/client';
-import { BatchCounters, DatagramBatches, nextTask, readInto } from './datagram-batches';
+import { BatchCounters, DatagramBatches, frameTasks, readInto, ScheduleTask } from './datagram-batches';
 
 /** Datagrams the browser may queue for the reader (its default is small: a burst would be dropped). */
 const INCOMING_HIGH_WATER_MARK = 4096;
@@ -21,6 +21,9 @@ function hashBytes(base64: string): Uint8Array<ArrayBuffer> {
   for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
   return bytes;
 }
+
+/** One scheduler for every link of the frame (its MessageChannel is made once, when first hidden). */
+const nextTask: ScheduleTask = frameTasks();
 
 /** Every WebTransport link's batches and sends in this frame (profile:browser reads them). */
 export const datagramBatchCounters: BatchCounters & { sent: number } = {
