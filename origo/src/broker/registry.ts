@@ -354,6 +354,7 @@ export class ProxyRegistry {
       ...(p.assertionKey !== undefined ? { assertionKey: p.assertionKey } : {}),
       ...(p.capabilities !== undefined ? { capabilities: [...p.capabilities] } : {}),
       ...(p.keyFingerprint !== undefined ? { keyFingerprint: p.keyFingerprint } : {}),
+      ...(p.operator !== undefined ? { operator: p.operator } : {}),
       modes: [...p.modes],
       capacityBps: p.capacityBps,
       uploadBps: p.uploadBps,

@@ -39,6 +39,8 @@ export interface SharedProxy {
   capabilities?: string[];
   /** The fingerprint of the per-proxy key it registered with: a proven-false ban names it too. */
   keyFingerprint?: string;
+  /** Who runs it, as the keys file named it (selection rule 7); absent: its own operator. */
+  operator?: string;
   modes: SelectableMode[];
   capacityBps: number;
   uploadBps: number;
@@ -61,6 +63,10 @@ const sharedProxy = z.object({
   assertionKey: assertionKey.optional(),
   capabilities: z.array(z.string().max(32)).max(32).optional(),
   keyFingerprint: z.string().max(64).optional(),
+  operator: z
+    .string()
+    .regex(/^[A-Za-z0-9_.:-]{1,64}$/)
+    .optional(),
   modes: z.array(z.enum(['uncoded', 'rlnc', 'fountain'])).max(3),
   capacityBps: z.number().nonnegative(),
   uploadBps: z.number().nonnegative(),

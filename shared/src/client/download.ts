@@ -127,6 +127,8 @@ export function runDownload(offered: ProxyLink[], clock: Clock, o: DownloadOptio
     sourceNames: links.map((link) => link.proxy.name),
     capabilities: own,
     sourceCapabilities: links.map((link) => declaredBy(link.proxy)),
+    // Agreeing sources must span operators (issue 31); an offer that names none means the proxy's id.
+    sourceOperators: links.map((link) => link.proxy.operator ?? link.proxy.proxyId),
   });
 
   return new Promise<DownloadResult>((resolve, reject) => {

@@ -11,8 +11,9 @@ import { ByteRange, rangeProblem, servedRangeProblem } from '../range';
 import { Capabilities, hasFeature, MetaMessage, Mode, SchedulerName } from '../wire';
 import { DEFAULT_RECEIVER_CONFIG, ReceiverConfig } from './config';
 import { SourceSigner } from './meta-signatures';
+import type { SourceOperatorOptions } from './quorum';
 
-export interface ReceiverOptions {
+export interface ReceiverOptions extends SourceOperatorOptions {
   transferId: number;
   url: string;
   mode: Mode;
@@ -75,6 +76,8 @@ export function checkReceiverOptions(opts: ReceiverOptions): SchedulerName {
     throw new RangeError(`${opts.signers.length} signers for ${opts.sourceCount} sources`);
   if (opts.signers?.some((s) => s) && opts.capabilities !== undefined && !hasFeature(opts.capabilities, 'signatures'))
     throw new RangeError('keys to check signed METAs given to a client that does not declare signatures');
+  if (opts.sourceOperators && opts.sourceOperators.length !== opts.sourceCount)
+    throw new RangeError(`${opts.sourceOperators.length} operators for ${opts.sourceCount} sources`);
   if (opts.sourceCapabilities && opts.sourceCapabilities.length !== opts.sourceCount)
     throw new RangeError(`${opts.sourceCapabilities.length} capability sets for ${opts.sourceCount} sources`);
   return scheduler;
