@@ -28,7 +28,7 @@ import { ReceiverConfig } from './config';
 import { EarlyData } from './early-data';
 import { MetaSignatures } from './meta-signatures';
 import { checkReceiverOptions, metaMismatch, receiverConfig, ReceiverOptions } from './options';
-import { DEFAULT_FETCHING_WAIT_MS, IdentityQuorum, SourceOperatorOptions } from './quorum';
+import { DEFAULT_FETCHING_WAIT_MS, IdentityQuorum } from './quorum';
 import { PollutionKind, Source } from './source';
 import { SourceFeatures } from './source-features';
 
@@ -79,9 +79,7 @@ export abstract class SourceMembership {
       quorum,
       config.agreementWaitMs,
       DEFAULT_FETCHING_WAIT_MS,
-      // ReceiverOptions extends SourceOperatorOptions (options.ts); the cast keeps this file
-      // independent of that declaration's place.
-      (opts as ReceiverOptions & SourceOperatorOptions).sourceOperators,
+      opts.sourceOperators,
     );
     this.completion = new Completion({
       mode: opts.mode,
