@@ -6,6 +6,7 @@ import { createHash, createPublicKey, randomBytes, verify } from 'node:crypto';
 import WebSocket from 'ws';
 import { ClientHost, FetchLike, systemClock, WebSocketLike } from '@mutp/shared/client';
 import { createNodeRtcFactory, nodeRtcReceiveDrops, NodeRtcOptions } from '@mutp/node-rtc';
+import { quicClientReceiveDrops } from '@mutp/quic';
 import { nodeNetworkWatch } from './network-watch';
 import { nodeQuicOpener, NodeQuicOptions } from './quic-transport';
 
@@ -29,9 +30,11 @@ export function createNodeHost(rtc: NodeRtcOptions = {}, quic: NodeQuicOptions =
     sha256: nodeSha256,
     verifySignature: verifyEd25519Native,
     onNetworkChange: nodeNetworkWatch(),
-    // What the budget dropped: while it grows, the receivers tell each source the rate they
-    // handle, so the sources slow down to it (shared/src/receiver/handled-rate.ts).
-    receiveDrops: nodeRtcReceiveDrops,
+    // What the RTC budget and the QUIC sessions' shared queue dropped unread: while it grows, the
+    // receivers tell each source the rate they handle, so the sources slow down to it
+    // (shared/src/receiver/handled-rate.ts). One count for both: a drop on either is the JS
+    // thread falling behind, which every source's data competes for.
+    receiveDrops: () => nodeRtcReceiveDrops() + quicClientReceiveDrops(),
   };
   return host;
 }

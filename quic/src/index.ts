@@ -251,11 +251,25 @@ function countBatch(meta: Uint32Array | undefined): void {
     }
 }
 
+/** Client datagrams the shared queue dropped in this realm so far (quicClientReceiveDrops). */
+let clientDatagramsDropped = 0;
+
+/**
+ * Datagrams of this process's client sessions that the shared queue dropped unread so far
+ * (more than 16 MiB waited for the JS thread): monotonic, all sessions together, as
+ * node-rtc's nodeRtcReceiveDrops, with which the Node client hands it to its receivers
+ * (ClientHost.receiveDrops: its sources are then told the rate it handles).
+ */
+export function quicClientReceiveDrops(): number {
+  return clientDatagramsDropped;
+}
+
 function installClientDatagrams(n: NativeAddon): void {
   if (clientDatagramsInstalled) return;
   n.setClientDatagramHandler((event) => {
     if (event.kind !== 'datagrams') return;
     countBatch(event.meta);
+    clientDatagramsDropped += event.dropped ?? 0;
     // The queue is shared: a drop is not one session's, so every open session hears of it.
     if (event.dropped) for (const h of clientDatagramHandlers.values()) h.onDatagramsDropped?.(event.dropped);
     forEachDatagram(event, (id, data, receivedAt) => clientDatagramHandlers.get(id)?.onDatagram(data, receivedAt));
