@@ -19,11 +19,24 @@ import { nodeQuicOpener, NodeQuicOptions } from './quic-transport';
  */
 export const MAX_MESSAGES_PER_TURN = 256;
 
+/**
+ * How long a WebSocket the client closed waits for origo's half of the close handshake before it
+ * drops the connection. ws waits 30 s by default and its timer holds the process open: after a
+ * network change the old address is gone, the handshake can never complete, and `mutp` (or a
+ * benchmark) exited 30 s after its last download. On a live network origo answers in a round trip.
+ */
+export const CLOSE_HANDSHAKE_MS = 2000;
+
 export function createNodeHost(rtc: NodeRtcOptions = {}, quic: NodeQuicOptions = {}): ClientHost {
   const host: ClientHost & { receiveDrops: () => number } = {
     clock: systemClock,
     random: () => randomBytes(4).readUInt32BE(0),
-    webSocket: (url) => new WebSocket(url, { maxPayload: 1 << 20 }) as unknown as WebSocketLike,
+    // closeTimeout: an option of the ws we install (8.23) that @types/ws (8.18) does not declare yet.
+    webSocket: (url) =>
+      new WebSocket(url, {
+        maxPayload: 1 << 20,
+        closeTimeout: CLOSE_HANDSHAKE_MS,
+      } as WebSocket.ClientOptions) as unknown as WebSocketLike,
     rtc: createNodeRtcFactory({ maxMessagesPerTurn: MAX_MESSAGES_PER_TURN, ...rtc }),
     quic: nodeQuicOpener(quic),
     fetch: globalThis.fetch as unknown as FetchLike,

@@ -1,7 +1,7 @@
 /**
  * linkem against its spec, measured end to end through real namespaces, TUNs and UDP (see
  * src/emulator-validation.ts). Needs root and /dev/net/tun; skipped with the reason otherwise.
- * All checks share one topology; linkem restarts for each check. About 55 s in all.
+ * All checks share one topology; linkem restarts for each check. About 45 s in all.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
