@@ -57,6 +57,11 @@ export class Pacer {
     this.timer = undefined;
   }
 
+  /** Whether `resume` waits for the timer (its host is out of tokens until then). */
+  isWaiting(resume: () => void): boolean {
+    return this.waiting.has(resume);
+  }
+
   /** Hosts waiting now (tests, metrics). */
   get size(): number {
     return this.waiting.size;

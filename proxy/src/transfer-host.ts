@@ -368,6 +368,13 @@ export class TransferHost {
       this.timer.arm();
       return;
     }
+    // Out of tokens, this host sends when the pacer resumes it. A datagram in between (feedback,
+    // a REQUEST) would find a datagram's worth at most and send it alone: one more native send
+    // and runtime wake-up for one datagram, instead of the quantum back to back (issue 33).
+    if (this.pacer.isWaiting(this.resume)) {
+      this.timer.arm();
+      return;
+    }
     this.pumping = true;
     const { bucket, meter, metrics } = this.services;
     // Sent bytes go to the meter and the metrics once per pump (a prom-client inc per datagram
