@@ -1,4 +1,4 @@
-import { DatagramBatches, frameTasks, readInto, ScheduleTask } from '../src/downloader/datagram-batches';
+import { DatagramBatches, frameTasks, MAX_RUN, readInto, ScheduleTask } from '../src/downloader/datagram-batches';
 
 /** A scheduler the test runs by hand: tasks wait until `runTasks`. */
 function manualTasks(): { schedule: ScheduleTask; runTasks(): number } {
@@ -93,6 +93,33 @@ describe('DatagramBatches', () => {
     expect(counters).toEqual({ datagrams: 10, batches: 3, largestBatch: 4 });
   });
 
+  it('delivers a batch in runs of maxRun, the core answering each before the next; a later batch follows in order', async () => {
+    const tasks = manualTasks();
+    const core = coreLike();
+    const order: string[] = [];
+    const batches = new DatagramBatches(
+      (b) => {
+        order.push(`d${b[0]}`);
+        core.handle(b);
+      },
+      tasks.schedule,
+      () => 0,
+      undefined,
+      1024,
+      3,
+    );
+    for (let i = 0; i < 7; i++) batches.push(Uint8Array.of(i));
+    tasks.runTasks();
+    expect(core.seen).toEqual([0, 1, 2]); // the first run; the rest waits behind the core's answer
+    batches.push(Uint8Array.of(7)); // read meanwhile: queued behind the runs still to come
+    tasks.runTasks();
+    expect(core.seen).toEqual([0, 1, 2]);
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(core.seen).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(core.flushes).toBe(3);
+    expect(order).toEqual(['d0', 'd1', 'd2', 'd3', 'd4', 'd5', 'd6', 'd7']);
+  });
+
   it('delivers nothing after close, not even the rest of a batch being delivered', () => {
     const tasks = manualTasks();
     const delivered: number[] = [];
@@ -111,7 +138,7 @@ describe('DatagramBatches', () => {
     expect(delivered).toEqual([0, 1]);
   });
 
-  it('with a real stream and task queue, a burst costs the core one answer, not one per datagram', async () => {
+  it('with a real stream and task queue, a burst costs the core one answer per MAX_RUN, not one per datagram', async () => {
     const nextTask = frameTasks(() => false);
     const core = coreLike();
     const batches = new DatagramBatches(
@@ -121,10 +148,10 @@ describe('DatagramBatches', () => {
     );
     await readInto(burst(50).getReader(), batches);
     expect(core.seen).toEqual([]); // read, and queued for the next task
-    await new Promise<void>((resolve) => nextTask(resolve)); // after the batch's task
+    await new Promise<void>((resolve) => nextTask(resolve)); // after the batch's task and its runs
     await Promise.resolve();
     expect(core.seen).toEqual(Array.from({ length: 50 }, (_, i) => i));
-    expect(core.flushes).toBe(1);
+    expect(core.flushes).toBe(Math.ceil(50 / MAX_RUN));
 
     // The loop this replaces (deliver as read): the core's microtask runs between every two reads.
     const direct = coreLike();
