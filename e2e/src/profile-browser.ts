@@ -15,6 +15,9 @@
  * - the frame's own timeline of its downloads (profile-browser-timeline.ts): per segment the gap
  *   since the previous one, the time to its first datagram and the transfer; and how its
  *   WebTransport links batched their datagrams and how many they sent;
+ * - the proxies' senders per play (sender-log.ts: lost, expired, blocked by the in-flight limit,
+ *   RTT) and, in the testbed, each emulated link's packets and drops (profile-browser-links.ts):
+ *   the senders' "lost" against what the links really dropped;
  * - the CPU seconds of every process of the run (Chromium's, the proxies', origo's) from /proc,
  *   against the wall time: on a 2-core machine, whether the cores were the limit.
  *
@@ -31,6 +34,8 @@ import { startCluster } from './cluster';
 import { startOrigin } from './origin';
 import { enterTestbed, loopbackRelay, startPlacedOrigin } from './testbed-run';
 import { readFrameTimeline } from './profile-browser-timeline';
+import { linkDeltasSince, snapshotLinks } from './profile-browser-links';
+import { SenderLog } from './sender-log';
 import { startPlayerPages } from './player-pages';
 import { chromiumLabel } from './proc-cpu';
 import { SourceMapConsumer } from 'source-map';
@@ -405,6 +410,7 @@ async function main(): Promise<void> {
   let chromium: Awaited<ReturnType<typeof launchChromium>> | undefined;
   let cluster: Awaited<ReturnType<typeof startCluster>> | undefined;
   let relay: Awaited<ReturnType<typeof loopbackRelay>> | undefined;
+  const senderLog = new SenderLog();
   try {
     origin = testbed ? await startPlacedOrigin(testbed.origin) : await startOrigin();
     pages = await startPlayerPages();
@@ -415,6 +421,9 @@ async function main(): Promise<void> {
       readyTimeoutMs: 60_000,
       placement: testbed ? { origo: testbed.origo, proxies: testbed.proxies } : undefined,
       quic: opts.transport === 'quic',
+      // The proxies' "transfer ended" lines: each sender's lost, expired and window-blocked counts.
+      logLevel: 'debug',
+      onLog: (source: string, line: string) => senderLog.onLine(source, line),
     });
     // The extension takes plain ws:// only to this machine: in the testbed, origo through a loopback relay.
     const origoUrl = new URL(cluster.clientUrl);
@@ -436,6 +445,8 @@ async function main(): Promise<void> {
       let profile: CpuProfile | undefined;
       let sends: unknown;
       let timeline: unknown;
+      senderLog.take(); // the warm-up's and earlier plays' transfers
+      const linksBefore = testbed ? snapshotLinks(testbed) : undefined;
       const cpuBefore = cpuSeconds();
       const t0 = Date.now();
       let cpu: ReturnType<typeof cpuDelta> | undefined;
@@ -464,6 +475,10 @@ async function main(): Promise<void> {
           },
         },
       );
+      // The senders log a transfer's end when its STOP arrives; linkem rewrites its counters each second.
+      await new Promise((r) => setTimeout(r, 1100));
+      const senders = senderLog.take();
+      const links = testbed && linksBefore ? linkDeltasSince(testbed, linksBefore) : undefined;
       writeFileSync(join(opts.out, `downloader-${opts.mode}-${play}.cpuprofile`), JSON.stringify(profile ?? {}));
       let traceSummary: unknown = 'no trace';
       if (trace) {
@@ -485,6 +500,8 @@ async function main(): Promise<void> {
           shares: s.proxies.map((p) => `${p.name}:${round(p.share, 3)}`).join(' '),
         })),
         frameTimeline: timeline,
+        senders,
+        links,
         cpu,
         dataChannelSends: sends,
         downloaderProfile: profile ? summarizeProfile(profile, maps) : 'no profile',
