@@ -185,7 +185,7 @@ describe('configuration', () => {
       maxObjectBytes: 64 * 1024 * 1024,
       uploadLimitKBps: 0,
       uploadBurstBytes: 0,
-      pacingQuantumMs: 0,
+      pacingQuantumMs: 2,
       allowedOrigins: '*',
       allowPrivateOrigins: false,
       maxTransfers: 256,
