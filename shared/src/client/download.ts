@@ -99,6 +99,12 @@ export interface DownloadResult {
 
 /** How long a finished transfer still answers stray data with STOP. */
 const STOP_LINGER_MS = 3000;
+/**
+ * Messages handled in one batch before the download answers them: half a FEEDBACK's reach of 32
+ * packets, so a batch of one source (or a FEEDBACK lost on the way) never leaves delivered
+ * packets unacknowledged.
+ */
+const FLUSH_EVERY_MESSAGES = 16;
 export function runDownload(offered: ProxyLink[], clock: Clock, o: DownloadOptions): Promise<DownloadResult> {
   const startedAt = clock.now();
   const own = withoutFeatures(o.disabledFeatures);
@@ -134,7 +140,9 @@ export function runDownload(offered: ProxyLink[], clock: Clock, o: DownloadOptio
   return new Promise<DownloadResult>((resolve, reject) => {
     let settled = false;
 
+    let handledSinceFlush = 0;
     const flush = () => {
+      handledSinceFlush = 0;
       const now = clock.now();
       for (let d = receiver.pollDatagram(now); d; d = receiver.pollDatagram(now)) links[d.source].send(d.bytes);
       if (settled) return;
@@ -143,9 +151,12 @@ export function runDownload(offered: ProxyLink[], clock: Clock, o: DownloadOptio
     };
     // A datagram's answer (feedback, a STOP) waits for the other datagrams that arrived with it:
     // a transport that hands over a batch at once (QUIC's addon) then costs one flush, and one
-    // wake-up of its sending thread, per batch rather than per datagram (issue 33).
+    // wake-up of its sending thread, per batch rather than per datagram (issue 33). But not for
+    // more than FLUSH_EVERY_MESSAGES: one FEEDBACK acknowledges only the 32 packets below its
+    // largest, and the source counts older unacknowledged ones lost (its window shrinks).
     let flushQueued = false;
     const flushAfterBatch = () => {
+      if (++handledSinceFlush >= FLUSH_EVERY_MESSAGES) return flush();
       if (flushQueued) return;
       flushQueued = true;
       queueMicrotask(() => {
