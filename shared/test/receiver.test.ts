@@ -421,14 +421,15 @@ describe('FEEDBACK', () => {
     expect(h.receiver.stats().sources[0].beforeMeta).toBe(0);
   });
 
-  test('goes out after every 8 data packets, without waiting for the interval', () => {
+  test('goes out after every ackEveryPackets data packets, without waiting for the interval', () => {
+    const every = DEFAULT_RECEIVER_CONFIG.ackEveryPackets;
     const h = new Harness(makeObject(64 * 40), { window: 32 });
     h.poll(0);
     h.meta(0, 0);
     h.poll(0);
-    for (let u = 0; u < 7; u++) h.data(0, u, 1);
+    for (let u = 0; u < every - 1; u++) h.data(0, u, 1);
     expect(h.poll(1)).toEqual([]);
-    h.data(0, 7, 1);
+    h.data(0, every - 1, 1);
     expect(types(h.poll(1))).toEqual([[0, MessageType.FeedbackUncoded]]);
   });
 

@@ -17,7 +17,7 @@ export interface SenderConfig {
    */
   inFlightRtt: 'min' | 'smoothed';
   /**
-   * Above the receiver's ackEveryPackets (8): on a short path (a nearby edge, a LAN, loopback)
+   * Above the receiver's ackEveryPackets (12): on a short path (a nearby edge, a LAN, loopback)
    * rate x RTT is a few packets, and with fewer in flight than trigger an ack, feedback comes
    * only on the receiver's timer, the measured rate stays low and the limit never grows.
    */
