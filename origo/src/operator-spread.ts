@@ -8,7 +8,7 @@
  * operator has an eligible proxy, the places go to the dropped picks (availability over
  * independence) and the offer says so (operatorsConcentrated).
  */
-import type { ProxyLoad, SelectionRequest } from './selection';
+import type { ProxyLoad, SelectionRequest } from './selection-types';
 
 /** Selection rounds excluding only what was picked before the full operators' proxies are listed. */
 export const MAX_SPREAD_ROUNDS = 4;
