@@ -35,7 +35,8 @@ import {
   withoutFeatures,
 } from '../src/internal';
 import { DEFAULT_RECEIVER_CONFIG } from '../src/receiver/config';
-import { DEFAULT_FETCHING_WAIT_MS, IdentityQuorum } from '../src/receiver/quorum';
+import { DEFAULT_FETCHING_WAIT_MS } from '../src/receiver/config';
+import { IdentityQuorum } from '../src/receiver/quorum';
 import { Source } from '../src/receiver/source';
 import { objectOf } from './helpers/fake-host';
 
@@ -84,7 +85,11 @@ interface RunResult {
 }
 
 /** A download of `proxies[i]`'s objects by one Receiver, every datagram ONE_WAY_MS away. */
-function run(mode: Mode, proxies: ProxySpec[], client: { disabled?: Feature[] } = {}): RunResult {
+function run(
+  mode: Mode,
+  proxies: ProxySpec[],
+  client: { disabled?: Feature[]; fetchingWaitMs?: number } = {},
+): RunResult {
   const keys = proxies.map((_, i) => makeKey(`edge-${i}`));
   let verifications = 0;
   const receiver = new Receiver({
@@ -104,6 +109,7 @@ function run(mode: Mode, proxies: ProxySpec[], client: { disabled?: Feature[] } 
     signers: keys.map(({ proxyId, publicKey }) => ({ proxyId, publicKey })),
     sourceCapabilities: proxies.map((p) => withoutFeatures(p.disabled)),
     capabilities: withoutFeatures(client.disabled),
+    ...(client.fetchingWaitMs !== undefined ? { config: { fetchingWaitMs: client.fetchingWaitMs } } : {}),
   });
   const admissions = proxies.map(() => new Admission({ maxTransfers: 8, maxPerClient: 8, memoryBytes: 64 << 20 }));
   const endpoints = proxies.map(
@@ -219,6 +225,22 @@ describe.each<Mode>(['rlnc', 'uncoded'])('%s', (mode) => {
     // First META after one round trip (10 ms); released at its 5 s bound, not at the stall timeout.
     expect(r.endedAt).toBeGreaterThanOrEqual(5_000);
     expect(r.endedAt).toBeLessThanOrEqual(5_000 + 2 * ONE_WAY_MS + 1);
+  });
+
+  test('the bound is the receiver’s fetchingWaitMs: 3 s when configured so', () => {
+    const r = run(
+      mode,
+      [
+        { object: genuine, fetchMs: 0 },
+        { object: genuine, fetchMs: 0 },
+        { object: genuine, fetchMs: 'never' },
+      ],
+      { fetchingWaitMs: 3_000 },
+    );
+    expect(r.fetchingSeen[2]).toBeGreaterThan(0);
+    expect(r.receiver.status).toBe('complete');
+    expect(r.endedAt).toBeGreaterThanOrEqual(3_000);
+    expect(r.endedAt).toBeLessThanOrEqual(3_000 + 2 * ONE_WAY_MS + 1);
   });
 
   test('a FETCHING its source’s published key did not sign buys nothing: decided at the usual 1 s', () => {

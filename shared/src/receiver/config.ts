@@ -1,5 +1,12 @@
 /** The receiver's tunables and their defaults (see Receiver). */
 
+/**
+ * Default bound of the wait a FETCHING buys, from the first META: about what a cold origin fetch
+ * of a segment takes, and well inside the stall timeout (15 s) and the 10 s after which the
+ * client orchestration gives up on a source that has not answered.
+ */
+export const DEFAULT_FETCHING_WAIT_MS = 5000;
+
 export interface ReceiverConfig {
   /** Feedback to each source at least this often, so a lost one is soon covered by the next. */
   feedbackIntervalMs: number;
@@ -69,6 +76,12 @@ export interface ReceiverConfig {
    * (it may be dead): the download goes on when the others meet the quorum, else fails.
    */
   agreementWaitMs: number;
+  /**
+   * A source that said it is still fetching (a FETCHING that counts, protocol.md §4.2c) is waited
+   * for past agreementWaitMs, never longer than this after the first META: the most a rogue's
+   * FETCHING can delay a download.
+   */
+  fetchingWaitMs: number;
   /** Packets of unverified check units kept to identify a polluter (bytes, all units together). */
   maxPacketLogBytes: number;
   /** Uncoded: a failed check unit asks the sources for its symbol digests again after this long. */
@@ -106,6 +119,7 @@ export const DEFAULT_RECEIVER_CONFIG: ReceiverConfig = {
   capHeadroom: 1.5,
   quorum: 2,
   agreementWaitMs: 1000,
+  fetchingWaitMs: DEFAULT_FETCHING_WAIT_MS,
   maxPacketLogBytes: 64 * 1024 * 1024,
   symbolDigestRetryMs: 250,
   integrity: 'checked',

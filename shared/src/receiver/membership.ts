@@ -28,7 +28,7 @@ import { ReceiverConfig } from './config';
 import { EarlyData } from './early-data';
 import { MetaSignatures } from './meta-signatures';
 import { checkReceiverOptions, metaMismatch, receiverConfig, ReceiverOptions } from './options';
-import { DEFAULT_FETCHING_WAIT_MS, IdentityQuorum } from './quorum';
+import { IdentityQuorum } from './quorum';
 import { PollutionKind, Source } from './source';
 import { SourceFeatures } from './source-features';
 
@@ -78,7 +78,7 @@ export abstract class SourceMembership {
       hash,
       quorum,
       config.agreementWaitMs,
-      DEFAULT_FETCHING_WAIT_MS,
+      config.fetchingWaitMs,
       opts.sourceOperators,
     );
     this.completion = new Completion({

@@ -21,14 +21,8 @@
  */
 import { Sha256 } from '../integrity';
 import { Agreement, Identity, OperatorBar } from './agreement';
+import { DEFAULT_FETCHING_WAIT_MS } from './config';
 import { Source } from './source';
-
-/**
- * Default bound of the wait a FETCHING buys, from the first META: about what a cold origin fetch
- * of a segment takes, and well inside the stall timeout (15 s) and the 10 s after which the
- * client orchestration gives up on a source that has not answered.
- */
-export const DEFAULT_FETCHING_WAIT_MS = 5000;
 
 export class IdentityQuorum {
   private readonly agreement: Agreement;
