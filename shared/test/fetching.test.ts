@@ -5,7 +5,6 @@
  * in-memory network with fake time; only the origin is scripted (when each source's fetch ends).
  */
 import { generateKeyPairSync, KeyObject, sign } from 'node:crypto';
-import { sha256 } from '@noble/hashes/sha256';
 import fc from 'fast-check';
 import {
   Admission,
@@ -26,7 +25,6 @@ import {
   Mode,
   Receiver,
   rlncCodec,
-  SharedEncoders,
   SourceEndpoint,
   uncodedCodec,
   verifyEd25519,
@@ -39,6 +37,7 @@ import { DEFAULT_FETCHING_WAIT_MS } from '../src/receiver/config';
 import { IdentityQuorum } from '../src/receiver/quorum';
 import { Source } from '../src/receiver/source';
 import { objectOf } from './helpers/fake-host';
+import { runOverNetwork } from './helpers/endpoint-network';
 
 const URL_ = 'https://cdn.example/v/seg-1.ts';
 const TRANSFER = 9;
@@ -124,47 +123,19 @@ function run(
         disabledFeatures: p.disabled,
       }),
   );
-  const inFlight: { at: number; to: 'client' | 'proxy'; source: number; bytes: Uint8Array }[] = [];
-  const readyAt: (number | undefined)[] = proxies.map(() => undefined);
   const fetchingSeen = proxies.map(() => 0);
-  let endedAt = -1;
-  for (let t = 0; t <= RUN_LIMIT_MS && endedAt < 0; t++) {
-    for (let k = 0; k < inFlight.length; k++) {
-      const d = inFlight[k];
-      if (d.at > t) continue;
-      inFlight.splice(k--, 1);
-      if (d.to === 'proxy') endpoints[d.source].handleDatagram(d.bytes, t);
-      else {
-        if (d.bytes[1] === MessageType.Fetching) fetchingSeen[d.source]++;
-        receiver.handleDatagram(d.source, d.bytes, t);
-      }
-    }
-    endpoints.forEach((ep, i) => {
-      for (let e = ep.pollEvent(); e; e = ep.pollEvent()) {
-        const fetchMs = proxies[i].fetchMs;
-        if (e.type === 'fetch' && fetchMs !== 'never') readyAt[i] = t + fetchMs;
-      }
-      if (readyAt[i] !== undefined && readyAt[i]! <= t) {
-        readyAt[i] = undefined;
-        const bytes = proxies[i].object;
-        ep.objectReady(
-          TRANSFER,
-          { bytes, digest: sha256(bytes), encoders: new SharedEncoders(bytes, admissions[i].memory), cached: true },
-          t,
-        );
-      }
-      const deadline = ep.nextDeadline();
-      if (deadline !== null && deadline <= t) ep.handleTimeout(t);
-      const send = (bytes: Uint8Array) => inFlight.push({ at: t + ONE_WAY_MS, to: 'client', source: i, bytes });
-      for (let d = ep.pollControl(); d; d = ep.pollControl()) send(d);
-      for (let n = 0, d = ep.pollDatagram(t); d && n < 32; n++, d = ep.pollDatagram(t)) send(d.slice());
-    });
-    const deadline = receiver.nextDeadline();
-    if (deadline !== null && deadline <= t) receiver.handleTimeout(t);
-    for (let d = receiver.pollDatagram(t); d; d = receiver.pollDatagram(t))
-      inFlight.push({ at: t + ONE_WAY_MS, to: 'proxy', source: d.source, bytes: d.bytes });
-    if (receiver.status !== 'active') endedAt = t;
-  }
+  const endedAt = runOverNetwork(
+    receiver,
+    proxies.map((p, i) => ({ endpoint: endpoints[i], admission: admissions[i], object: p.object, fetchMs: p.fetchMs })),
+    {
+      transferId: TRANSFER,
+      oneWayMs: ONE_WAY_MS,
+      limitMs: RUN_LIMIT_MS,
+      toClient: (source, bytes) => {
+        if (bytes[1] === MessageType.Fetching) fetchingSeen[source]++;
+      },
+    },
+  );
   return { receiver, endpoints, endedAt, fetchingSeen, verifications };
 }
 

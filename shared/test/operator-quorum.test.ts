@@ -6,7 +6,6 @@
  * proxy of another operator is one whose origin fetch has not ended yet, as an older proxy that
  * sends no FETCHING: silent past the agreement wait.
  */
-import { sha256 } from '@noble/hashes/sha256';
 import {
   Admission,
   Feature,
@@ -14,7 +13,6 @@ import {
   Receiver,
   ReceiverOptions,
   rlncCodec,
-  SharedEncoders,
   SourceEndpoint,
   uncodedCodec,
   withoutFeatures,
@@ -23,6 +21,7 @@ import { DEFAULT_RECEIVER_CONFIG } from '../src/receiver/config';
 import { IdentityQuorum, SourceOperatorOptions } from '../src/receiver/quorum';
 import { Source } from '../src/receiver/source';
 import { objectOf } from './helpers/fake-host';
+import { runOverNetwork } from './helpers/endpoint-network';
 
 const TRANSFER = 5;
 const ONE_WAY_MS = 5;
@@ -64,37 +63,11 @@ function run(mode: Mode, proxies: ProxySpec[], operators?: (string | undefined)[
         disabledFeatures: OLDER,
       }),
   );
-  const inFlight: { at: number; toProxy: boolean; source: number; bytes: Uint8Array }[] = [];
-  const readyAt: (number | undefined)[] = proxies.map(() => undefined);
-  let endedAt = -1;
-  for (let t = 0; t <= RUN_LIMIT_MS && endedAt < 0; t++) {
-    for (let k = 0; k < inFlight.length; k++) {
-      const d = inFlight[k];
-      if (d.at > t) continue;
-      inFlight.splice(k--, 1);
-      if (d.toProxy) endpoints[d.source].handleDatagram(d.bytes, t);
-      else receiver.handleDatagram(d.source, d.bytes, t);
-    }
-    endpoints.forEach((ep, i) => {
-      for (let e = ep.pollEvent(); e; e = ep.pollEvent()) if (e.type === 'fetch') readyAt[i] = t + proxies[i].fetchMs;
-      if (readyAt[i] !== undefined && readyAt[i]! <= t) {
-        readyAt[i] = undefined;
-        const bytes = proxies[i].object;
-        const encoders = new SharedEncoders(bytes, admissions[i].memory);
-        ep.objectReady(TRANSFER, { bytes, digest: sha256(bytes), encoders, cached: true }, t);
-      }
-      const deadline = ep.nextDeadline();
-      if (deadline !== null && deadline <= t) ep.handleTimeout(t);
-      const send = (bytes: Uint8Array) => inFlight.push({ at: t + ONE_WAY_MS, toProxy: false, source: i, bytes });
-      for (let d = ep.pollControl(); d; d = ep.pollControl()) send(d);
-      for (let n = 0, d = ep.pollDatagram(t); d && n < 32; n++, d = ep.pollDatagram(t)) send(d.slice());
-    });
-    const deadline = receiver.nextDeadline();
-    if (deadline !== null && deadline <= t) receiver.handleTimeout(t);
-    for (let d = receiver.pollDatagram(t); d; d = receiver.pollDatagram(t))
-      inFlight.push({ at: t + ONE_WAY_MS, toProxy: true, source: d.source, bytes: d.bytes });
-    if (receiver.status !== 'active') endedAt = t;
-  }
+  const endedAt = runOverNetwork(
+    receiver,
+    proxies.map((p, i) => ({ endpoint: endpoints[i], admission: admissions[i], object: p.object, fetchMs: p.fetchMs })),
+    { transferId: TRANSFER, oneWayMs: ONE_WAY_MS, limitMs: RUN_LIMIT_MS },
+  );
   if (endedAt < 0) throw new Error(`the download did not end within ${RUN_LIMIT_MS} ms of fake time`);
   return { receiver, endedAt };
 }
