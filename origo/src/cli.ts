@@ -35,7 +35,7 @@ export function buildCli(): Command {
     .addOption(
       new Option(
         '--proxy-keys <file>',
-        'JSON {"<proxyId>": "<key>"}: each proxy registers with its own id and key; SIGHUP reloads, a removed id is revoked',
+        'JSON {"<proxyId>": "<key>" | {"key": "<key>", "operator": "<name>"}}: each proxy registers with its own id and key (an operator named: offers and agreement spread over operators); SIGHUP reloads, a removed id is revoked',
       ).env('MUTP_ORIGO_PROXY_KEYS'),
     )
     .addOption(
